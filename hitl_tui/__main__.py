@@ -1,0 +1,3 @@
+from hitl_tui.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,26 @@
+"""From an operator's Answer to a Plan, whichever source the block came from."""
+
+from __future__ import annotations
+
+from hitl_tui.inbox import Inbox
+from hitl_tui.model import Answer, Block, HitlError, Plan
+from hitl_tui.sources.base import Source
+
+
+def source_for(inbox: Inbox, block: Block) -> Source:
+    for source in inbox.sources:
+        if source.name == block.source:
+            return source
+    raise HitlError(f"{block.id}: no writer for blocks from {block.source}")
+
+
+def plan_answer(inbox: Inbox, block: Block, answer: Answer) -> Plan:
+    """The exact file changes for `answer`; raises UsageError for an empty or invalid answer."""
+    return source_for(inbox, block).plan(block, answer)
+
+
+def apply_answer(inbox: Inbox, plan: Plan) -> list[str]:
+    """Carry out a plan; returns one line per thing done. Raises HitlError subclasses."""
+    from hitl_tui.apply import apply_plan
+
+    return apply_plan(plan)

@@ -1,0 +1,269 @@
+"""The `hitl` command: the app, and the subcommands scripts and agents use.
+
+`list` and `answer` never import Textual (a test proves it): they are fast, and they work where
+no terminal UI can run. Every error a user can cause is one line on stderr and an exit code:
+0 done, 1 failure, 2 bad usage or input (nothing written), 3 the block changed or is gone
+(nothing written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from hitl_tui import __version__
+from hitl_tui.model import Answer, HitlError, UsageError
+
+PROG = "hitl"
+
+EPILOG = """\
+commands:
+  hitl [PATH...]          open the inbox (the terminal app) on these repositories
+  hitl list [PATH...]     print the open blocks (--json for scripts)
+  hitl answer TARGET      answer one block with --choice KEY or --text TEXT
+  hitl demo               open the app on a throw-away workspace with sample blocks
+
+Each PATH is a repository, or a folder whose sub-folders (to depth 2) are repositories.
+With no PATH: the 'repos' of the config file, else the current directory.
+Config: --config FILE, else $HITL_CONFIG, else config.toml in the user config folder.
+
+exit codes: 0 ok, 1 failure, 2 bad usage or input, 3 the block changed or is gone.
+Run 'hitl COMMAND --help' for a command's options.
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one line and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
+
+
+def _add_common(parser: argparse.ArgumentParser, paths: bool = True) -> None:
+    if paths:
+        parser.add_argument(
+            "paths",
+            nargs="*",
+            metavar="PATH",
+            help="repositories, or folders of repositories (default: config, else .)",
+        )
+    parser.add_argument("--config", metavar="FILE", help="TOML config file")
+
+
+def build_parsers() -> dict[str, argparse.ArgumentParser]:
+    fmt = argparse.RawDescriptionHelpFormatter
+    parsers: dict[str, argparse.ArgumentParser] = {}
+
+    main = _Parser(
+        prog=PROG,
+        description="The operator's inbox for blocked coding-agent loops.",
+        epilog=EPILOG,
+        formatter_class=fmt,
+    )
+    _add_common(main)
+    main.add_argument("--version", action="version", version=f"hitl {__version__}")
+    parsers[""] = main
+
+    p = _Parser(
+        prog=f"{PROG} list",
+        description="Print every open block, oldest first.",
+        epilog="--json prints one array; each element has id, repo, source, path, state,\n"
+        "category, title, question, context, attempted, choices, since and fingerprint.",
+        formatter_class=fmt,
+    )
+    _add_common(p)
+    p.add_argument("--json", action="store_true", help="print one JSON array")
+    parsers["list"] = p
+
+    p = _Parser(
+        prog=f"{PROG} answer",
+        description="Answer one block and write the answer back as its loop expects.",
+        epilog="TARGET: a block file, a repository with exactly one open block, or an id\n"
+        "from 'hitl list'.\n\n"
+        "examples:\n"
+        "  hitl answer shop --choice B\n"
+        "  hitl answer ~/loops/shop/BLOCKED.md --text 'Keep invoices' --note 'legal asked'\n"
+        "  hitl answer shop --choice 2 --dry-run\n\n"
+        "exit codes: 0 written, 2 bad usage or input, 3 the block changed or is gone,\n"
+        "1 anything else. Nothing is written unless the exit code is 0.",
+        formatter_class=fmt,
+    )
+    p.add_argument("target", metavar="TARGET", help="block file, repository, or id")
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument("--choice", metavar="KEY", help="a choice's label (B) or position (2)")
+    how.add_argument(
+        "--text",
+        metavar="TEXT",
+        action="append",
+        help="answer in your own words (repeat once per question where a block asks several)",
+    )
+    p.add_argument("--note", metavar="TEXT", help="a remark added to the decision and the note")
+    p.add_argument(
+        "--expect",
+        metavar="FINGERPRINT",
+        help="refuse (exit 3) unless the block still has this fingerprint (from list --json)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+    _add_common(p)
+    parsers["answer"] = p
+
+    p = _Parser(
+        prog=f"{PROG} demo",
+        description="Open the app on a throw-away workspace of sample repositories. A simulated "
+        "agent writes a new BLOCKED.md a few seconds in. Nothing outside the temp folder is "
+        "touched, and the folder is removed on exit unless --keep.",
+        formatter_class=fmt,
+    )
+    p.add_argument("--keep", action="store_true", help="keep the temp folder and print its path")
+    p.add_argument(
+        "--agent-delay",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="when the simulated agent writes its block (default 5; 0: never)",
+    )
+    parsers["demo"] = p
+    for name, extra in EXTRA_COMMANDS.items():
+        parsers[name] = extra[0]()
+    return parsers
+
+
+#: Subcommands added by other modules: name -> (build parser, run). Keeps this file small.
+EXTRA_COMMANDS: dict[
+    str, tuple[Callable[[], argparse.ArgumentParser], Callable[[argparse.Namespace], int]]
+] = {}
+
+
+def _repo_paths(args: argparse.Namespace, config) -> list[Path]:
+    if args.paths:
+        return [Path(p) for p in args.paths]
+    if config.repos:
+        return list(config.repos)
+    return [Path.cwd()]
+
+
+def _open_inbox(args: argparse.Namespace):
+    from hitl_tui.config import load_config
+    from hitl_tui.inbox import Inbox
+
+    config = load_config(args.config)
+    return config, Inbox.open(_repo_paths(args, config))
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from hitl_tui.textio import printable
+    from hitl_tui.timefmt import age
+
+    _config, inbox = _open_inbox(args)
+    blocks = inbox.sorted_blocks()
+    if args.json:
+        json.dump([b.to_json() for b in blocks], sys.stdout, ensure_ascii=False, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    if not blocks:
+        print(f"no open blocks in {len(inbox.workspace.repos)} repos")
+        return 0
+    width = max(len(printable(b.id)) for b in blocks)
+    for b in blocks:
+        state = "" if b.state == "blocked" else f"[{b.state}] "
+        print(f"{printable(b.id):<{width}}  {age(b.since):>4}  {state}{printable(b.one_line_question())}")
+    return 0
+
+
+def cmd_answer(args: argparse.Namespace) -> int:
+    from hitl_tui.answering import plan_answer
+    from hitl_tui.apply import apply_plan
+    from hitl_tui.model import StaleError
+    from hitl_tui.textio import printable
+
+    config, inbox = _open_inbox(args)
+    block = inbox.resolve(args.target)
+    if args.expect and args.expect != block.fingerprint:
+        raise StaleError(f"{block.id}: the block changed since {args.expect[:19]}…")
+    texts = tuple(args.text or ())
+    if args.text is not None and not any(t.strip() for t in texts):
+        raise UsageError("--text is empty")
+    choice = block.find_choice(args.choice) if args.choice is not None else None
+    answer = Answer(choice=choice, texts=texts, note=args.note, operator=config.operator_name())
+    plan = plan_answer(inbox, block, answer)
+    if args.dry_run:
+        sys.stdout.write(printable(plan.diff(), keep_newlines=True))
+        return 0
+    done = apply_plan(plan)
+    print(f"{printable(block.id)}: " + "; ".join(done))
+    if plan.hint:
+        print(printable(plan.hint))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from hitl_tui.demo import run_demo
+
+    return run_demo(keep=args.keep, agent_delay=args.agent_delay)
+
+
+def cmd_app(args: argparse.Namespace) -> int:
+    from hitl_tui.config import load_config
+    from hitl_tui.inbox import Inbox
+    from hitl_tui.workspace import Workspace
+
+    config = load_config(args.config)
+    workspace = Workspace.discover(_repo_paths(args, config))
+    from hitl_tui.tui.app import HitlApp
+
+    app = HitlApp(Inbox(workspace), config=config)
+    app.run()
+    return app.return_code or 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "list": cmd_list,
+    "answer": cmd_answer,
+    "demo": cmd_demo,
+}
+
+
+def _load_extras() -> None:
+    """Import the modules that register extra subcommands (escalate, guard, ...)."""
+    for module in ("hitl_tui.agent_cli",):
+        try:
+            __import__(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = bool(os.environ.get("HITL_DEBUG"))
+    try:
+        _load_extras()
+        parsers = build_parsers()
+        name = argv[0] if argv and argv[0] in parsers and argv[0] else ""
+        parser = parsers[name]
+        args = parser.parse_intermixed_args(argv[1:] if name else argv)
+        run = COMMANDS.get(name) or (EXTRA_COMMANDS[name][1] if name in EXTRA_COMMANDS else cmd_app)
+        return run(args)
+    except HitlError as exc:
+        print(f"hitl: {_one_line(str(exc))}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("hitl: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 1
+    except Exception as exc:  # a bug: still one line, unless HITL_DEBUG asks for the trace
+        if debug:
+            raise
+        print(f"hitl: internal error: {type(exc).__name__}: {_one_line(str(exc))}", file=sys.stderr)
+        return 1
+
+
+def _one_line(text: str) -> str:
+    from hitl_tui.textio import printable
+
+    return printable(" ".join(text.split()))

@@ -1,0 +1,89 @@
+"""The TOML config, read once into one typed object.
+
+```toml
+repos = ["~/loops", "~/work/api"]   # repositories, or folders of repositories
+operator = "Ada"                     # who answers (default: git user.name, else the login)
+bell = true                          # ring the terminal bell when a block arrives
+```
+"""
+
+from __future__ import annotations
+
+import getpass
+import subprocess
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hitl_tui.model import HitlError, UsageError
+from hitl_tui.paths import config_file
+
+KNOWN_KEYS = {"repos", "operator", "bell", "github"}
+
+
+@dataclass(frozen=True)
+class Config:
+    repos: tuple[Path, ...] = ()
+    operator: str | None = None
+    bell: bool = True
+    github: tuple[dict, ...] = ()
+    path: Path | None = None
+    extra: dict = field(default_factory=dict)
+
+    def operator_name(self) -> str:
+        return self.operator or git_user_name() or _login()
+
+
+def _login() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "operator"
+
+
+def git_user_name() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "config", "user.name"], capture_output=True, text=True, timeout=2, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    name = out.stdout.strip()
+    return name or None
+
+
+def load_config(explicit: str | Path | None = None) -> Config:
+    """Read `--config FILE`, else `$HITL_CONFIG`, else the user config file (if it exists)."""
+    path = Path(explicit).expanduser() if explicit else config_file()
+    if not path.exists():
+        if explicit:
+            raise UsageError(f"config file not found: {path}")
+        return Config()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{path}: not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HitlError(f"{path}: cannot read the config: {exc}") from None
+    unknown = sorted(set(data) - KNOWN_KEYS)
+    if unknown:
+        raise UsageError(
+            f"{path}: unknown key {unknown[0]!r} (known: {', '.join(sorted(KNOWN_KEYS))})"
+        )
+    repos = data.get("repos", [])
+    if isinstance(repos, str):
+        repos = [repos]
+    if not isinstance(repos, list) or not all(isinstance(r, str) for r in repos):
+        raise UsageError(f"{path}: 'repos' must be a list of paths")
+    operator = data.get("operator")
+    if operator is not None and not isinstance(operator, str):
+        raise UsageError(f"{path}: 'operator' must be a string")
+    bell = data.get("bell", True)
+    if not isinstance(bell, bool):
+        raise UsageError(f"{path}: 'bell' must be true or false")
+    github = data.get("github", [])
+    if isinstance(github, dict):
+        github = [github]
+    base = path.parent
+    resolved = tuple((base / Path(r).expanduser()).absolute() for r in repos)
+    return Config(resolved, operator, bell, tuple(github), path)

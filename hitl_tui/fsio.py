@@ -1,0 +1,151 @@
+"""Reading untrusted files safely and writing files atomically.
+
+Reads are bounded (a 50 MB BLOCKED.md is hashed in full but only its head is kept). Writes go to
+a temp file in the same folder, are fsynced, get the old file's mode, and are renamed over the
+target; the folder is fsynced after. Nothing is ever written through a symlink that leaves the
+repository.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from hitl_tui.model import MAX_PARSE_BYTES, UnsafePathError
+
+TEMP_PREFIX = ".hitl-tmp-"
+
+
+@dataclass(frozen=True, slots=True)
+class FileRead:
+    """The head of a file, plus the fingerprint and size of all of it."""
+
+    head: bytes
+    fingerprint: str
+    size: int
+    mtime: datetime
+
+    @property
+    def truncated(self) -> bool:
+        return self.size > len(self.head)
+
+
+def read_file(path: Path, limit: int = MAX_PARSE_BYTES) -> FileRead:
+    """Read at most `limit` bytes to keep, hashing every byte. Raises OSError as open() does."""
+    digest = hashlib.sha256()
+    chunks: list[bytes] = []
+    kept = 0
+    size = 0
+    with open(path, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
+        while True:
+            chunk = f.read(1 << 20)
+            if not chunk:
+                break
+            digest.update(chunk)
+            size += len(chunk)
+            if kept < limit:
+                part = chunk[: limit - kept]
+                chunks.append(part)
+                kept += len(part)
+    mtime = datetime.fromtimestamp(st.st_mtime, UTC)
+    return FileRead(b"".join(chunks), "sha256:" + digest.hexdigest(), size, mtime)
+
+
+def current_fingerprint(path: Path) -> str | None:
+    """The fingerprint of the file's bytes now, or None when it does not exist."""
+    try:
+        return read_file(path, limit=0).fingerprint
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        return "directory"
+
+
+def read_bytes(path: Path) -> bytes | None:
+    """All bytes of a file we are about to edit, or None when it does not exist."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def is_inside(child: Path, parent: Path) -> bool:
+    try:
+        child.relative_to(parent)
+    except ValueError:
+        return False
+    return True
+
+
+def resolve_for_write(repo: Path, path: Path) -> Path:
+    """The real file a write to `path` lands on, refusing anything that leaves `repo`.
+
+    A symlink inside the repo that points elsewhere inside it is followed (the link stays a
+    link); one that points outside, or a folder on the way that does, is refused.
+    """
+    root = Path(os.path.realpath(repo))
+    target = Path(os.path.realpath(path))
+    if not is_inside(target, root):
+        shown = path.relative_to(repo) if is_inside(path, repo) else path
+        raise UnsafePathError(
+            f"refusing to write {shown}: it is a symlink (or inside one) that leads outside "
+            f"the repository, to {target}"
+        )
+    return target
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace `path` with `data` so that a crash leaves either the old or the new file.
+
+    The new file keeps the old one's permission bits (new files get the umask's default).
+    """
+    folder = path.parent
+    try:
+        mode: int | None = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = None
+    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(folder)
+
+
+def remove_file(path: Path) -> None:
+    os.unlink(path)
+    fsync_dir(path.parent)
+
+
+def fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

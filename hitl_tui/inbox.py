@@ -1,0 +1,192 @@
+"""The live set of open blocks across every repository, updated one file at a time.
+
+A full scan happens once at start. After that, each file event re-reads only the file it names
+(or, for a layout change such as a new task folder, only that repository's source), and the
+result is a Delta the UI applies without rebuilding its list.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hitl_tui.model import Block, HitlError, StaleError, UsageError
+from hitl_tui.sources import default_sources
+from hitl_tui.sources.base import Source
+from hitl_tui.workspace import Workspace, labels_for
+
+#: (source name, block file) identifies a block across re-reads.
+Key = tuple[str, Path]
+
+
+def key_of(block: Block) -> Key:
+    return (block.source, block.path)
+
+
+@dataclass
+class Delta:
+    """What one batch of file events changed in the inbox."""
+
+    added: list[Block] = field(default_factory=list)
+    changed: list[Block] = field(default_factory=list)
+    removed: list[Key] = field(default_factory=list)
+    #: The set of folders to watch changed (new repo, new task folder, ...).
+    rewatch: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.changed or self.removed or self.rewatch)
+
+
+class Inbox:
+    """Every open block under a Workspace, keyed by (source, file)."""
+
+    def __init__(self, workspace: Workspace, sources: list[Source] | None = None) -> None:
+        self.workspace = workspace
+        self.sources: list[Source] = sources if sources is not None else default_sources()
+        self.blocks: dict[Key, Block] = {}
+        self.labels: dict[Path, str] = {}
+        self._by_repo: dict[Path, set[Key]] = {}
+        self._dir_owner: dict[Path, Path] = {}
+
+    @classmethod
+    def open(cls, paths: list[Path], sources: list[Source] | None = None) -> Inbox:
+        inbox = cls(Workspace.discover(paths), sources)
+        inbox.scan()
+        return inbox
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def scan(self) -> None:
+        """Read every repository from scratch."""
+        self.blocks.clear()
+        self._by_repo.clear()
+        self.labels = labels_for(self.workspace.repos)
+        for repo in self.workspace.repos:
+            for source in self.sources:
+                self._scan_source(repo, source, Delta())
+        self._index_dirs()
+
+    def _scan_source(self, repo: Path, source: Source, delta: Delta) -> None:
+        seen: set[Key] = set()
+        for path in source.block_files(repo):
+            self._refresh(repo, source, path, delta)
+            seen.add((source.name, path))
+        for key in [k for k in self._by_repo.get(repo, ()) if k[0] == source.name]:
+            if key not in seen:
+                self._drop(repo, key, delta)
+
+    def _refresh(self, repo: Path, source: Source, path: Path, delta: Delta) -> None:
+        key = (source.name, path)
+        try:
+            block = source.parse(repo, path, self.labels.get(repo, repo.name))
+        except HitlError:
+            block = None
+        old = self.blocks.get(key)
+        if block is None:
+            if old is not None:
+                self._drop(repo, key, delta)
+            return
+        self.blocks[key] = block
+        self._by_repo.setdefault(repo, set()).add(key)
+        if old is None:
+            delta.added.append(block)
+        elif old.fingerprint != block.fingerprint or old.since != block.since:
+            delta.changed.append(block)
+
+    def _drop(self, repo: Path, key: Key, delta: Delta) -> None:
+        if self.blocks.pop(key, None) is not None:
+            delta.removed.append(key)
+        self._by_repo.get(repo, set()).discard(key)
+
+    def _index_dirs(self) -> None:
+        owner: dict[Path, Path] = {}
+        for repo in self.workspace.repos:
+            for source in self.sources:
+                for folder in source.watch_dirs(repo):
+                    owner.setdefault(folder, repo)
+        self._dir_owner = owner
+
+    def watch_dirs(self) -> list[Path]:
+        """Every folder to watch, non-recursively: the roots, and each source's folders."""
+        dirs = dict.fromkeys(self.workspace.roots)
+        dirs.update(dict.fromkeys(self._dir_owner))
+        return [d for d in dirs if os.path.isdir(d)]
+
+    def sorted_blocks(self) -> list[Block]:
+        """Oldest first: the longest-waiting loop is answered first."""
+        return sorted(self.blocks.values(), key=lambda b: (b.since, b.id))
+
+    def repo_count(self) -> int:
+        return len({b.repo for b in self.blocks.values()})
+
+    # -- live updates ------------------------------------------------------------------------
+
+    def handle(self, paths: Iterable[Path]) -> Delta:
+        """Apply a batch of changed paths (from the watcher) and say what changed."""
+        delta = Delta()
+        touched: set[Path] = set()
+        roots = set(self.workspace.roots)
+        for path in paths:
+            if path.parent in roots or path in roots:
+                touched.add(path)
+            repo = self._dir_owner.get(path.parent) or self._dir_owner.get(path)
+            if repo is None:
+                continue
+            if path == repo and not os.path.isdir(repo):
+                touched.add(path)
+                continue
+            for source in self.sources:
+                if source.layout_changed(repo, path):
+                    self._scan_source(repo, source, delta)
+                    delta.rewatch = True
+                elif source.claims(repo, path):
+                    self._refresh(repo, source, path, delta)
+        if touched:
+            self._rediscover(touched, delta)
+        if delta.rewatch:
+            self._index_dirs()
+        return delta
+
+    def _rediscover(self, touched: set[Path], delta: Delta) -> None:
+        before = set(self.workspace.repos)
+        self.workspace.rescan()
+        after = set(self.workspace.repos)
+        delta.rewatch = True
+        for repo in before - after:
+            for key in list(self._by_repo.get(repo, ())):
+                self._drop(repo, key, delta)
+            self._by_repo.pop(repo, None)
+        if after - before:
+            self.labels = labels_for(self.workspace.repos)
+        # New repositories, and ones deleted and re-created in place (same path, new folder).
+        for repo in self.workspace.repos:
+            if repo not in before or repo in touched:
+                for source in self.sources:
+                    self._scan_source(repo, source, delta)
+
+    # -- looking blocks up -------------------------------------------------------------------
+
+    def resolve(self, target: str) -> Block:
+        """A block by file path, by repository (with exactly one block), or by id."""
+        for block in self.blocks.values():
+            if block.id == target:
+                return block
+        path = Path(os.path.abspath(Path(target).expanduser()))
+        if path.is_file() or (not path.exists() and path.name.endswith(".md")):
+            for block in self.blocks.values():
+                if block.path == path:
+                    return block
+            if not path.exists():
+                raise StaleError(f"{target} does not exist (already answered?)")
+            raise UsageError(f"no open block in {target}")
+        if path.is_dir():
+            found = [b for b in self.blocks.values() if b.repo == path]
+            if len(found) == 1:
+                return found[0]
+            if not found:
+                raise UsageError(f"no open block in {target}")
+            ids = ", ".join(sorted(b.id for b in found))
+            raise UsageError(f"{target} has {len(found)} open blocks; name one: {ids}")
+        raise UsageError(f"no open block with id {target!r} (see 'hitl list')")

@@ -1,0 +1,224 @@
+"""The domain's nouns: a Block the agent wrote, the operator's Answer, and the Plan of file changes.
+
+Nothing here imports Textual. Every source (loopkit, agenticloop, ...) turns bytes on disk into
+Blocks, and turns a Block plus an Answer into a Plan; the CLI and the TUI only ever see these.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+#: How much of a block file is parsed and shown. Larger files are still listed, fingerprinted over
+#: every byte, and answerable; the panes show the first part and say so.
+MAX_PARSE_BYTES = 1 << 20
+
+
+class HitlError(Exception):
+    """An error the user can cause or fix: printed as one line, mapped to an exit code."""
+
+    exit_code = 1
+
+
+class UsageError(HitlError):
+    """Bad usage or bad input (unknown choice, empty text): nothing was written."""
+
+    exit_code = 2
+
+
+class StaleError(HitlError):
+    """The block changed or vanished since the operator read it: nothing was written."""
+
+    exit_code = 3
+
+
+class UnsafePathError(HitlError):
+    """A write would leave the repository (a symlink pointing outside, say): nothing was written."""
+
+    exit_code = 1
+
+
+def fingerprint(data: bytes) -> str:
+    """The identity of a block's bytes, as shown by `list --json` and checked before writing."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """One listed way out of the block: `B) Keep invoices — needs a migration`."""
+
+    key: str
+    option: str
+    consequence: str | None = None
+    #: The operator must type text with this choice (a note, an answer); the UI asks for it.
+    needs_text: bool = False
+
+    def label(self) -> str:
+        text = f"{self.key}) {self.option}"
+        if self.consequence:
+            text += f" — {self.consequence}"
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A markdown section of a block file that is not one of the four known panes."""
+
+    title: str
+    body: str
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One open block, as parsed from untrusted bytes. Every text field is shown literally."""
+
+    id: str
+    source: str
+    repo: Path
+    path: Path
+    state: str
+    question: str
+    context: str
+    attempted: tuple[str, ...]
+    choices: tuple[Choice, ...]
+    since: datetime
+    fingerprint: str
+    raw: str
+    category: str | None = None
+    title: str | None = None
+    extra: tuple[Section, ...] = ()
+    #: Why the file did not parse cleanly (shown above the panes); empty when it did.
+    problems: tuple[str, ...] = ()
+    #: True when only the first MAX_PARSE_BYTES were parsed and shown.
+    truncated: bool = False
+    #: Separate questions that each want an answer (agenticloop needs_context).
+    questions: tuple[str, ...] = ()
+    #: Source-specific facts the planner needs (frontmatter, notes, ...). Not shown.
+    meta: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def repo_name(self) -> str:
+        return self.repo.name
+
+    def one_line_question(self, width: int = 200) -> str:
+        line = " ".join(self.question.split())
+        return line if len(line) <= width else line[: width - 1] + "…"
+
+    def find_choice(self, key: str) -> Choice:
+        """A choice by its label (`B`, any case) or its 1-based position (`2`)."""
+        wanted = key.strip().rstrip(").:").lstrip("(").strip()
+        for choice in self.choices:
+            if choice.key.casefold() == wanted.casefold():
+                return choice
+        if wanted.isdigit():
+            index = int(wanted)
+            if 1 <= index <= len(self.choices):
+                return self.choices[index - 1]
+        keys = ", ".join(c.key for c in self.choices) or "none; answer with --text"
+        raise UsageError(f"no choice {key!r} in {self.id} (choices: {keys})")
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "repo": str(self.repo),
+            "source": self.source,
+            "path": str(self.path),
+            "state": self.state,
+            "category": self.category,
+            "title": self.title,
+            "question": self.question,
+            "context": self.context,
+            "attempted": list(self.attempted),
+            "choices": [
+                {"key": c.key, "option": c.option, "consequence": c.consequence}
+                for c in self.choices
+            ],
+            "questions": list(self.questions),
+            "since": self.since.isoformat(),
+            "fingerprint": self.fingerprint,
+            "problems": list(self.problems),
+            "truncated": self.truncated,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the operator decided. Exactly one of `choice` or `texts` carries the decision."""
+
+    choice: Choice | None = None
+    #: The operator's own words: one entry, or one per question for a multi-question block.
+    texts: tuple[str, ...] = ()
+    note: str | None = None
+    operator: str = "operator"
+    when: datetime = field(default_factory=lambda: datetime.now(UTC))
+    #: The decision text as edited in the preview; replaces the generated one.
+    decision_override: str | None = None
+
+    @property
+    def date(self) -> str:
+        return self.when.astimezone(UTC).strftime("%Y-%m-%d")
+
+
+@dataclass(frozen=True, slots=True)
+class FileChange:
+    """The new bytes of one file (None: delete it), and the bytes they replace (None: create it)."""
+
+    path: Path
+    old: bytes | None
+    new: bytes | None
+
+    @property
+    def action(self) -> str:
+        if self.new is None:
+            return "remove"
+        if self.old is None:
+            return "create"
+        return "update"
+
+    def diff(self, root: Path | None = None) -> str:
+        name = str(self.path.relative_to(root)) if root else str(self.path)
+        old = _lines(self.old)
+        new = _lines(self.new)
+        before = f"a/{name}" if self.old is not None else "/dev/null"
+        after = f"b/{name}" if self.new is not None else "/dev/null"
+        return "".join(difflib.unified_diff(old, new, before, after, n=2))
+
+
+def _lines(data: bytes | None) -> list[str]:
+    if data is None:
+        return []
+    text = data.decode("utf-8", "replace")
+    lines = text.splitlines(keepends=True)
+    # Show CR honestly but keep unified diff lines terminated by \n.
+    out = []
+    for line in lines:
+        body = line.rstrip("\r\n")
+        ending = line[len(body) :]
+        marker = "␍" if "\r" in ending else ""
+        out.append(body + marker + "\n")
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        out[-1] = out[-1][:-1] + "\n\\ No newline at end of file\n"
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Every file change an answer makes, in the order they are applied (the block's removal last).
+
+    `expect` maps each path to the sha256 fingerprint its bytes must still have when applying
+    (None: the file must not exist), so a block that changed meanwhile writes nothing.
+    """
+
+    block: Block
+    answer: Answer
+    changes: tuple[FileChange, ...]
+    expect: dict[Path, str | None]
+    summary: str
+    #: What the operator should do next, shown after applying (`/agenticloop T-007`).
+    hint: str | None = None
+
+    def diff(self) -> str:
+        return "".join(change.diff(self.block.repo) for change in self.changes)

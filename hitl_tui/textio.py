@@ -1,0 +1,126 @@
+"""Byte-faithful text editing: decode any bytes, edit lines, encode back to the same bytes.
+
+Agent files may carry a BOM, CRLF, mixed endings or invalid UTF-8. We decode with
+`surrogateescape` so that undecodable bytes survive a round trip, keep the BOM aside, and insert
+new lines with the file's own line ending, so an edit changes only the lines it means to.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+BOM = "\ufeff"
+
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s*(.*?)\s*#*\s*$")
+
+
+@dataclass
+class TextDoc:
+    """A file's text split into lines that keep their own endings."""
+
+    lines: list[str]
+    bom: bool
+    newline: str
+
+    @classmethod
+    def from_bytes(cls, data: bytes | None) -> TextDoc:
+        text = (data or b"").decode("utf-8", "surrogateescape")
+        bom = text.startswith(BOM)
+        if bom:
+            text = text[1:]
+        newline = "\r\n" if "\r\n" in text else "\n"
+        return cls(text.splitlines(keepends=True), bom, newline)
+
+    def to_bytes(self) -> bytes:
+        text = (BOM if self.bom else "") + "".join(self.lines)
+        return text.encode("utf-8", "surrogateescape")
+
+    def ensure_final_newline(self) -> None:
+        """Terminate the last line before appending below it (its content is unchanged)."""
+        if self.lines and not self.lines[-1].endswith(("\n", "\r")):
+            self.lines[-1] += self.newline
+
+    def insert(self, index: int, texts: list[str]) -> None:
+        """Insert new lines (given without endings) before line `index`."""
+        if index >= len(self.lines):
+            self.ensure_final_newline()
+        self.lines[index:index] = [t + self.newline for t in texts]
+
+    def find_heading(self, name: str, levels: range = range(1, 7)) -> tuple[int, int] | None:
+        """(line index, level) of the first heading called `name` (any case, optional colon)."""
+        want = normalise_heading(name)
+        fence = False
+        for i, line in enumerate(self.lines):
+            stripped = line.strip()
+            if stripped.startswith(("```", "~~~")):
+                fence = not fence
+                continue
+            if fence:
+                continue
+            m = _HEADING.match(line.rstrip("\r\n"))
+            if m and len(m.group(1)) in levels and normalise_heading(m.group(2)) == want:
+                return i, len(m.group(1))
+        return None
+
+    def section_end(self, start: int, level: int) -> int:
+        """Index just after the last non-blank line of the section whose heading is at `start`."""
+        end = len(self.lines)
+        fence = False
+        for i in range(start + 1, len(self.lines)):
+            stripped = self.lines[i].strip()
+            if stripped.startswith(("```", "~~~")):
+                fence = not fence
+            if fence:
+                continue
+            m = _HEADING.match(self.lines[i].rstrip("\r\n"))
+            if m and len(m.group(1)) <= level:
+                end = i
+                break
+        last = start
+        for i in range(start + 1, end):
+            if self.lines[i].strip():
+                last = i
+        return last + 1
+
+
+def normalise_heading(text: str) -> str:
+    text = text.strip().strip("*_").strip()
+    text = text.rstrip(":").strip()
+    return " ".join(text.casefold().split())
+
+
+def one_line(text: str) -> str:
+    """Collapse whitespace so that a value fits on one bullet line."""
+    return " ".join(text.split())
+
+
+def _printable_table() -> dict[int, str]:
+    table: dict[int, str] = {}
+    for code in range(0x20):
+        table[code] = chr(0x2400 + code)  # control pictures: ␛ for ESC, ␀ for NUL
+    table[0x7F] = "␡"
+    for code in range(0x80, 0xA0):
+        table[code] = "�"
+    # Invisible direction overrides and zero-width marks can disguise what a line says.
+    for code in [*range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]:
+        table[code] = "�"
+    table[0xFEFF] = ""
+    return table
+
+
+_PRINTABLE = _printable_table()
+_PRINTABLE_LINES = {**_PRINTABLE, ord("\n"): "\n", ord("\t"): "    "}
+
+
+def printable(text: str, keep_newlines: bool = False) -> str:
+    """Agent text made safe for a terminal: no escape sequence or control byte survives.
+
+    Control characters become visible symbols (ESC shows as ␛), so a hostile file can neither
+    restyle the terminal nor hide what it says. Markup is a separate matter: the UI never
+    renders this text as markup at all.
+    """
+    if keep_newlines:
+        text = text.replace("\r\n", "\n")
+        return text.translate(_PRINTABLE_LINES)
+    return text.translate(_PRINTABLE)

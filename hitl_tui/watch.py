@@ -1,0 +1,90 @@
+"""One watcher for every repository: watchfiles over folders, never recursive.
+
+A recursive watch costs one inotify watch per folder below it (a big `.git` or `node_modules`
+costs thousands), and one watcher per repo runs out of inotify instances (128 per user on Linux).
+So there is a single `awatch` over the exact folders the sources name (each repo's root, its task
+folder, ...) plus the workspace roots, with `recursive=False`. When that set of folders changes
+(a repo or task folder created or deleted) the watcher is restarted on the new set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import watchfiles
+
+from hitl_tui.inbox import Delta, Inbox
+
+#: Milliseconds the Rust side waits for more events before yielding a batch.
+STEP_MS = 15
+#: Longest a burst of events is grouped before it is yielded anyway.
+DEBOUNCE_MS = 150
+
+
+def _accept(change: watchfiles.Change, path: str) -> bool:
+    # Editors' and our own temp files never hold a block.
+    name = path.rsplit("/", 1)[-1]
+    return not (name.startswith(".hitl-tmp-") or name.endswith(("~", ".swp")))
+
+
+async def watch_inbox(
+    inbox: Inbox,
+    on_delta: Callable[[Delta], Awaitable[None] | None],
+    stop: asyncio.Event,
+    on_ready: Callable[[list[Path]], None] | None = None,
+) -> None:
+    """Feed file events into `inbox` until `stop` is set; call `on_delta` for each change.
+
+    Parsing runs in a thread so that a caller on an event loop (the TUI) stays responsive.
+    """
+    while not stop.is_set():
+        dirs = inbox.watch_dirs()
+        restart = asyncio.Event()
+        combined = _Either(stop, restart)
+        if on_ready is not None:
+            on_ready(dirs)
+        if not dirs:
+            # Nothing to watch yet (every path vanished): look again shortly.
+            await asyncio.sleep(1.0)
+            delta = await asyncio.to_thread(inbox.handle, list(inbox.workspace.paths))
+            if delta:
+                result = on_delta(delta)
+                if asyncio.iscoroutine(result):
+                    await result
+            continue
+        async for changes in watchfiles.awatch(
+            *dirs,
+            watch_filter=_accept,
+            recursive=False,
+            step=STEP_MS,
+            debounce=DEBOUNCE_MS,
+            stop_event=combined,
+            ignore_permission_denied=True,
+            rust_timeout=1000,
+            yield_on_timeout=False,
+        ):
+            paths = [Path(p) for _, p in changes]
+            delta = await asyncio.to_thread(inbox.handle, paths)
+            if delta:
+                result = on_delta(delta)
+                if asyncio.iscoroutine(result):
+                    await result
+            if delta.rewatch or set(inbox.watch_dirs()) != set(dirs):
+                restart.set()
+                break
+
+
+class _Either:
+    """An event that is set when either of two asyncio events is (what awatch polls)."""
+
+    def __init__(self, a: asyncio.Event, b: asyncio.Event) -> None:
+        self.a, self.b = a, b
+
+    def is_set(self) -> bool:
+        return self.a.is_set() or self.b.is_set()
+
+    def set(self) -> None:
+        # awatch sets its stop event when it is cancelled: restart, don't stop everything.
+        self.b.set()

@@ -1,0 +1,43 @@
+"""Shared fixtures: sample repos copied into tmp folders, and an isolated state folder."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_state(tmp_path_factory, monkeypatch):
+    """Never touch the developer's own config or state folder."""
+    state = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("HITL_STATE_DIR", str(state))
+    monkeypatch.setenv("HITL_CONFIG", str(state / "no-config.toml"))
+    return state
+
+
+@pytest.fixture
+def fixtures_dir() -> Path:
+    return FIXTURES
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Path:
+    """A copy of the loopkit-shop sample repo."""
+    dest = tmp_path / "shop"
+    shutil.copytree(FIXTURES / "loopkit-shop", dest)
+    (dest / ".git").mkdir()
+    return dest
+
+
+@pytest.fixture
+def billing(tmp_path: Path) -> Path:
+    """A copy of the agenticloop-billing sample repo."""
+    dest = tmp_path / "billing"
+    shutil.copytree(FIXTURES / "agenticloop-billing", dest)
+    (dest / ".git").mkdir()
+    return dest
