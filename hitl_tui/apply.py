@@ -50,9 +50,11 @@ def repo_lock(repo: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
         os.close(fd)
 
 
-def check_expectations(plan: Plan) -> None:
-    """Raise StaleError unless every file still has the bytes the plan was made from."""
+def check_expectations(plan: Plan, only: Path | None = None) -> None:
+    """Raise StaleError unless every file (or just `only`) still has the bytes the plan read."""
     for path, expected in plan.expect.items():
+        if only is not None and path != only:
+            continue
         now = fsio.current_fingerprint(path)
         if now == expected:
             continue
@@ -78,8 +80,9 @@ def apply_plan(plan: Plan, hook: StepHook | None = None) -> list[str]:
         _step(hook, "checked")
         for change, target in targets:
             if change.new is None:
-                # The block is removed last, and only if it is still the one that was read.
-                check_expectations(plan)
+                # The block is removed last, and only if it is still the one that was read
+                # (the files written just before it no longer have their old bytes).
+                check_expectations(plan, only=change.path)
             try:
                 _write(change, target)
             except OSError as exc:
