@@ -170,7 +170,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     width = max(len(printable(b.id)) for b in blocks)
     for b in blocks:
         state = "" if b.state == "blocked" else f"[{b.state}] "
-        print(f"{printable(b.id):<{width}}  {age(b.since):>4}  {state}{printable(b.one_line_question())}")
+        question = printable(b.one_line_question())
+        print(f"{printable(b.id):<{width}}  {age(b.since):>4}  {state}{question}")
     return 0
 
 

@@ -1,0 +1,291 @@
+"""The inbox app: every open block across the watched repositories, answered in two keystrokes.
+
+This is the only package that imports Textual. It reads through the domain's Inbox, plans
+answers with the sources, and applies them with the same code the CLI uses; parsing and writing
+run in worker threads so that no keypress waits on the disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer, Static
+
+from hitl_tui.answering import apply_answer, plan_answer, source_for
+from hitl_tui.config import Config
+from hitl_tui.inbox import Delta, Inbox, key_of
+from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
+from hitl_tui.textio import printable
+from hitl_tui.tui.screens import HelpScreen, PreviewScreen, TextAnswerScreen
+from hitl_tui.tui.widgets import BlockDetail, BlockList
+
+
+class HitlApp(App[int]):
+    """hitl's terminal app."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "hitl"
+    ENABLE_COMMAND_PALETTE = False
+
+    BINDINGS: ClassVar = [
+        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Keys", key_display="?"),
+        Binding("o", "own_words", "Own words"),
+        Binding("r", "raw", "Raw file"),
+        *[Binding(str(n), f"choose({n})", f"Choice {n}", show=False) for n in range(1, 10)],
+    ]
+
+    def __init__(
+        self,
+        inbox: Inbox,
+        config: Config | None = None,
+        *,
+        watch: bool = True,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        super().__init__()
+        self.inbox = inbox
+        self.config = config or Config()
+        self.watch_enabled = watch
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.stop_event = asyncio.Event()
+        self.loaded = False
+        self.operator = self.config.operator_name()
+
+    # -- layout ------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static("hitl · reading repositories…", id="topbar", markup=False)
+        table = BlockList(self.clock, id="blocks")
+        table.border_title = "Inbox"
+        yield table
+        yield Static("", id="empty", markup=False)
+        yield BlockDetail(id="detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.theme = "textual-dark"
+        self.query_one(BlockList).focus()
+        self.initial_scan()
+        self.set_interval(60, self.query_one(BlockList).refresh_ages)
+
+    @work(thread=True, exclusive=True, group="scan", exit_on_error=False)
+    def initial_scan(self) -> None:
+        self.inbox.scan()
+        blocks = self.inbox.sorted_blocks()
+        self.call_from_thread(self._loaded, blocks)
+
+    def _loaded(self, blocks: list[Block]) -> None:
+        table = self.query_one(BlockList)
+        table.load(blocks)
+        if blocks:
+            table.move_cursor(row=0, animate=False)
+        self.loaded = True
+        self._update_counts()
+        self._show_current()
+        if self.watch_enabled:
+            self.run_watcher()
+
+    @work(exclusive=True, group="watch", exit_on_error=False)
+    async def run_watcher(self) -> None:
+        from hitl_tui.watch import watch_inbox
+
+        await watch_inbox(self.inbox, self._on_delta, self.stop_event)
+
+    async def _on_delta(self, delta: Delta) -> None:
+        self.apply_delta(delta, announce=True)
+
+    def apply_delta(self, delta: Delta, announce: bool = False) -> None:
+        table = self.query_one(BlockList)
+        before = table.current
+        table.apply(delta)
+        self._update_counts()
+        after = table.current
+        moved = after is None or before is None or key_of(after) != key_of(before)
+        if moved or any(key_of(b) == key_of(after) for b in delta.changed):
+            self._show_current()
+        if announce and delta.added:
+            if self.config.bell:
+                self.bell()
+            for block in delta.added[:3]:
+                self.notify(
+                    printable(f"{block.id}: {block.one_line_question(120)}"),
+                    title="New block",
+                    severity="warning",
+                    markup=False,
+                )
+
+    def _update_counts(self) -> None:
+        count = len(self.inbox.blocks)
+        repos = self.inbox.repo_count()
+        watched = len(self.inbox.workspace.repos)
+        bar = self.query_one("#topbar", Static)
+        if count:
+            noun = "block" if count == 1 else "blocks"
+            repo_noun = "repo" if repos == 1 else "repos"
+            text = f"hitl · {count} {noun} in {repos} {repo_noun} · watching {watched}"
+            bar.add_class("has-blocks")
+        else:
+            text = f"hitl · no open blocks · watching {watched} repos"
+            bar.remove_class("has-blocks")
+        bar.update(text)
+        self.screen.set_class(count == 0, "empty")
+        self.query_one("#empty", Static).update(
+            f"No open blocks in {watched} repos.\n\nWatching for new ones; "
+            "a loop that stops with a question shows up here at once."
+        )
+
+    def _show_current(self) -> None:
+        self.query_one(BlockDetail).show(self.query_one(BlockList).current)
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_current()
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def action_raw(self) -> None:
+        self.query_one(BlockDetail).toggle_raw()
+
+    def _current(self) -> Block | None:
+        block = self.query_one(BlockList).current
+        if block is None:
+            self.notify("No block is highlighted.", severity="warning")
+        return block
+
+    def action_choose(self, number: int) -> None:
+        block = self._current()
+        if block is None:
+            return
+        if number > len(block.choices):
+            if block.choices:
+                msg = f"This block has {len(block.choices)} choices; press o for your own words."
+            else:
+                msg = "This block lists no choices: press o to answer in your own words."
+            self.notify(msg, severity="warning")
+            return
+        choice = block.choices[number - 1]
+        if choice.needs_text:
+            self._ask_text(block, choice)
+        else:
+            self._preview(block, Answer(choice=choice, operator=self.operator))
+
+    def action_own_words(self) -> None:
+        block = self._current()
+        if block is not None:
+            self._ask_text(block, None)
+
+    def _ask_text(self, block: Block, choice: Choice | None) -> None:
+        questions = list(block.questions) if choice is None and len(block.questions) > 1 else []
+        if questions:
+            defaults = list(block.meta.get("defaults") or [])
+            defaults = [(d or "") for d in defaults] + [""] * (len(questions) - len(defaults))
+            title = f"Answer each question of {block.id}"
+        else:
+            questions = [""]
+            defaults = [""]
+            title = (
+                f"{block.id}: {choice.option} — your text"
+                if choice
+                else f"{block.id}: answer in your own words"
+            )
+
+        def done(texts: tuple[str, ...] | None) -> None:
+            if texts is None:
+                return
+            if choice is not None:
+                answer = Answer(choice=choice, texts=texts, note=None, operator=self.operator)
+            else:
+                answer = Answer(texts=texts, operator=self.operator)
+            self._preview(block, answer)
+
+        self.push_screen(TextAnswerScreen(block, questions, defaults, title), done)
+
+    def _preview(self, block: Block, answer: Answer) -> None:
+        try:
+            plan = plan_answer(self.inbox, block, answer)
+        except StaleError as exc:
+            self._stale(block, str(exc))
+            return
+        except HitlError as exc:
+            self.notify(printable(str(exc)), severity="error", markup=False, timeout=8)
+            return
+        source = source_for(self.inbox, block)
+        editable = None
+        replan = None
+        decision_text = getattr(source, "decision_text", None)
+        if decision_text is not None:
+            try:
+                editable = decision_text(block, answer)
+            except HitlError:
+                editable = None
+            if editable is not None:
+
+                def replan(text: str) -> Plan:
+                    edited = Answer(
+                        choice=answer.choice,
+                        texts=answer.texts,
+                        note=answer.note,
+                        operator=answer.operator,
+                        when=answer.when,
+                        decision_override=text,
+                    )
+                    return plan_answer(self.inbox, block, edited)
+
+        what = answer.choice.label() if answer.choice else "your own words"
+        title = f"Answer {block.id} with {what}"
+        self.push_screen(PreviewScreen(plan, editable, replan, title), self._confirmed)
+
+    def _confirmed(self, plan: Plan | None) -> None:
+        if plan is not None:
+            self.apply_in_background(plan)
+
+    @work(thread=True, group="apply", exit_on_error=False)
+    def apply_in_background(self, plan: Plan) -> None:
+        block = plan.block
+        try:
+            done = apply_answer(self.inbox, plan)
+        except StaleError as exc:
+            self.call_from_thread(self._stale, block, str(exc))
+            return
+        except HitlError as exc:
+            self.call_from_thread(
+                self.notify, printable(str(exc)), severity="error", markup=False, timeout=10
+            )
+            return
+        delta = self.inbox.handle([block.path])
+        self.call_from_thread(self._answered, plan, done, delta)
+
+    def _answered(self, plan: Plan, done: list[str], delta: Delta) -> None:
+        self.apply_delta(delta)
+        message = f"{plan.block.id}: " + "; ".join(done)
+        if plan.hint:
+            message += f"\n{plan.hint}"
+        self.notify(printable(message, keep_newlines=True), title="Answered", markup=False)
+
+    def _stale(self, block: Block, message: str) -> None:
+        delta = self.inbox.handle([block.path])
+        self.apply_delta(delta)
+        self.notify(
+            printable(message) + "\nNothing was written; the block as it is now is shown.",
+            title="Block changed",
+            severity="error",
+            markup=False,
+            timeout=10,
+        )
+
+    async def action_quit(self) -> None:
+        self.stop_event.set()
+        self.exit(0)
+
+    def on_unmount(self) -> None:
+        self.stop_event.set()

@@ -1,0 +1,233 @@
+"""Modal screens: the preview of an answer, typing an answer, and the key help.
+
+Each is a `ModalScreen[T]` that ends in `dismiss(value)`; the app decides what to do with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Button, Footer, Label, Static, TextArea
+
+from hitl_tui.model import Block, HitlError, Plan
+from hitl_tui.textio import printable
+
+
+def diff_text(diff: str) -> Text:
+    """A unified diff coloured line by line, without ever parsing it as markup."""
+    text = Text()
+    for line in printable(diff, keep_newlines=True).splitlines():
+        if line.startswith(("+++", "---")):
+            style = "bold"
+        elif line.startswith("@@"):
+            style = "cyan"
+        elif line.startswith("+"):
+            style = "green"
+        elif line.startswith("-"):
+            style = "red"
+        else:
+            style = ""
+        text.append(line + "\n", style=style)
+    return text
+
+
+class PreviewScreen(ModalScreen[Plan | None]):
+    """The exact diff of every file the answer changes. Enter or y applies, Escape goes back."""
+
+    DEFAULT_CSS = """
+    PreviewScreen { align: center middle; }
+    #preview-box {
+        width: 96%; height: 94%;
+        border: thick $accent; background: $surface; padding: 0 1;
+    }
+    #preview-title { text-style: bold; height: auto; margin-bottom: 1; }
+    #diff-scroll { height: 1fr; border: round $primary 50%; }
+    #decision { height: 5; border: round $secondary; }
+    #decision:focus { border: round $accent; }
+    #preview-error { color: $error; height: auto; }
+    #preview-buttons { height: 3; align-horizontal: right; }
+    #preview-buttons Button { margin-left: 2; }
+    """
+
+    BINDINGS: ClassVar = [
+        Binding("escape", "cancel", "Back"),
+        Binding("y", "apply", "Apply"),
+        Binding("e", "edit", "Edit decision"),
+    ]
+
+    def __init__(
+        self,
+        plan: Plan,
+        editable: str | None,
+        replan: Callable[[str], Plan] | None,
+        title: str,
+    ) -> None:
+        super().__init__()
+        self.plan = plan
+        self.editable = editable
+        self.replan = replan
+        self.title_text = title
+        self.error: str | None = None
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="preview-box"):
+            yield Static(Content(printable(self.title_text)), id="preview-title")
+            with VerticalScroll(id="diff-scroll"):
+                yield Static(diff_text(self.plan.diff()), id="diff")
+            if self.editable is not None:
+                area = TextArea(self.editable, id="decision", soft_wrap=True)
+                area.border_title = "Decision text (e or Tab to edit)"
+                yield area
+            yield Static("", id="preview-error", markup=False)
+            with Horizontal(id="preview-buttons"):
+                yield Button("Back (Esc)", id="cancel")
+                yield Button("Apply (Enter / y)", id="apply", variant="success")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#apply", Button).focus()
+
+    def action_edit(self) -> None:
+        if self.editable is not None:
+            self.query_one("#decision", TextArea).focus()
+
+    @on(TextArea.Changed, "#decision")
+    def _edited(self, event: TextArea.Changed) -> None:
+        if self.replan is None:
+            return
+        error = self.query_one("#preview-error", Static)
+        try:
+            self.plan = self.replan(event.text_area.text)
+        except HitlError as exc:
+            self.error = str(exc)
+            error.update(Content(printable(str(exc))))
+            return
+        self.error = None
+        error.update("")
+        self.query_one("#diff", Static).update(diff_text(self.plan.diff()))
+
+    @on(Button.Pressed, "#apply")
+    def action_apply(self) -> None:
+        if self.error:
+            self.notify(printable(self.error), severity="error", markup=False)
+            return
+        self.dismiss(self.plan)
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class TextAnswerScreen(ModalScreen[tuple[str, ...] | None]):
+    """One text box per question (one for most blocks); Ctrl+S continues to the preview."""
+
+    DEFAULT_CSS = """
+    TextAnswerScreen { align: center middle; }
+    #answer-box {
+        width: 90%; height: auto; max-height: 90%;
+        border: thick $accent; background: $surface; padding: 0 1;
+    }
+    #answer-title { text-style: bold; margin-bottom: 1; height: auto; }
+    .answer-question { color: $text-muted; height: auto; }
+    .answer-text { height: 5; margin-bottom: 1; }
+    #answer-error { color: $error; height: auto; }
+    #answer-buttons { height: 3; align-horizontal: right; }
+    #answer-buttons Button { margin-left: 2; }
+    """
+
+    BINDINGS: ClassVar = [
+        Binding("escape", "cancel", "Back"),
+        Binding("ctrl+s,ctrl+j,alt+enter", "submit", "Continue to preview", priority=True),
+    ]
+
+    def __init__(self, block: Block, prompts: list[str], defaults: list[str], title: str) -> None:
+        super().__init__()
+        self.block = block
+        self.prompts = prompts
+        self.defaults = defaults
+        self.title_text = title
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="answer-box"):
+            yield Static(Content(printable(self.title_text)), id="answer-title")
+            pairs = zip(self.prompts, self.defaults, strict=True)
+            for index, (prompt, default) in enumerate(pairs, 1):
+                if prompt:
+                    yield Label(Content(printable(prompt)), classes="answer-question")
+                yield TextArea(default, id=f"answer-{index}", classes="answer-text", soft_wrap=True)
+            yield Static("", id="answer-error", markup=False)
+            with Horizontal(id="answer-buttons"):
+                yield Button("Back (Esc)", id="cancel")
+                yield Button("Preview (Ctrl+S)", id="submit", variant="primary")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#answer-1", TextArea).focus()
+
+    @on(Button.Pressed, "#submit")
+    def action_submit(self) -> None:
+        texts = tuple(area.text.strip() for area in self.query(".answer-text").results(TextArea))
+        if not any(texts) or (len(texts) > 1 and not all(texts)):
+            self.query_one("#answer-error", Static).update("Type an answer first.")
+            return
+        self.dismiss(texts)
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+HELP = """\
+Moving
+  j / ↓        next block
+  k / ↑        previous block
+  PgUp / PgDn  page through the list
+  mouse        click a row; scroll the detail
+
+Answering the highlighted block
+  1 … 9        pick that choice: a preview shows the exact diff of every file
+  o            answer in your own words
+  in the preview:
+    Enter / y  apply
+    e / Tab    edit the decision text that goes into PROMPT.md
+    Esc        back, nothing written
+
+Looking
+  r            raw file on / off
+  ?            this help
+  q            quit
+
+Nothing is written until you apply in the preview, and never when the block
+changed since you read it: then the new version is shown instead.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    #help {
+        width: 84; height: auto; max-height: 90%;
+        border: thick $accent; background: $surface; padding: 1 2;
+    }
+    """
+    BINDINGS: ClassVar = [Binding("escape,q,question_mark", "close", "Close")]
+
+    def __init__(self, extra: str = "") -> None:
+        super().__init__()
+        self.extra = extra
+
+    def compose(self) -> ComposeResult:
+        help_text = Static(HELP + self.extra, id="help", markup=False)
+        help_text.border_title = "Keys"
+        yield help_text
+
+    def action_close(self) -> None:
+        self.dismiss(None)
