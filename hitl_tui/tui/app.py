@@ -132,12 +132,12 @@ class HitlApp(App[int]):
             text = f"hitl · {count} {noun} in {repos} {repo_noun} · watching {watched}"
             bar.add_class("has-blocks")
         else:
-            text = f"hitl · no open blocks · watching {watched} repos"
+            text = f"hitl · no open blocks · watching {_plural(watched, 'repo')}"
             bar.remove_class("has-blocks")
         bar.update(text)
         self.screen.set_class(count == 0, "empty")
         self.query_one("#empty", Static).update(
-            f"No open blocks in {watched} repos.\n\nWatching for new ones; "
+            f"No open blocks in {_plural(watched, 'repo')}.\n\nWatching for new ones; "
             "a loop that stops with a question shows up here at once."
         )
 
@@ -177,7 +177,10 @@ class HitlApp(App[int]):
         if choice.needs_text:
             self._ask_text(block, choice)
         else:
-            self._preview(block, Answer(choice=choice, operator=self.operator))
+            self._preview(block, self._answer(choice=choice))
+
+    def _answer(self, choice: Choice | None = None, texts: tuple[str, ...] = ()) -> Answer:
+        return Answer(choice=choice, texts=texts, operator=self.operator, when=self.clock())
 
     def action_own_words(self) -> None:
         block = self._current()
@@ -203,9 +206,9 @@ class HitlApp(App[int]):
             if texts is None:
                 return
             if choice is not None:
-                answer = Answer(choice=choice, texts=texts, note=None, operator=self.operator)
+                answer = self._answer(choice=choice, texts=texts)
             else:
-                answer = Answer(texts=texts, operator=self.operator)
+                answer = self._answer(texts=texts)
             self._preview(block, answer)
 
         self.push_screen(TextAnswerScreen(block, questions, defaults, title), done)
@@ -289,3 +292,7 @@ class HitlApp(App[int]):
 
     def on_unmount(self) -> None:
         self.stop_event.set()
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

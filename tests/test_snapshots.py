@@ -1,0 +1,60 @@
+"""Snapshots of the screens an operator sees (SVGs in tests/__snapshots__/).
+
+Regenerate after an intended change with `pytest tests/test_snapshots.py --snapshot-update`,
+then look at the report before committing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.tui_support import SIZE, demo_workspace, make_app
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    return demo_workspace(tmp_path)
+
+
+async def _ready(pilot) -> None:
+    app = pilot.app
+    for _ in range(100):
+        await pilot.pause()
+        if app.loaded:
+            break
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def test_inbox(snap_compare, demo: Path) -> None:
+    assert snap_compare(make_app([demo]), terminal_size=SIZE, run_before=_ready)
+
+
+def test_detail_of_another_block(snap_compare, demo: Path) -> None:
+    assert snap_compare(make_app([demo]), press=["j"], terminal_size=SIZE, run_before=_ready)
+
+
+def test_preview(snap_compare, demo: Path) -> None:
+    assert snap_compare(make_app([demo]), press=["2"], terminal_size=SIZE, run_before=_ready)
+
+
+def test_unparseable_block(snap_compare, demo: Path) -> None:
+    async def to_docs(pilot) -> None:
+        await _ready(pilot)
+        table = pilot.app.query_one("#blocks")
+        while table.current is not None and table.current.id != "docs":
+            await pilot.press("j")
+
+    assert snap_compare(make_app([demo]), terminal_size=SIZE, run_before=to_docs)
+
+
+def test_raw_view(snap_compare, demo: Path) -> None:
+    assert snap_compare(make_app([demo]), press=["r"], terminal_size=SIZE, run_before=_ready)
+
+
+def test_empty_inbox(snap_compare, tmp_path: Path) -> None:
+    repo = tmp_path / "quiet"
+    (repo / ".git").mkdir(parents=True)
+    assert snap_compare(make_app([repo]), terminal_size=SIZE, run_before=_ready)

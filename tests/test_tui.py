@@ -1,0 +1,258 @@
+"""The app driven by keys, asserting what the operator sees and what lands on disk."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from textual.widgets import Static, TextArea
+
+from hitl_tui.inbox import Delta
+from hitl_tui.model import Block
+from hitl_tui.sources.loopkit import LoopkitSource
+from hitl_tui.tui.screens import HelpScreen, PreviewScreen, TextAnswerScreen
+from hitl_tui.tui.widgets import BlockList
+from tests.tui_support import NOW, SIZE, demo_workspace, make_app
+
+
+def _static_text(app, selector: str) -> str:
+    return str(app.query_one(selector, Static).render())
+
+
+async def _settle(pilot, app) -> None:
+    for _ in range(50):
+        await pilot.pause()
+        if app.loaded and not app.workers._workers:
+            return
+        await asyncio.sleep(0.02)
+
+
+async def test_start_highlights_oldest_and_shows_four_panes(tmp_path: Path) -> None:
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        table = app.query_one(BlockList)
+        assert table.current is not None and table.current.id == "shop"
+        assert "blocks in" in _static_text(app, "#topbar")
+        assert "archived invoices" in _static_text(app, "#question")
+        assert "delete workspace" in _static_text(app, "#context")
+        assert "cascade delete" in _static_text(app, "#attempted")
+        choices = _static_text(app, "#choices")
+        assert "B) Keep invoices" in choices and "needs a migration" in choices
+
+
+async def test_two_then_enter_answers_with_the_second_choice(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    shop = root / "shop"
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        await pilot.press("2")
+        await pilot.pause()
+        assert isinstance(app.screen, PreviewScreen)
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not (shop / "BLOCKED.md").exists()
+        prompt = (shop / "PROMPT.md").read_text()
+        assert prompt.endswith(
+            "## Decisions\n- 2026-11-29: Should deleting a workspace also delete its archived "
+            "invoices, or keep them for 7 years? → B) Keep invoices, detach them from the "
+            "workspace — needs a migration adding owner_id.\n"
+        )
+        plan = (shop / "IMPLEMENTATION_PLAN.md").read_text()
+        assert plan.startswith("STATUS: in-progress\n")
+        assert "- 2026-11-29: Block answered by Ada via hitl:" in plan
+        ids = [b.id for b in app.query_one(BlockList).blocks.values()]
+        assert "shop" not in ids
+        assert any("Answered" in n.title for n in app._notifications)
+
+
+async def test_escape_in_preview_writes_nothing(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    before = {p: p.read_bytes() for p in (root / "shop").iterdir() if p.is_file()}
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        await pilot.press("1")
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, PreviewScreen)
+    after = {p: p.read_bytes() for p in (root / "shop").iterdir() if p.is_file()}
+    assert after == before
+
+
+async def test_edited_decision_is_what_gets_written(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        await pilot.press("3")
+        await pilot.pause()
+        await pilot.press("e")
+        area = app.screen.query_one("#decision", TextArea)
+        assert area.has_focus
+        area.move_cursor(area.document.end)
+        await pilot.press(*" per legal", "enter")
+        await pilot.press(*"Second line")
+        await pilot.pause()
+        assert "+  Second line" in str(app.screen.query_one("#diff", Static).render())
+        app.screen.query_one("#apply").focus()
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+    prompt = (root / "shop" / "PROMPT.md").read_text()
+    assert "users must contact support. per legal\n  Second line\n" in prompt
+
+
+async def test_own_words_answer(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        await pilot.press("o")
+        await pilot.pause()
+        assert isinstance(app.screen, TextAnswerScreen)
+        await pilot.press(*"Keep them, anonymised")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, PreviewScreen)
+        await pilot.press("y")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+    prompt = (root / "shop" / "PROMPT.md").read_text()
+    assert "keep them for 7 years? → Keep them, anonymised\n" in prompt
+    assert not (root / "shop" / "BLOCKED.md").exists()
+
+
+async def test_block_changed_after_preview_writes_nothing(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    shop = root / "shop"
+    prompt_before = (shop / "PROMPT.md").read_bytes()
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        await pilot.press("2")
+        await pilot.pause()
+        (shop / "BLOCKED.md").write_text("## Question\nA different question now?\n")
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert (shop / "PROMPT.md").read_bytes() == prompt_before
+        assert (shop / "BLOCKED.md").exists()
+        assert any("Block changed" in n.title for n in app._notifications)
+        current = app.query_one(BlockList).current
+        assert current is not None and current.question == "A different question now?"
+        assert "A different question now?" in _static_text(app, "#question")
+
+
+async def test_markup_and_escapes_are_shown_literally(tmp_path: Path) -> None:
+    repo = tmp_path / "evil"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "BLOCKED.md").write_text(
+        "## Question\n[@click=app.quit]Quit?[/] [b \x1b[31mred\x1b[0m\n"
+        "## Context\n[/x] unbalanced [link=file:///etc/passwd]x\n"
+        "## Choices\n- A) [bold]yes[/bold] — [@click=app.quit]boom\n"
+    )
+    app = make_app([repo])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        question = _static_text(app, "#question")
+        assert "[@click=app.quit]Quit?[/] [b ␛[31mred␛[0m" in question
+        assert "\x1b" not in question
+        assert "[/x] unbalanced" in _static_text(app, "#context")
+        assert "[bold]yes[/bold]" in _static_text(app, "#choices")
+        await pilot.click("#question")
+        await pilot.press("1")
+        await pilot.pause()
+        assert isinstance(app.screen, PreviewScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.is_running
+
+
+async def test_keys_move_help_raw_and_out_of_range_choice(tmp_path: Path) -> None:
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        table = app.query_one(BlockList)
+        await pilot.press("j")
+        assert table.current.id == "mobile"
+        await pilot.press("k")
+        assert table.current.id == "shop"
+        await pilot.press("9")
+        await pilot.pause()
+        assert not isinstance(app.screen, PreviewScreen)
+        assert any("3 choices" in n.message for n in app._notifications)
+        await pilot.press("r")
+        assert app.query_one("#detail").has_class("raw")
+        assert "## Question:" in app.query_one("#raw", TextArea).text
+        await pilot.press("r")
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+async def test_rows_do_not_move_under_the_cursor(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        table = app.query_one(BlockList)
+        await pilot.press("j", "j")
+        highlighted = table.current
+        # An older block arrives (it sorts above the cursor) and the first one leaves.
+        older = root / "zzz"
+        (older / ".git").mkdir(parents=True)
+        (older / "BLOCKED.md").write_text("## Question\nOld one?\n")
+        stamp = NOW.timestamp() - 10 * 86400
+        os.utime(older / "BLOCKED.md", (stamp, stamp))
+        block = LoopkitSource().parse(older, older / "BLOCKED.md", "zzz")
+        assert isinstance(block, Block)
+        first_key = ("loopkit", root / "shop" / "BLOCKED.md")
+        app.apply_delta(Delta(added=[block], removed=[first_key]))
+        await pilot.pause()
+        assert table.current is not None and table.current.id == highlighted.id
+        assert table.order[0].endswith("zzz/BLOCKED.md")
+
+
+async def test_new_block_appears_live_with_a_toast(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    app = make_app([root], watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        await asyncio.sleep(0.3)
+        (root / "infra" / "BLOCKED.md").write_text("## Question\nRotate the password now?\n")
+        table = app.query_one(BlockList)
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            await pilot.pause()
+            if any(b.id == "infra" for b in table.blocks.values()):
+                break
+        assert any(b.id == "infra" for b in table.blocks.values())
+        assert any(
+            n.title == "New block" and "Rotate the password now?" in n.message
+            for n in app._notifications
+        )
+        assert table.current.id == "shop"
+        app.stop_event.set()
+
+
+async def test_empty_inbox_says_so(tmp_path: Path) -> None:
+    repo = tmp_path / "quiet"
+    (repo / ".git").mkdir(parents=True)
+    app = make_app([repo])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        assert app.screen.has_class("empty")
+        assert "No open blocks in 1 repo." in _static_text(app, "#empty")
+        await pilot.press("2")
+        await pilot.press("o")
+        await pilot.pause()
+        assert app.is_running and not isinstance(app.screen, PreviewScreen)
