@@ -940,7 +940,10 @@ def _set_value(line: str, value: str) -> str:
         raise HitlError(f"cannot edit the header line {body!r}; fix it by hand")
     old = m.group("value")
     quote = old[0] if old[:1] in ("'", '"') else ""
-    return f"{m.group('head')}{quote}{value}{quote}{m.group('tail')}{ending}"
+    head = m.group("head")
+    if head.endswith(":"):  # `status:` with the value on the next line
+        head += " "
+    return f"{head}{quote}{value}{quote}{m.group('tail')}{ending}"
 
 
 def _edit_header(doc: TextDoc, split: Split, approve: bool) -> int:
