@@ -44,6 +44,8 @@ PROJECT = Path(".agenticloop") / "project.md"
 DEFAULT_TEMPLATE = ".agenticloop/tasks/{taskId}.md"
 #: A header larger than this is not parsed (it is shown as a broken block).
 MAX_FRONTMATTER = 256 * 1024
+#: Deepest `[`/`{` nesting parsed; real headers nest two or three levels.
+MAX_DEPTH = 32
 
 BLOCK_STATES = ("blocked", "needs_context")
 #: Statuses that are plainly not a block: a task saying so is dismissed without YAML.
@@ -130,6 +132,9 @@ def load_header(text: str) -> dict:
     """The frontmatter as a dict, bounded in size and refusing aliases; raises HeaderError."""
     if len(text.encode("utf-8", "surrogateescape")) > MAX_FRONTMATTER:
         raise HeaderError(f"the header is larger than {MAX_FRONTMATTER // 1024} KiB")
+    if _flow_depth(text) > MAX_DEPTH:
+        # PyYAML takes seconds on a few KiB of `[[[[`: refuse before it starts.
+        raise HeaderError(f"the header nests more than {MAX_DEPTH} levels deep")
     try:
         data = yaml.load(text, Loader=_HeaderLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
@@ -143,6 +148,18 @@ def load_header(text: str) -> dict:
     if not isinstance(data, dict):
         raise HeaderError(f"the header is a {type(data).__name__}, not a mapping of keys")
     return data
+
+
+def _flow_depth(text: str) -> int:
+    """How deep `[` and `{` nest (quotes ignored: an overestimate only refuses odd headers)."""
+    depth = deepest = 0
+    for char in text:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth = max(0, depth - 1)
+    return deepest
 
 
 @dataclass(frozen=True, slots=True)
