@@ -46,7 +46,7 @@ class PreviewScreen(ModalScreen[Plan | None]):
     PreviewScreen { align: center middle; }
     #preview-box {
         width: 96%; height: 94%;
-        border: thick $accent; background: $surface; padding: 0 1;
+        border: round $accent; background: $surface; padding: 0 1;
     }
     #preview-title { text-style: bold; height: auto; margin-bottom: 1; }
     #diff-scroll { height: 1fr; border: round $primary 50%; }
@@ -133,7 +133,7 @@ class TextAnswerScreen(ModalScreen[tuple[str, ...] | None]):
     TextAnswerScreen { align: center middle; }
     #answer-box {
         width: 90%; height: auto; max-height: 90%;
-        border: thick $accent; background: $surface; padding: 0 1;
+        border: round $accent; background: $surface; padding: 0 1;
     }
     #answer-title { text-style: bold; margin-bottom: 1; height: auto; }
     .answer-question { color: $text-muted; height: auto; }
@@ -215,7 +215,7 @@ class HelpScreen(ModalScreen[None]):
     HelpScreen { align: center middle; }
     #help {
         width: 84; height: auto; max-height: 90%;
-        border: thick $accent; background: $surface; padding: 1 2;
+        border: round $accent; background: $surface; padding: 1 2;
     }
     """
     BINDINGS: ClassVar = [Binding("escape,q,question_mark", "close", "Close")]

@@ -11,8 +11,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import ClassVar
 
+from rich.console import RenderableType
+from rich.table import Table
 from rich.text import Text
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.widgets import DataTable, Static, TextArea
 
@@ -43,21 +45,37 @@ class BlockList(DataTable):
         self.blocks: dict[str, Block] = {}
         self.order: list[str] = []
 
+    FIXED = (("block", "repo", 20), ("age", "age", 4), ("state", "state", 9))
+
     def on_mount(self) -> None:
-        self.add_column("repo", key="repo", width=18)
-        self.add_column("age", key="age", width=4)
-        self.add_column("state", key="state", width=7)
-        self.add_column("question", key="question")
+        for label, key, width in self.FIXED:
+            self.add_column(label, key=key, width=width)
+        self.add_column("question", key="question", width=40)
+        self._fit_question()
+
+    def on_resize(self) -> None:
+        self._fit_question()
+
+    def _fit_question(self) -> None:
+        """The question takes the rest of the width, so the list never scrolls sideways."""
+        used = sum(width + 2 * self.cell_padding for _, _, width in self.FIXED)
+        width = max(10, self.scrollable_content_region.width - used - 2 * self.cell_padding - 1)
+        column = self.columns.get("question")  # type: ignore[call-overload]
+        if column is not None and column.width != width:
+            column.width = width
+            column.auto_width = False
+            self._require_update_dimensions = True
+            self._clear_caches()
+            self.refresh()
 
     def _cells(self, block: Block) -> tuple[Text, Text, Text, Text]:
-        state = Text("ctx?", style="bold cyan") if block.state == "needs_context" else Text("")
+        state = Text("needs ctx", style="bold cyan") if block.state == "needs_context" else Text("")
         if block.problems:
             state = Text("raw", style="bold red") if not block.choices else Text("check", "red")
         elif block.state == "blocked" and block.category:
-            state = Text(printable(block.category)[:7], style="yellow")
-        repo = block.id.split("/")[0] if block.source != "loopkit" else block.id
+            state = Text(printable(block.category), style="yellow", overflow="ellipsis")
         return (
-            Text(printable(repo), overflow="ellipsis", no_wrap=True),
+            Text(printable(block.id), overflow="ellipsis", no_wrap=True),
             Text(age(block.since, self.clock()), justify="right"),
             state,
             Text(printable(block.one_line_question(300)), no_wrap=True, overflow="ellipsis"),
@@ -141,44 +159,43 @@ def _pane(title: str, id: str, classes: str = "pane") -> Static:
     return pane
 
 
-def choice_text(block: Block) -> Content:
-    """Each choice with its number key, option and consequence, built without markup."""
+def choice_text(block: Block) -> RenderableType:
+    """Each choice with its number key, option and consequence (hanging indent), no markup."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(width=3)
+    grid.add_column(ratio=1)
     if not block.choices:
-        return Content.from_markup(
-            "[dim]No listed choices: press [b]o[/b] to answer in your own words.[/dim]"
-        )
-    parts: list[Content] = []
+        grid.add_row("", Text("No listed choices: press o to answer in your own words.", "dim"))
+        return grid
     for index, choice in enumerate(block.choices, 1):
-        number = str(index) if index <= 9 else " "
-        line = Content.from_markup(
-            "[b reverse] $n [/b reverse] [b]$key)[/b] $option",
-            n=number,
-            key=printable(choice.key),
-            option=printable(choice.option),
-        )
-        parts.append(line)
+        badge = Text(f" {index} " if index <= 9 else "   ", style="bold reverse")
+        body = Text.assemble((f"{printable(choice.key)}) ", "bold"), printable(choice.option))
         if choice.consequence:
-            parts.append(
-                Content.from_markup("      [dim]→ $c[/dim]", c=printable(choice.consequence))
-            )
+            body.append(f"\n→ {printable(choice.consequence)}", style="dim")
         if choice.needs_text:
-            parts.append(Content.from_markup("      [dim i](asks for your text)[/dim i]"))
-    parts.append(Content.from_markup("[dim]  o  answer in your own words[/dim]"))
-    return Content("\n").join(parts)
+            body.append("\n(asks for your text)", style="dim italic")
+        grid.add_row(badge, body)
+    grid.add_row(Text(" o ", style="bold"), Text("answer in your own words", style="dim"))
+    return grid
 
 
-class BlockDetail(VerticalScroll):
-    """Question, Context, Attempted and Choices of one block; `r` shows the raw file instead."""
+class BlockDetail(Horizontal):
+    """Question, Context, Attempted and Choices of one block; `r` shows the raw file instead.
+
+    The choices get their own column, so what the operator can do is always in view.
+    """
 
     can_focus = False
 
     def compose(self):
-        yield _pane("Problems", "problems")
-        yield _pane("Question", "question")
-        yield _pane("Context", "context")
-        yield _pane("Attempted", "attempted")
-        yield _pane("Choices", "choices")
-        yield _pane("More", "extra")
+        with VerticalScroll(id="story"):
+            yield _pane("Problems", "problems")
+            yield _pane("Question", "question")
+            yield _pane("Context", "context")
+            yield _pane("Attempted", "attempted")
+            yield _pane("More", "extra")
+        with VerticalScroll(id="actions"):
+            yield _pane("Choices", "choices")
         raw = TextArea("", id="raw", read_only=True, soft_wrap=True, show_line_numbers=True)
         raw.border_title = "Raw file"
         yield raw
@@ -222,7 +239,8 @@ class BlockDetail(VerticalScroll):
         raw.load_text(printable(block.raw, keep_newlines=True))
         name = getattr(block.path, "name", None) or str(block.path)
         raw.border_title = Content(printable(f"Raw {name}"))
-        self.scroll_home(animate=False)
+        for scroll in self.query(VerticalScroll):
+            scroll.scroll_home(animate=False)
 
     def toggle_raw(self) -> bool:
         self.toggle_class("raw")

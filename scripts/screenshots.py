@@ -1,0 +1,68 @@
+"""Make the README's screenshots from the real app: `python scripts/screenshots.py [--png]`.
+
+Runs HitlApp headless on the demo workspace (in a temp folder), presses the keys an operator
+would, and saves an SVG of each screen to screenshots/. With --png, also renders each SVG to PNG
+(needs cairosvg) so you can look at them as pictures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.tui_support import SIZE, demo_workspace, make_app  # noqa: E402
+
+#: name -> keys pressed after start-up
+SHOTS: dict[str, list[str]] = {
+    "inbox": [],
+    "preview": ["2"],
+    "own-words": ["o", *"Keep them for 7 years, detached; legal confirmed."],
+    "task-file": ["j", "j", "j"],
+    "raw": ["j", "r"],
+    "help": ["question_mark"],
+}
+
+
+async def shoot(name: str, keys: list[str], out: Path) -> Path:
+    with tempfile.TemporaryDirectory(prefix="hitl-shot-") as tmp:
+        app = make_app([demo_workspace(Path(tmp))])
+        async with app.run_test(size=SIZE) as pilot:
+            for _ in range(100):
+                await pilot.pause()
+                if app.loaded:
+                    break
+            await app.workers.wait_for_complete()
+            if keys:
+                await pilot.press(*keys)
+            await pilot.pause(0.2)
+            path = out / f"{name}.svg"
+            app.save_screenshot(filename=path.name, path=str(out))
+    return path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--png", action="store_true", help="also write PNGs next to the SVGs")
+    parser.add_argument("--out", type=Path, default=ROOT / "screenshots")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name, keys in SHOTS.items():
+        path = asyncio.run(shoot(name, keys, args.out))
+        print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+        if args.png:
+            import cairosvg
+
+            png = path.with_suffix(".png")
+            cairosvg.svg2png(url=str(path), write_to=str(png), output_width=1600)
+            print(png)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
