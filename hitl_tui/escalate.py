@@ -129,7 +129,8 @@ def from_draft(text: str) -> tuple[Escalation, list[str]]:
     paragraphs = [p for p in re.split(r"\n\s*\n", question) if p.strip()]
     if len(paragraphs) > 1:
         raise EscalationError("the draft's question must be one line (put details in Context)")
-    question = one_line(question)
+    # A question soft-wrapped over several lines is one markdown paragraph: join its lines.
+    question = " ".join(line.strip() for line in question.splitlines())
     choices = [(c.option, c.consequence) for c in fields["choices"]]
     escalation = _build(
         question,
