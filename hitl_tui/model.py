@@ -77,8 +77,10 @@ class Block:
 
     id: str
     source: str
-    repo: Path
-    path: Path
+    #: A local repository folder; for a remote source its name (`owner/name` on GitHub).
+    repo: Path | str
+    #: The block file; for a remote source its URL (a GitHub issue's html_url).
+    path: Path | str
     state: str
     question: str
     context: str
@@ -101,7 +103,7 @@ class Block:
 
     @property
     def repo_name(self) -> str:
-        return self.repo.name
+        return self.repo.name if isinstance(self.repo, Path) else str(self.repo)
 
     def one_line_question(self, width: int = 200) -> str:
         line = " ".join(self.question.split())
@@ -205,6 +207,26 @@ def _lines(data: bytes | None) -> list[str]:
 
 
 @dataclass(frozen=True, slots=True)
+class RemoteAction:
+    """One request an answer sends to a remote tracker (a GitHub comment, a label change).
+
+    `description` is one line for the preview and the "done" list; `body` is the exact text
+    sent, if any (a comment), shown in full; `data` is what the sender needs (paths, names).
+    """
+
+    kind: str
+    description: str
+    body: str = ""
+    data: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def preview(self) -> str:
+        text = f"# {self.description}\n"
+        if self.body:
+            text += "".join(f"| {line}\n" for line in self.body.rstrip("\n").split("\n"))
+        return text
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     """Every file change an answer makes, in the order they are applied (the block's removal last).
 
@@ -219,6 +241,10 @@ class Plan:
     summary: str
     #: What the operator should do next, shown after applying (`/agenticloop T-007`).
     hint: str | None = None
+    #: Requests to a remote tracker, in order (GitHub blocks); empty for file sources.
+    remote: tuple[RemoteAction, ...] = ()
 
     def diff(self) -> str:
-        return "".join(change.diff(self.block.repo) for change in self.changes)
+        root = self.block.repo if isinstance(self.block.repo, Path) else None
+        text = "".join(change.diff(root) for change in self.changes)
+        return text + "".join(action.preview() for action in self.remote)
