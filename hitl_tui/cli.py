@@ -40,7 +40,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one line and exit code 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
+        raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
 def _add_common(parser: argparse.ArgumentParser, paths: bool = True) -> None:
@@ -146,12 +146,23 @@ def _repo_paths(args: argparse.Namespace, config) -> list[Path]:
     return [Path.cwd()]
 
 
-def _open_inbox(args: argparse.Namespace):
+def _open_inbox(args: argparse.Namespace, target: str | None = None):
     from hitl_tui.config import load_config
     from hitl_tui.inbox import Inbox
 
     config = load_config(args.config)
-    return config, Inbox.open(_repo_paths(args, config))
+    paths = _repo_paths(args, config)
+    if target is not None and not args.paths and os.path.exists(target):
+        # A block file or repo named on the command line is found wherever it is: open the
+        # repository that holds it (the nearest folder up that is one).
+        from hitl_tui.workspace import is_repo
+
+        where = Path(os.path.abspath(target))
+        for folder in [where, *where.parents]:
+            if folder.is_dir() and is_repo(folder):
+                paths = [folder]
+                break
+    return config, Inbox.open(paths)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -181,7 +192,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
     from hitl_tui.model import StaleError
     from hitl_tui.textio import printable
 
-    config, inbox = _open_inbox(args)
+    config, inbox = _open_inbox(args, target=args.target)
     block = inbox.resolve(args.target)
     if args.expect and args.expect != block.fingerprint:
         raise StaleError(f"{block.id}: the block changed since {args.expect[:19]}…")
