@@ -864,3 +864,53 @@ def test_inbox_notices_task_folder_and_project_changes(tmp_path: Path) -> None:
     delta = inbox.handle([repo / ".agenticloop" / "project.md"])
     assert delta.removed == [("agenticloop", repo / TASKS / "T-800.md")]
     assert inbox.blocks == {}
+
+
+def test_hitl_own_notes_never_become_the_question(billing: Path) -> None:
+    block = _blocks(billing)["billing/T-009"]
+    _answer(block, "B", note="Blocked still; asking ops.")
+    again = _blocks(billing)["billing/T-009"]
+    assert again.question == "an operator provides SFTP_PASSWORD in the loop's environment."
+    assert again.attempted == ("key-based login, refused by the server.",)
+
+
+def test_reblocked_task_shows_the_new_block_note(billing: Path) -> None:
+    block = _blocks(billing)["billing/T-009"]
+    _answer(block, None, texts=("Password set.",))
+    path = block.path
+    text = path.read_text().replace(
+        "status: agent-ready\n", "status: blocked\nblock_category: ci-failure\n"
+    )
+    text = text.replace(
+        "## Comments\n",
+        "## Comments\n- 2026-11-30: Blocked (ci-failure): sftp job red. Needed: fix the runner.\n",
+    )
+    path.write_text(text)
+    again = _blocks(billing)["billing/T-009"]
+    assert (again.category, again.question) == ("ci-failure", "fix the runner.")
+
+
+def test_edited_decision_replaces_the_note_and_is_checked(billing: Path) -> None:
+    block = _blocks(billing)["billing/T-007"]
+    source = AgenticloopSource()
+    answer = Answer(choice=block.find_choice("B"), operator="ana", when=WHEN)
+    assert source.decision_text(block, answer) == "Approved by ana: the change request is approved."
+    edited = Answer(
+        choice=answer.choice, operator="ana", when=WHEN, decision_override="Approved,\n  go on."
+    )
+    plan = source.plan(block, edited)
+    assert b"\n- 2026-11-29: Approved, go on.\n- 2026-11-27" in plan.changes[0].new
+    assert b"approved: true\n" in plan.changes[0].new
+    with pytest.raises(UsageError, match="placeholder 'TBD'"):
+        source.plan(block, Answer(choice=answer.choice, when=WHEN, decision_override="TBD"))
+
+
+def test_domain_import_does_not_load_textual() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, hitl_tui.sources.agenticloop, hitl_tui.sources; "
+        "sys.exit('textual' in sys.modules)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0

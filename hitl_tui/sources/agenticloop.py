@@ -103,6 +103,11 @@ _LABEL = re.compile(
     r"(?:^|(?<=[\s.;,(]))(" + "|".join(re.escape(x) for x in _LABELS) + r")\s*:\s",
     re.IGNORECASE,
 )
+#: The notes hitl itself writes (see `decide`).
+_HITL_NOTE = re.compile(
+    r"^(?:Note from .+? \(still [a-z_]+\)|Answers? from [^:]+|Approved by [^:]+"
+    r"|Unblocked by [^:]+): "
+)
 _KEY_LINE = "^{key}[ \t]*:"
 _VALUE = re.compile(
     r"^(?P<head>[^:]*:[ \t]*)(?P<value>\"[^\"]*\"|'[^']*'|[^#]*?)(?P<tail>[ \t]*(?:#.*)?)$"
@@ -555,6 +560,8 @@ class AgenticloopSource:
         problems: list[str] = []
         title = strip_title(body.title, task_id) if body.title else None
         notes = newest_first(body.notes)
+        # hitl's own notes ("Note from Ada (still blocked): ...") never explain the block.
+        notes = [n for n in notes if not _HITL_NOTE.match(n.text)]
         note = next((n for n in notes if _mentions_block(n, state, category)), None)
         if note is None and notes:
             note = notes[0]
@@ -679,6 +686,12 @@ class AgenticloopSource:
 
     # -- answering -------------------------------------------------------------------------
 
+    def decision_text(self, block: Block, answer: Answer) -> str:
+        """The dated note's text, without its date; the operator may edit it in the preview."""
+        if answer.decision_override is not None:
+            return one_line(answer.decision_override)
+        return decide(block, answer).note
+
     def plan(self, block: Block, answer: Answer) -> Plan:
         kind = block.meta.get("kind")
         if kind == "layout":
@@ -693,8 +706,7 @@ class AgenticloopSource:
         if fingerprint(old) != block.fingerprint:
             raise StaleError(f"{block.id}: the task file changed since it was read")
         decision = decide(block, answer)
-        note = decision.note if answer.decision_override is None else answer.decision_override
-        note = one_line(note)
+        note = self.decision_text(block, answer)
         if not note:
             raise UsageError("the note is empty")
         check_placeholders(note)
