@@ -1,0 +1,434 @@
+"""hitl's benchmark: the real app, headless, on a synthetic fleet of repositories.
+
+    .venv/bin/python bench/bench.py                 # the full run: 1,000 repos, 5,000 blocks
+    .venv/bin/python bench/bench.py --repos 300     # issue 2's figures (latency at 300 repos)
+    .venv/bin/python bench/bench.py --smoke         # CI: 100 repos, a few trials, no verdicts
+
+Each repo gets a `.git` of ~50 folders and a `node_modules` of ~100 folders (which must cost no
+inotify watches), and some hold a BLOCKED.md or agenticloop task files. The table compares each
+figure with its target and prints PASS or FAIL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+BLOCKED = """\
+# Blocked
+
+## Question:
+Should repo {n} keep its legacy endpoint for one more release?
+
+## Context:
+Step {n} of the plan. PROMPT.md does not say.
+
+## Attempted:
+- Read AGENTS.md: nothing.
+
+## Choices:
+- A) Keep it — one more release of upkeep.
+- B) Remove it — clients on the old version break.
+"""
+
+TASK = """\
+---
+task_id: T-{n:03d}
+status: {status}
+{extra}backend: files
+---
+
+# T-{n:03d} - Task {n}
+
+## Task
+Do thing {n}.
+
+## Comments
+- 2026-11-20: Blocked (credentials): Checked: env. Tried: nothing. Needed: a token {n}.
+"""
+
+
+# -- the synthetic fleet ----------------------------------------------------------------------
+
+
+def build_fleet(root: Path, repos: int, blocks: int, git_dirs: int = 50, nm_dirs: int = 100):
+    """`repos` repositories holding `blocks` open blocks in all (BLOCKED.md and task files)."""
+    loopkit = min(repos // 2, blocks)
+    tasks_left = blocks - loopkit
+    agentic = [i for i in range(repos) if i % 2 == 1]
+    per_repo = -(-tasks_left // len(agentic)) if agentic and tasks_left else 0
+    made = 0
+    for i in range(repos):
+        repo = root / f"repo-{i:04d}"
+        for d in range(git_dirs):
+            (repo / ".git" / "objects" / f"{d:02x}").mkdir(parents=True, exist_ok=True)
+        for d in range(nm_dirs):
+            (repo / "node_modules" / f"pkg{d}").mkdir(parents=True, exist_ok=True)
+        (repo / "PROMPT.md").write_text("# PROMPT.md\n\n## Goal\nShip it.\n")
+        if i % 2 == 0 and i // 2 < loopkit:
+            (repo / "BLOCKED.md").write_text(BLOCKED.format(n=i))
+            made += 1
+        if i % 2 == 1 and per_repo and made < blocks:
+            tasks = repo / ".agenticloop" / "tasks"
+            tasks.mkdir(parents=True)
+            for n in range(per_repo + 2):
+                blocked = n < per_repo and made < blocks
+                status = "blocked" if blocked else "agent-ready"
+                extra = "block_category: credentials\n" if blocked else ""
+                (tasks / f"T-{n:03d}.md").write_text(TASK.format(n=n, status=status, extra=extra))
+                made += blocked
+    return made
+
+
+# -- measurements -----------------------------------------------------------------------------
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+@dataclass
+class Row:
+    name: str
+    value: str
+    target: str
+    ok: bool | None
+
+    def cells(self) -> list[str]:
+        verdict = "" if self.ok is None else ("PASS" if self.ok else "FAIL")
+        return [self.name, self.value, self.target, verdict]
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(".bench-tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+async def raw_latency(folder: Path, trials: int) -> list[float]:
+    """The limit: a bare watchfiles loop on the same folder, same step, nothing else."""
+    import watchfiles
+
+    from hitl_tui.watch import STEP_MS
+
+    stop = asyncio.Event()
+    seen: asyncio.Queue[float] = asyncio.Queue()
+
+    async def loop() -> None:
+        async for changes in watchfiles.awatch(
+            folder, recursive=False, step=STEP_MS, stop_event=stop, watch_filter=None
+        ):
+            if any(p.endswith("BLOCKED.md") for _, p in changes):
+                seen.put_nowait(time.perf_counter())
+
+    task = asyncio.create_task(loop())
+    await asyncio.sleep(0.3)
+    out = []
+    target = folder / "BLOCKED.md"
+    for _ in range(trials):
+        t0 = time.perf_counter()
+        write_atomic(target, "## Question\nraw?\n")
+        out.append((await asyncio.wait_for(seen.get(), 5)) - t0)
+        target.unlink()
+        await asyncio.wait_for(seen.get(), 5)
+        await asyncio.sleep(0.05)
+    stop.set()
+    await task
+    return out
+
+
+async def app_measurements(root: Path, trials: int, free_repos: list[Path]) -> dict:
+    """Detection latency, keypress latency, inotify use and RSS, all in one live app."""
+    from hitl_tui.config import Config
+    from hitl_tui.diagnostics import inotify_usage
+    from hitl_tui.inbox import Inbox
+    from hitl_tui.tui.app import HitlApp
+    from hitl_tui.tui.screens import PreviewScreen
+    from hitl_tui.tui.widgets import BlockList
+    from hitl_tui.workspace import Workspace
+
+    app = HitlApp(Inbox(Workspace.discover([root])), Config(operator="bench", bell=False))
+    arrived: dict[str, float] = {}
+    original = app.apply_delta
+
+    def recording(delta, announce=False):
+        original(delta, announce)
+        now = time.perf_counter()
+        for block in delta.added:
+            arrived.setdefault(str(block.path), now)
+
+    app.apply_delta = recording  # type: ignore[method-assign]
+    result: dict = {}
+    async with app.run_test(size=(120, 40)) as pilot:
+        while not app.loaded:
+            await pilot.pause(0.01)
+        await asyncio.sleep(0.5)  # the watcher starts after the first scan
+        result["blocks"] = len(app.inbox.blocks)
+        result["inotify"] = inotify_usage()
+        table = app.query_one(BlockList)
+
+        # Keypress: cursor moves and opening a preview, each to the next refresh.
+        moves = []
+        for i in range(40):
+            t0 = time.perf_counter()
+            await pilot.press("j" if i % 2 == 0 else "k")
+            moves.append(time.perf_counter() - t0)
+        result["move"] = moves
+        opens = []
+        for _ in range(10):
+            t0 = time.perf_counter()
+            await pilot.press("1")
+            while not isinstance(app.screen, PreviewScreen):
+                await pilot.pause(0.001)
+            opens.append(time.perf_counter() - t0)
+            await pilot.press("escape")
+            await pilot.pause()
+        result["open"] = opens
+
+        # Detection: a BLOCKED.md written into a quiet repo, to its row in the app.
+        latencies = []
+        for i in range(trials):
+            repo = free_repos[i % len(free_repos)]
+            path = repo / "BLOCKED.md"
+            t0 = time.perf_counter()
+            write_atomic(path, BLOCKED.format(n=9000 + i))
+            while str(path) not in arrived:
+                await asyncio.sleep(0.001)
+                if time.perf_counter() - t0 > 10:
+                    raise RuntimeError(f"no row for {path} after 10 s")
+            rk = f"loopkit:{path}"
+            assert rk in table.blocks
+            latencies.append(arrived.pop(str(path)) - t0)
+            path.unlink()
+            while rk in table.blocks:
+                await asyncio.sleep(0.005)
+        result["detect"] = latencies
+        result["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        app.stop_event.set()
+        await pilot.press("q")
+    return result
+
+
+def startup(root: Path) -> tuple[float, float]:
+    """Process start to a populated inbox (a child process), and a bare scan of the paths."""
+    child = (
+        "import time, asyncio;"
+        "from hitl_tui.config import Config;"
+        "from hitl_tui.inbox import Inbox;"
+        "from hitl_tui.tui.app import HitlApp;"
+        "from hitl_tui.workspace import Workspace\n"
+        "async def main():\n"
+        f"    app = HitlApp(Inbox(Workspace.discover([{str(root)!r}])), Config(bell=False),"
+        " watch=False)\n"
+        "    async with app.run_test(size=(120, 40)) as pilot:\n"
+        "        while not app.loaded:\n"
+        "            await pilot.pause(0.005)\n"
+        "        print(len(app.inbox.blocks), flush=True)\n"
+        "asyncio.run(main())\n"
+    )
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    elapsed = time.perf_counter() - t0
+    proc.wait()
+    t0 = time.perf_counter()
+    for repo in os.scandir(root):
+        for name in ("BLOCKED.md", ".agenticloop/project.md"):
+            os.path.exists(os.path.join(repo.path, name))
+        tasks = os.path.join(repo.path, ".agenticloop", "tasks")
+        if os.path.isdir(tasks):
+            for entry in os.scandir(tasks):
+                with open(entry.path, "rb") as f:
+                    f.read(4096)
+    bare = time.perf_counter() - t0
+    return elapsed, bare
+
+
+def list_json(root: Path) -> float:
+    t0 = time.perf_counter()
+    out = subprocess.run(
+        [sys.executable, "-m", "hitl_tui", "list", "--json", str(root)],
+        capture_output=True,
+        check=True,
+    )
+    elapsed = time.perf_counter() - t0
+    json.loads(out.stdout)
+    return elapsed
+
+
+def answer_latency(root: Path, trials: int) -> list[float]:
+    """Confirm to every file written and fsynced: the domain's apply, as the app calls it."""
+    from hitl_tui.answering import apply_answer, plan_answer
+    from hitl_tui.inbox import Inbox
+    from hitl_tui.model import Answer
+
+    out = []
+    for i in range(trials):
+        repo = root / f"answer-{i}"
+        (repo / ".git").mkdir(parents=True)
+        (repo / "BLOCKED.md").write_text(BLOCKED.format(n=i))
+        (repo / "PROMPT.md").write_text("# PROMPT.md\n\n## Goal\nShip it.\n")
+        inbox = Inbox.open([repo])
+        block = inbox.sorted_blocks()[0]
+        plan = plan_answer(inbox, block, Answer(choice=block.choices[1], operator="bench"))
+        t0 = time.perf_counter()
+        apply_answer(inbox, plan)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def ms(value: float) -> str:
+    return f"{value * 1000:.0f} ms"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--repos", type=int, default=1000)
+    parser.add_argument("--blocks", type=int, default=5000)
+    parser.add_argument("--trials", type=int, default=30)
+    parser.add_argument("--smoke", action="store_true", help="100 repos, 3 trials, no verdicts")
+    parser.add_argument("--json", metavar="FILE", help="also write the raw figures as JSON")
+    args = parser.parse_args()
+    if args.smoke:
+        args.repos, args.blocks, args.trials = 100, 200, 3
+
+    os.environ.setdefault("HITL_STATE_DIR", tempfile.mkdtemp(prefix="hitl-bench-state-"))
+    tmp = Path(tempfile.mkdtemp(prefix="hitl-bench-"))
+    rows: list[Row] = []
+    raw: dict = {}
+    try:
+        fleet = tmp / "fleet"
+        fleet.mkdir()
+        t0 = time.perf_counter()
+        made = build_fleet(fleet, args.repos, args.blocks)
+        print(f"built {args.repos} repos with {made} blocks in {time.perf_counter() - t0:.1f} s")
+        free = sorted(p for p in fleet.iterdir() if not (p / "BLOCKED.md").exists())
+        free = [p for p in free if not (p / ".agenticloop").exists()] or free
+
+        raw_lat = asyncio.run(raw_latency(tmp / "fleet" / free[-1].name, args.trials))
+        app = asyncio.run(app_measurements(fleet, args.trials, free[:-1] or free))
+        raw.update(app=app, raw=raw_lat)
+
+        p95, raw95 = pct(app["detect"], 95), pct(raw_lat, 95)
+        rows.append(
+            Row(
+                f"1. detection, {args.repos} repos (median / p95)",
+                f"{ms(statistics.median(app['detect']))} / {ms(p95)}",
+                f"p95 <= raw p95 + 50 ms (raw: {ms(statistics.median(raw_lat))} / {ms(raw95)})",
+                p95 <= raw95 + 0.050,
+            )
+        )
+        for n in sorted({100, args.repos}) if not args.smoke else [args.repos]:
+            sub = tmp / f"start-{n}"
+            sub.mkdir()
+            build_fleet(sub, n, min(args.blocks, n * 5), git_dirs=5, nm_dirs=5)
+            elapsed, bare = startup(sub)
+            raw[f"startup_{n}"] = [elapsed, bare]
+            rows.append(
+                Row(
+                    f"2. start-up to populated inbox, {n} repos",
+                    f"{elapsed:.2f} s (bare scan {ms(bare)})",
+                    "<= 1.5 s at 1,000 repos",
+                    elapsed <= 1.5 if n >= 1000 else None,
+                )
+            )
+        small = tmp / "small"
+        small.mkdir()
+        build_fleet(small, 20, 10, git_dirs=2, nm_dirs=2)
+        small_app = asyncio.run(app_measurements(small, 3, [small / "repo-0001"]))
+        base_move = statistics.median(small_app["move"])
+        base_open = statistics.median(small_app["open"])
+        big_move = statistics.median(app["move"])
+        big_open = statistics.median(app["open"])
+        rows.append(
+            Row(
+                f"3a. cursor move, 10 / {app['blocks']} blocks",
+                f"{ms(base_move)} / {ms(big_move)}",
+                "<= 50 ms and <= 2x",
+                big_move <= 0.050 and big_move <= 2 * base_move + 0.002,
+            )
+        )
+        rows.append(
+            Row(
+                f"3b. open a preview, 10 / {app['blocks']} blocks",
+                f"{ms(base_open)} / {ms(big_open)}",
+                "<= 50 ms and <= 2x",
+                big_open <= 0.050 and big_open <= 2 * base_open + 0.002,
+            )
+        )
+        rows.append(
+            Row(
+                f"4. peak RSS, {app['blocks']} blocks",
+                f"{app['rss_mb']:.0f} MB",
+                "<= 200 MB",
+                app["rss_mb"] <= 200,
+            )
+        )
+        answers = answer_latency(tmp / "answers", max(5, args.trials // 2))
+        raw["answer"] = answers
+        rows.append(
+            Row(
+                "5. answer, confirm to fsynced (median / p95)",
+                f"{ms(statistics.median(answers))} / {ms(pct(answers, 95))}",
+                "<= 50 ms",
+                pct(answers, 95) <= 0.050,
+            )
+        )
+        ino = app["inotify"]
+        rows.append(
+            Row(
+                f"6. inotify, {args.repos} repos",
+                f"{ino['instances']} instance, {ino['watches']} watches "
+                f"({ino['watches'] / args.repos:.2f}/repo)",
+                "<= 3 watches per repo, one instance",
+                ino["instances"] == 1 and ino["watches"] <= 3 * args.repos,
+            )
+        )
+        listing = list_json(fleet)
+        raw["list_json"] = listing
+        rows.append(
+            Row(
+                f"7. hitl list --json, {args.repos} repos",
+                f"{listing:.2f} s",
+                "<= 1 s",
+                listing <= 1.0,
+            )
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    widths = [max(len(r.cells()[i]) for r in rows) for i in range(4)]
+    head = ["measure", "result", "target", ""]
+    widths = [max(w, len(h)) for w, h in zip(widths, head, strict=True)]
+    print()
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)) + " |")
+    print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    for row in rows:
+        cells = row.cells()
+        if args.smoke:
+            cells[3] = "(smoke)"
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(raw, indent=2, default=str))
+    failed = [r for r in rows if r.ok is False]
+    return 0 if args.smoke or not failed else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
