@@ -91,7 +91,8 @@ def labels_for(repos: list[Path]) -> dict[Path, str]:
         names: dict[str, list[Path]] = {}
         for repo in repos:
             parts = repo.parts[-depth[repo] :]
-            names.setdefault("/".join(parts), []).append(repo)
+            # Never the filesystem root's own slash ("//shop") when a clash climbs that far.
+            names.setdefault("/".join(parts).lstrip("/"), []).append(repo)
         clash = False
         for name, members in names.items():
             if len(members) > 1 and any(depth[m] < len(m.parts) for m in members):
