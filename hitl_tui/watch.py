@@ -21,6 +21,18 @@ from hitl_tui.inbox import Delta, Inbox
 STEP_MS = 15
 #: Longest a burst of events is grouped before it is yielded anyway.
 DEBOUNCE_MS = 150
+#: How soon after (re)starting the watch the blocks are re-read once, to catch what changed
+#: between the scan and the watch going live.
+CATCH_UP_MS = 200
+
+
+def _every_block_file(inbox: Inbox) -> list[Path]:
+    """Every file that holds, or may now hold, a block: a catch-up costs one pass over them."""
+    paths: list[Path] = [path for (_source, path) in inbox.blocks if isinstance(path, Path)]
+    for repo in inbox.workspace.repos:
+        for source in inbox.sources:
+            paths.extend(source.block_files(repo))
+    return paths
 
 
 def _accept(change: watchfiles.Change, path: str) -> bool:
@@ -54,6 +66,7 @@ async def watch_inbox(
                 if asyncio.iscoroutine(result):
                     await result
             continue
+        caught_up = False
         async for changes in watchfiles.awatch(
             *dirs,
             watch_filter=_accept,
@@ -62,10 +75,16 @@ async def watch_inbox(
             debounce=DEBOUNCE_MS,
             stop_event=combined,
             ignore_permission_denied=True,
-            rust_timeout=1000,
-            yield_on_timeout=False,
+            rust_timeout=CATCH_UP_MS,
+            yield_on_timeout=True,
         ):
             paths = [Path(p) for _, p in changes]
+            if not caught_up:
+                # The watch is live now: re-read what may have changed while it was starting.
+                paths += _every_block_file(inbox)
+                caught_up = True
+            if not paths:
+                continue
             delta = await asyncio.to_thread(inbox.handle, paths)
             if delta:
                 result = on_delta(delta)
