@@ -1,0 +1,732 @@
+"""The answer journal: every answer is recorded before its first write, so that a crash can be
+finished or rolled back on the next start, and an answer can be undone byte for byte.
+
+Everything lives in the operator's state folder, never in a repository:
+
+    journal/journal.jsonl   one JSON record per line, append-only
+    journal/blobs/<sha256>  the bytes of each file before and after an answer, content-addressed
+    journal/journal.lock    flock held while appending a record
+
+Records (every one has `v`, `type`, `id`, `time`):
+
+    begin     kind ("answer" | "undo"), undoes, operator, repo, block, answer, summary, files
+    commit    every step was written (by: "apply" | "recovery")
+    rollback  every step written was restored to its old bytes (by: "apply" | "recovery")
+
+Each file step has `path`, `action`, `old_sha256`, `new_sha256` (None: the file is absent) and
+`old_mode` / `new_mode` (permission bits to give the file in that state; None: keep).
+
+Recovery rule. The steps of a plan are applied in order and the last one (for loopkit, removing
+BLOCKED.md: the loop's unblock signal) is the commit point. An interrupted entry whose last step
+reached its new bytes is rolled forward (any earlier step still old is written); otherwise it is
+rolled back (every step that reached its new bytes gets its old bytes back, last first). Each
+write is an atomic rename, so each file is entirely old or entirely new, and the rule makes the
+set consistent. Recovery runs under the repository's lock, so it never touches an answer that a
+live process is still writing; it is idempotent, so a crash during recovery is recovered again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import secrets
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from hitl_tui import fsio
+from hitl_tui.apply import LOCK_TIMEOUT, LockBusy, repo_lock
+from hitl_tui.model import HitlError, Plan, StaleError, UsageError
+from hitl_tui.paths import state_dir
+from hitl_tui.textio import one_line
+
+VERSION = 1
+StepHook = Callable[[str], None]
+
+
+# -- where ---------------------------------------------------------------------------------
+
+
+def journal_dir() -> Path:
+    return state_dir() / "journal"
+
+
+def journal_file() -> Path:
+    return journal_dir() / "journal.jsonl"
+
+
+def _blob_path(sha: str) -> Path:
+    return journal_dir() / "blobs" / sha
+
+
+# -- the public view -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FileStep:
+    """One file an entry writes: its bytes before (old) and after (new), as sha256 hex."""
+
+    path: Path
+    action: str
+    old_sha256: str | None
+    new_sha256: str | None
+    old_mode: int | None = None
+    new_mode: int | None = None
+
+    def to_record(self) -> dict:
+        return {
+            "path": str(self.path),
+            "action": self.action,
+            "old_sha256": self.old_sha256,
+            "new_sha256": self.new_sha256,
+            "old_mode": self.old_mode,
+            "new_mode": self.new_mode,
+        }
+
+    @classmethod
+    def from_record(cls, data: dict) -> FileStep:
+        return cls(
+            Path(str(data["path"])),
+            str(data.get("action", "update")),
+            data.get("old_sha256"),
+            data.get("new_sha256"),
+            data.get("old_mode"),
+            data.get("new_mode"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One journaled answer (or undo), folded from its records. Shown by `hitl history`."""
+
+    id: str
+    time: datetime
+    kind: str
+    operator: str
+    repo: Path
+    block_id: str
+    block_source: str
+    block_path: Path
+    block_fingerprint: str
+    question: str
+    #: What was answered, one line: `B) Keep invoices — ...` or the operator's own words.
+    answered: str
+    summary: str
+    files: tuple[FileStep, ...]
+    #: "in progress" (no end record yet), "done" or "rolled back".
+    status: str
+    #: "apply" or "recovery": who ended it.
+    ended_by: str | None = None
+    undoes: str | None = None
+    undone_by: str | None = None
+    undone_time: datetime | None = None
+    undone_operator: str | None = None
+    answer: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def undone(self) -> bool:
+        return self.undone_by is not None
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "time": self.time.isoformat(),
+            "kind": self.kind,
+            "operator": self.operator,
+            "repo": str(self.repo),
+            "block": {
+                "id": self.block_id,
+                "source": self.block_source,
+                "path": str(self.block_path),
+                "fingerprint": self.block_fingerprint,
+                "question": self.question,
+            },
+            "answered": self.answered,
+            "answer": self.answer,
+            "summary": self.summary,
+            "status": self.status,
+            "ended_by": self.ended_by,
+            "undoes": self.undoes,
+            "undone": self.undone,
+            "undone_by": self.undone_by,
+            "undone_time": self.undone_time.isoformat() if self.undone_time else None,
+            "undone_operator": self.undone_operator,
+            "files": [f.to_record() for f in self.files],
+        }
+
+
+def history(include_undos: bool = False) -> list[Entry]:
+    """Every journaled answer, newest first (undo entries too when asked)."""
+    entries = _entries(_read_records())
+    shown = [e for e in entries.values() if include_undos or e.kind == "answer"]
+    return sorted(shown, key=lambda e: (e.time, e.id), reverse=True)
+
+
+# -- records -------------------------------------------------------------------------------
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _new_id(now: datetime) -> str:
+    return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+
+
+@contextlib.contextmanager
+def _journal_lock() -> Iterator[None]:
+    folder = journal_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder / "journal.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _append(record: dict) -> None:
+    """Append one record durably. A torn last line (a crash mid-append) is skipped on read."""
+    record = {"v": VERSION, **record}
+    line = json.dumps(record, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
+    with _journal_lock():
+        fd = os.open(journal_file(), os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line
+            view = memoryview(line)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _read_records() -> list[dict]:
+    try:
+        data = journal_file().read_bytes()
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise HitlError(f"cannot read the journal {journal_file()}: {exc.strerror}") from None
+    records = []
+    for line in data.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("id"), str) and record.get("type"):
+            records.append(record)
+    return records
+
+
+def _parse_time(value: object) -> datetime:
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError:
+        return datetime.fromtimestamp(0, UTC)
+
+
+def _entries(records: list[dict]) -> dict[str, Entry]:
+    """Fold records into entries, in journal order."""
+    begins: dict[str, dict] = {}
+    ends: dict[str, dict] = {}
+    for record in records:
+        if record["type"] == "begin" and record["id"] not in begins:
+            begins[record["id"]] = record
+        elif record["type"] in ("commit", "rollback") and record["id"] not in ends:
+            ends[record["id"]] = record
+    entries: dict[str, Entry] = {}
+    for entry_id, begin in begins.items():
+        try:
+            entries[entry_id] = _entry(begin, ends.get(entry_id))
+        except (KeyError, TypeError, ValueError):
+            continue
+    # An undo that committed marks the answer it undid.
+    for undo in list(entries.values()):
+        target = entries.get(undo.undoes or "")
+        if undo.kind == "undo" and undo.status == "done" and target is not None:
+            entries[target.id] = _replace(
+                target,
+                undone_by=undo.id,
+                undone_time=undo.time,
+                undone_operator=undo.operator,
+            )
+    return entries
+
+
+def _replace(entry: Entry, **changes) -> Entry:
+    values = {name: getattr(entry, name) for name in Entry.__slots__}
+    values.update(changes)
+    return Entry(**values)
+
+
+def _entry(begin: dict, end: dict | None) -> Entry:
+    block = begin.get("block") or {}
+    answer = begin.get("answer") or {}
+    status = "in progress"
+    if end is not None:
+        status = "done" if end["type"] == "commit" else "rolled back"
+    return Entry(
+        id=begin["id"],
+        time=_parse_time(begin.get("time")),
+        kind=str(begin.get("kind", "answer")),
+        operator=str(begin.get("operator", "")),
+        repo=Path(str(begin["repo"])),
+        block_id=str(block.get("id", "")),
+        block_source=str(block.get("source", "")),
+        block_path=Path(str(block.get("path", ""))),
+        block_fingerprint=str(block.get("fingerprint", "")),
+        question=str(block.get("question", "")),
+        answered=str(answer.get("decision", "")),
+        summary=str(begin.get("summary", "")),
+        files=tuple(FileStep.from_record(f) for f in begin.get("files", [])),
+        status=status,
+        ended_by=None if end is None else end.get("by"),
+        undoes=begin.get("undoes"),
+        answer=answer if isinstance(answer, dict) else {},
+    )
+
+
+# -- blobs ---------------------------------------------------------------------------------
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _store_blob(data: bytes) -> str:
+    sha = _sha(data)
+    path = _blob_path(sha)
+    try:
+        if path.stat().st_size == len(data):
+            return sha
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _write_file(path, data, 0o600)
+    return sha
+
+
+def _load_blob(sha: str) -> bytes:
+    try:
+        data = _blob_path(sha).read_bytes()
+    except OSError as exc:
+        raise HitlError(f"the journal lost the saved bytes {sha[:12]}: {exc.strerror}") from None
+    if _sha(data) != sha:
+        raise HitlError(f"the journal's saved bytes {sha[:12]} are damaged")
+    return data
+
+
+# -- writing files -------------------------------------------------------------------------
+
+
+def _write_file(path: Path, data: bytes, mode: int | None) -> None:
+    """Atomically replace `path` with `data` (temp file, fsync, rename, fsync the folder).
+
+    `mode` None keeps the current file's permission bits (new files get the umask default).
+    """
+    if mode is None:
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+    fd, tmp = _mkstemp(path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fchmod(f.fileno(), mode)
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsio.fsync_dir(path.parent)
+
+
+def _mkstemp(folder: Path) -> tuple[int, str]:
+    import tempfile
+
+    return tempfile.mkstemp(prefix=fsio.TEMP_PREFIX, suffix=".tmp", dir=folder)
+
+
+def _clean_temps(folder: Path) -> None:
+    """Remove temp files an interrupted atomic write left behind (never following links)."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if not (entry.name.startswith(fsio.TEMP_PREFIX) and entry.name.endswith(".tmp")):
+            continue
+        with contextlib.suppress(OSError):
+            if entry.is_file(follow_symlinks=False):
+                os.unlink(entry.path)
+
+
+def _mode_of(path: Path) -> int | None:
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return None
+
+
+# -- steps and states ----------------------------------------------------------------------
+
+
+def _current(step: FileStep) -> str | None:
+    """sha256 hex of the file now, None when absent, "?" when it is something else."""
+    try:
+        now = fsio.current_fingerprint(step.path)
+    except OSError:
+        return "?"
+    if now is None:
+        return None
+    if not now.startswith("sha256:"):
+        return "?"
+    return now.removeprefix("sha256:")
+
+
+def _state(step: FileStep) -> str:
+    """ "old", "new", "both" (the step changes nothing) or "other" (it moved on)."""
+    now = _current(step)
+    is_old = now == step.old_sha256
+    is_new = now == step.new_sha256
+    if is_old and is_new:
+        return "both"
+    if is_new:
+        return "new"
+    if is_old:
+        return "old"
+    return "other"
+
+
+def _put(repo: Path, step: FileStep, side: str) -> None:
+    """Give the file of `step` its `side` ("old" or "new") bytes."""
+    sha = step.old_sha256 if side == "old" else step.new_sha256
+    mode = step.old_mode if side == "old" else step.new_mode
+    if sha is None:
+        with contextlib.suppress(FileNotFoundError):
+            fsio.remove_file(step.path)
+        return
+    data = _load_blob(sha)
+    target = fsio.resolve_for_write(repo, step.path)
+    _write_file(target, data, mode)
+
+
+def _rel(repo: Path, path: Path) -> str:
+    try:
+        return str(path.relative_to(repo))
+    except ValueError:
+        return str(path)
+
+
+def _temp_folders(repo: Path, steps: tuple[FileStep, ...]) -> set[Path]:
+    folders = {step.path.parent for step in steps}
+    for step in steps:
+        with contextlib.suppress(HitlError, OSError):
+            folders.add(fsio.resolve_for_write(repo, step.path).parent)
+    return folders
+
+
+# -- begin, commit, roll back (used by apply.apply_plan) ---------------------------------------
+
+
+def begin(plan: Plan) -> str:
+    """Journal `plan` before its first write: the old and new bytes of each file, then a record.
+
+    Raises OSError when the state folder cannot take it (nothing was written to the repo).
+    """
+    now = _now()
+    entry_id = _new_id(now)
+    steps = []
+    for change in plan.changes:
+        old_sha = None if change.old is None else _store_blob(change.old)
+        new_sha = None if change.new is None else _store_blob(change.new)
+        steps.append(
+            FileStep(change.path, change.action, old_sha, new_sha, _mode_of(change.path), None)
+        )
+    block, answer = plan.block, plan.answer
+    if answer.decision_override is not None:
+        decided = answer.decision_override
+    elif answer.choice is not None:
+        decided = answer.choice.label()
+    else:
+        decided = " | ".join(answer.texts)
+    choice = answer.choice
+    record = {
+        "type": "begin",
+        "id": entry_id,
+        "time": now.isoformat(),
+        "kind": "answer",
+        "undoes": None,
+        "operator": answer.operator,
+        "repo": str(block.repo),
+        "block": {
+            "id": block.id,
+            "source": block.source,
+            "path": str(block.path),
+            "fingerprint": block.fingerprint,
+            "question": block.one_line_question(300),
+        },
+        "answer": {
+            "choice": None
+            if choice is None
+            else {"key": choice.key, "option": choice.option, "consequence": choice.consequence},
+            "texts": list(answer.texts),
+            "note": answer.note,
+            "decision": one_line(decided)[:1000],
+            "decision_override": answer.decision_override,
+        },
+        "summary": plan.summary,
+        "files": [s.to_record() for s in steps],
+    }
+    _append(record)
+    return entry_id
+
+
+def commit(entry_id: str, by: str = "apply") -> None:
+    _append({"type": "commit", "id": entry_id, "time": _now().isoformat(), "by": by})
+
+
+def _end_rollback(entry_id: str, by: str, reason: str) -> None:
+    record = {"type": "rollback", "id": entry_id, "time": _now().isoformat(), "by": by}
+    _append({**record, "reason": reason})
+
+
+def roll_back(entry_id: str, reason: str) -> list[str]:
+    """Restore every file of a failed, still-locked entry; returns the files restored.
+
+    Raises OSError or HitlError when a file cannot be restored: the entry then stays open and
+    the next start recovers it.
+    """
+    entry = _entries(_read_records())[entry_id]
+    restored = _roll_back_files(entry)
+    _end_rollback(entry_id, "apply", reason)
+    return restored
+
+
+def _roll_back_files(entry: Entry) -> list[str]:
+    restored = []
+    for step in reversed(entry.files):
+        if _state(step) == "new":
+            _put(entry.repo, step, "old")
+            restored.append(_rel(entry.repo, step.path))
+    for folder in _temp_folders(entry.repo, entry.files):
+        _clean_temps(folder)
+    return restored
+
+
+# -- recovery ------------------------------------------------------------------------------
+
+
+def _same_repo(a: Path, b: Path) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def recover(repo: Path | None = None, *, locked: bool = False) -> list[str]:
+    """Finish or roll back every interrupted answer; one message per answer recovered.
+
+    Called at the start of every hitl command and of the app (`repo` None), and by apply under
+    a repository's lock (`repo` given, `locked` True). An answer whose repository lock is held
+    by a live process is still being written and is left alone.
+    """
+    if not journal_file().exists():
+        return []
+    pending = [e for e in _entries(_read_records()).values() if e.status == "in progress"]
+    messages = []
+    for entry in pending:
+        if repo is not None and not _same_repo(entry.repo, repo):
+            continue
+        if locked:
+            messages.append(_recover_one(entry.id))
+            continue
+        try:
+            with repo_lock(entry.repo, timeout=0):
+                messages.append(_recover_one(entry.id))
+        except LockBusy:
+            continue  # a live process is writing it right now
+        except HitlError as exc:
+            messages.append(f"could not recover {entry.id}: {exc}")
+    return messages
+
+
+def _recover_one(entry_id: str) -> str:
+    entry = _entries(_read_records()).get(entry_id)
+    if entry is None or entry.status != "in progress":
+        return f"{entry_id} was already recovered"
+    what = "an interrupted undo of" if entry.kind == "undo" else "an interrupted answer to"
+    name = f"{what} {entry.block_id} ({entry.id})"
+    if not os.path.isdir(entry.repo):
+        _end_rollback(entry.id, "recovery", "the repository is gone")
+        return f"{name}: the repository {entry.repo} is gone; nothing to recover"
+    steps = entry.files
+    states = [_state(step) for step in steps]
+    pairs = list(zip(steps, states, strict=True))
+    deciding = [state for step, state in pairs if step.old_sha256 != step.new_sha256]
+    forward = not deciding or deciding[-1] == "new"
+    moved = [_rel(entry.repo, step.path) for step, state in pairs if state == "other"]
+    try:
+        if forward:
+            for step, state in pairs:
+                if state == "old":
+                    _put(entry.repo, step, "new")
+            for folder in _temp_folders(entry.repo, steps):
+                _clean_temps(folder)
+            commit(entry.id, by="recovery")
+        else:
+            _roll_back_files(entry)
+            _end_rollback(entry.id, "recovery", "interrupted before its last step")
+    except (OSError, HitlError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return f"could not recover {name}: {reason}; hitl will try again at the next start"
+    tail = f" ({', '.join(moved)} changed since and was left as it is)" if moved else ""
+    if forward:
+        return f"finished {name}: {entry.summary}{tail}"
+    if entry.kind == "undo":
+        return f"rolled back {name}: the answer stays in place{tail}"
+    return f"rolled back {name}: nothing of it was kept, the block is still open{tail}"
+
+
+# -- undo ------------------------------------------------------------------------------------
+
+
+def _pick(entries: dict[str, Entry], entry_id: str | None) -> Entry:
+    answers = [e for e in entries.values() if e.kind == "answer"]
+    if entry_id is None:
+        done = [e for e in answers if e.status == "done" and not e.undone]
+        if not done:
+            raise UsageError("nothing to undo: no answer in the journal (see 'hitl history')")
+        return max(done, key=lambda e: (e.time, e.id))
+    wanted = entry_id.strip()
+    found = [e for e in entries.values() if e.id == wanted] or [
+        e for e in answers if e.id.startswith(wanted)
+    ]
+    if not wanted or not found:
+        raise UsageError(f"no answer {entry_id!r} in the journal (see 'hitl history')")
+    if len(found) > 1:
+        raise UsageError(f"{entry_id!r} names {len(found)} answers; give more of the id")
+    return found[0]
+
+
+def undo(
+    entry_id: str | None = None, operator: str | None = None, hook: StepHook | None = None
+) -> str:
+    """Revert the last answer (or `entry_id`) byte for byte, the block file included.
+
+    Refuses with StaleError (exit 3) when any file it wrote changed since, naming the file;
+    UsageError when there is nothing to undo. Returns a one-line message.
+    """
+    entry = _pick(_entries(_read_records()), entry_id)
+    _check_undoable(entry)
+    if operator is None:
+        from hitl_tui.config import load_config
+
+        operator = load_config().operator_name()
+    with repo_lock(entry.repo, timeout=LOCK_TIMEOUT):
+        recover(entry.repo, locked=True)
+        entry = _entries(_read_records())[entry.id]
+        _check_undoable(entry)
+        for step in entry.files:
+            state = _state(step)
+            if state not in ("new", "both"):
+                raise StaleError(_moved_on(entry, step))
+            if step.old_sha256 is not None:
+                fsio.resolve_for_write(entry.repo, step.path)
+        steps = [
+            FileStep(
+                s.path,
+                {"remove": "create", "create": "remove"}.get(s.action, s.action),
+                s.new_sha256,
+                s.old_sha256,
+                s.new_mode,
+                s.old_mode,
+            )
+            for s in reversed(entry.files)
+        ]
+        now = _now()
+        undo_id = _new_id(now)
+        record = {
+            "type": "begin",
+            "id": undo_id,
+            "time": now.isoformat(),
+            "kind": "undo",
+            "undoes": entry.id,
+            "operator": operator,
+            "repo": str(entry.repo),
+            "block": {
+                "id": entry.block_id,
+                "source": entry.block_source,
+                "path": str(entry.block_path),
+                "fingerprint": entry.block_fingerprint,
+                "question": entry.question,
+            },
+            "answer": {"decision": f"undo of {entry.id}: {entry.answered}"},
+            "summary": f"undid {entry.id}",
+            "files": [s.to_record() for s in steps],
+        }
+        try:
+            _append(record)
+        except OSError as exc:
+            raise HitlError(f"cannot write the journal: {exc.strerror}; nothing undone") from None
+        if hook:
+            hook("journaled")
+        restored = []
+        try:
+            for step in steps:
+                _put(entry.repo, step, "new")
+                restored.append(_rel(entry.repo, step.path))
+                if hook:
+                    hook(f"{step.action}:{_rel(entry.repo, step.path)}")
+        except (OSError, HitlError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            undo_entry = _entries(_read_records())[undo_id]
+            try:
+                _roll_back_files(undo_entry)
+                _end_rollback(undo_id, "apply", reason)
+            except (OSError, HitlError):
+                raise HitlError(
+                    f"could not undo {entry.id}: {reason}; hitl will finish or roll it back "
+                    "at the next start"
+                ) from None
+            raise HitlError(f"could not undo {entry.id}: {reason}; nothing was changed") from None
+        commit(undo_id)
+        if hook:
+            hook("committed")
+    return f"undid {entry.id} ({entry.block_id}): restored {', '.join(restored)}"
+
+
+def _check_undoable(entry: Entry) -> None:
+    if entry.kind != "answer":
+        raise UsageError(f"{entry.id} is an undo, not an answer")
+    if entry.undone:
+        raise UsageError(f"{entry.id} was already undone (by {entry.undone_by})")
+    if entry.status == "rolled back":
+        raise UsageError(f"{entry.id} was rolled back: there is nothing to undo")
+    if entry.status != "done":
+        raise UsageError(f"{entry.id} is still in progress")
+
+
+def _moved_on(entry: Entry, step: FileStep) -> str:
+    name = _rel(entry.repo, step.path)
+    now = _current(step)
+    if step.new_sha256 is None and now is not None:
+        why = f"{name} exists again (the loop wrote a new one)"
+    elif now is None:
+        why = f"{name} was removed since"
+    else:
+        why = f"{name} changed since the answer"
+    return f"cannot undo {entry.id}: {why}; nothing was changed"
