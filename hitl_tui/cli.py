@@ -241,7 +241,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 def _load_extras() -> None:
     """Import the modules that register extra subcommands (escalate, guard, ...)."""
-    for module in ("hitl_tui.agent_cli",):
+    for module in ("hitl_tui.agent_cli", "hitl_tui.journal_cli"):
         try:
             __import__(module)
         except ModuleNotFoundError as exc:
@@ -252,6 +252,7 @@ def _load_extras() -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = bool(os.environ.get("HITL_DEBUG"))
+    _recover(debug)
     try:
         _load_extras()
         parsers = build_parsers()
@@ -273,6 +274,20 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"hitl: internal error: {type(exc).__name__}: {_one_line(str(exc))}", file=sys.stderr)
         return 1
+
+
+def _recover(debug: bool) -> None:
+    """Finish or roll back an answer a crash interrupted, before any command (one line each)."""
+    try:
+        from hitl_tui.journal import recover
+
+        messages = recover()
+    except Exception as exc:
+        if debug:
+            raise
+        messages = [f"could not check the journal: {type(exc).__name__}: {exc}"]
+    for message in messages:
+        print(f"hitl: {_one_line(message)}", file=sys.stderr)
 
 
 def _one_line(text: str) -> str:
