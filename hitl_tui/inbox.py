@@ -142,7 +142,12 @@ class Inbox:
                     self._scan_source(repo, source, delta)
                     delta.rewatch = True
                 elif source.claims(repo, path):
-                    self._refresh(repo, source, path, delta)
+                    if path in source.watch_dirs(repo):
+                        # An event on a watched folder itself, not on one of its files: re-read
+                        # the source there (keying the block by the folder would list it twice).
+                        self._scan_source(repo, source, delta)
+                    else:
+                        self._refresh(repo, source, path, delta)
         if touched:
             self._rediscover(touched, delta)
         if delta.rewatch:
