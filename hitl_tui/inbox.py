@@ -17,8 +17,9 @@ from hitl_tui.sources import default_sources
 from hitl_tui.sources.base import Source
 from hitl_tui.workspace import Workspace, labels_for
 
-#: (source name, block file) identifies a block across re-reads.
-Key = tuple[str, Path]
+#: (source name, block file) identifies a block across re-reads; a remote block's "file" is its
+#: URL string (a GitHub issue).
+Key = tuple[str, Path | str]
 
 
 def key_of(block: Block) -> Key:
@@ -49,6 +50,8 @@ class Inbox:
         self.labels: dict[Path, str] = {}
         self._by_repo: dict[Path, set[Key]] = {}
         self._dir_owner: dict[Path, Path] = {}
+        #: Blocks of remote sources (GitHub), by (source, scope); kept across local rescans.
+        self._remote: dict[tuple[str, str], set[Key]] = {}
 
     @classmethod
     def open(cls, paths: list[Path], sources: list[Source] | None = None) -> Inbox:
@@ -60,7 +63,9 @@ class Inbox:
 
     def scan(self) -> None:
         """Read every repository from scratch."""
-        self.blocks.clear()
+        remote = {k for keys in self._remote.values() for k in keys}
+        for key in [k for k in self.blocks if k not in remote]:
+            del self.blocks[key]
         self._by_repo.clear()
         self.labels = labels_for(self.workspace.repos)
         for repo in self.workspace.repos:
@@ -170,6 +175,26 @@ class Inbox:
             if repo not in before or repo in touched:
                 for source in self.sources:
                     self._scan_source(repo, source, delta)
+
+    def replace_remote(self, source: str, scope: str, blocks: list[Block]) -> Delta:
+        """Swap in the latest blocks of one remote source (one `[[github]]` entry, say)."""
+        delta = Delta()
+        old_keys = self._remote.get((source, scope), set())
+        new_keys: set[Key] = set()
+        for block in blocks:
+            key = key_of(block)
+            new_keys.add(key)
+            old = self.blocks.get(key)
+            self.blocks[key] = block
+            if old is None:
+                delta.added.append(block)
+            elif old.fingerprint != block.fingerprint or old.since != block.since:
+                delta.changed.append(block)
+        for key in old_keys - new_keys:
+            if self.blocks.pop(key, None) is not None:
+                delta.removed.append(key)
+        self._remote[(source, scope)] = new_keys
+        return delta
 
     # -- looking blocks up -------------------------------------------------------------------
 

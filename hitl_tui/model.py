@@ -222,7 +222,8 @@ class RemoteAction:
     def preview(self) -> str:
         text = f"# {self.description}\n"
         if self.body:
-            text += "".join(f"| {line}\n" for line in self.body.rstrip("\n").split("\n"))
+            lines = self.body.rstrip("\n").split("\n")
+            text += "".join(f"| {line}\n" if line else "|\n" for line in lines)
         return text
 
 

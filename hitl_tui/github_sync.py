@@ -1,0 +1,518 @@
+"""The network half of the GitHub source: poll the configured sources, answer one issue.
+
+For the app (run in a worker; nothing here imports Textual):
+
+    poller = GithubPoller(config.github, resolve_token())
+    while True:
+        for result in await poller.poll_once():
+            if result.blocks is not None:
+                delta = inbox.replace_remote("github", result.scope, result.blocks)
+            show(result.scope, result.state, result.message)   # per-source status
+        await asyncio.sleep(poller.next_delay())
+
+`result.blocks` is None when the source could not be read this time: keep what it showed
+before, and show its state (rate-limited until HH:MM, unreachable, unauthorised). To answer:
+`answering.plan_answer` then `answering.apply_answer` (or `await apply_remote(plan)`).
+
+For the CLI: `add_to_inbox(config, inbox)` and `cli_answer(args)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from hitl_tui.github_api import (
+    GithubClient,
+    GithubError,
+    NotFound,
+    RateLimited,
+    Secret,
+    Unauthorised,
+    resolve_token,
+)
+from hitl_tui.model import Block, HitlError, Plan, StaleError, UsageError
+from hitl_tui.sources import github as gh
+from hitl_tui.sources.github import GithubSource
+
+ISSUE_REF = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+)#(\d{1,9})$")
+
+#: The longest the poller waits between tries of a failing source.
+MAX_BACKOFF = 15 * 60.0
+
+T = TypeVar("T")
+
+
+class PartialAnswer(HitlError):
+    """Some requests of an answer were sent and a later one failed; the message says which."""
+
+    exit_code = 1
+
+
+@dataclass(frozen=True)
+class SourceResult:
+    """One source after one poll: its blocks (None: not read this time) and its state."""
+
+    scope: str
+    blocks: list[Block] | None
+    #: "ok", "rate-limited", "unreachable", "unauthorised" or "error".
+    state: str
+    #: One line for the app and the CLI ("rate-limited until 14:05"); never holds the token.
+    message: str
+    until: datetime | None = None
+
+
+def _token(token: Secret | str | None) -> Secret | None:
+    if isinstance(token, str):
+        return Secret(token) if token else None
+    return token
+
+
+class GithubPoller:
+    """Polls every configured source on its own schedule; one failing source never hides others.
+
+    Keeps one client (and ETag cache) per API URL, so repeated polls mostly cost 304s, and
+    re-reads an issue's comments only when the issue's `updated_at` or comment count moved.
+    """
+
+    def __init__(
+        self,
+        sources: Sequence[GithubSource] | Sequence[dict],
+        token: Secret | str | None,
+        *,
+        timeout: float = 10.0,
+        retries: int = 2,
+        backoff: float = 1.0,
+        max_backoff: float = MAX_BACKOFF,
+        concurrency: int = 4,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
+    ) -> None:
+        if sources and isinstance(sources[0], dict):
+            sources = gh.parse_config(list(sources))
+        self.sources: list[GithubSource] = list(sources)  # type: ignore[arg-type]
+        self._token = _token(token)
+        self._options = {"timeout": timeout, "retries": retries, "backoff": backoff, "sleep": sleep}
+        self._max_backoff = max_backoff
+        self._clients: dict[str, GithubClient] = {}
+        self._logins: dict[str, str] = {}
+        self._due: dict[str, float] = {}
+        self._failures: dict[str, int] = {}
+        self._comments: dict[tuple[str, str, int], tuple[Any, Any, list]] = {}
+        self._concurrency = concurrency
+        #: The latest result of each source, by scope (what the app shows).
+        self.results: dict[str, SourceResult] = {}
+
+    def __repr__(self) -> str:
+        return f"GithubPoller({[s.scope for s in self.sources]!r})"
+
+    def client(self, api_url: str) -> GithubClient:
+        if api_url not in self._clients:
+            self._clients[api_url] = GithubClient(api_url, self._token, **self._options)
+        return self._clients[api_url]
+
+    async def aclose(self) -> None:
+        for client in self._clients.values():
+            await client.aclose()
+        self._clients.clear()
+
+    async def __aenter__(self) -> GithubPoller:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- scheduling ------------------------------------------------------------------------
+
+    def next_delay(self) -> float:
+        """Seconds until the next source is due (0 when one already is)."""
+        if not self.sources:
+            return 3600.0
+        now = time.monotonic()
+        return max(0.0, min(self._due.get(s.scope, 0.0) for s in self.sources) - now)
+
+    async def poll_once(self, force: bool = False) -> list[SourceResult]:
+        """Poll every source that is due (all of them with `force`); never raises."""
+        now = time.monotonic()
+        due = [s for s in self.sources if force or self._due.get(s.scope, 0.0) <= now]
+        results = await asyncio.gather(*(self._poll_source(s) for s in due))
+        for src, result in zip(due, results, strict=True):
+            self._schedule(src, result)
+            self.results[src.scope] = result
+        return list(results)
+
+    def _schedule(self, src: GithubSource, result: SourceResult) -> None:
+        now = time.monotonic()
+        if result.state == "ok":
+            self._failures[src.scope] = 0
+            self._due[src.scope] = now + src.poll_seconds
+            return
+        failures = self._failures.get(src.scope, 0) + 1
+        self._failures[src.scope] = failures
+        delay = min(self._max_backoff, src.poll_seconds * 2 ** min(failures, 16))
+        delay *= random.uniform(0.8, 1.2)
+        if result.until is not None:
+            wait = (result.until - datetime.now(UTC)).total_seconds()
+            delay = max(wait + 1.0, src.poll_seconds)
+        self._due[src.scope] = now + delay
+
+    # -- reading ---------------------------------------------------------------------------
+
+    async def _poll_source(self, src: GithubSource) -> SourceResult:
+        client = self.client(src.api_url)
+        skipped: list[str] = []
+        try:
+            login = await self.loop_account(src)
+            if src.repo:
+                repos = [src.repo]
+            else:
+                repos = await self._org_repos(client, src.org or "")
+            blocks: list[Block] = []
+            for full_name in repos:
+                try:
+                    blocks.extend(await self._repo_blocks(client, src, full_name, login))
+                except (NotFound, Unauthorised) as exc:
+                    if src.repo:
+                        raise
+                    skipped.append(f"{full_name}: {exc}")
+        except RateLimited as exc:
+            return SourceResult(src.scope, None, exc.state, str(exc), exc.until)
+        except GithubError as exc:
+            return SourceResult(src.scope, None, exc.state, gh_message(exc, self._token))
+        except Exception as exc:  # hostile or malformed data must not stop the other sources
+            message = f"unexpected {type(exc).__name__} while reading {src.scope}"
+            return SourceResult(src.scope, None, "error", message)
+        message = f"{len(blocks)} open block" + ("" if len(blocks) == 1 else "s")
+        if skipped:
+            message += f"; skipped {len(skipped)} repo(s): {skipped[0]}"
+        return SourceResult(src.scope, blocks, "ok", message)
+
+    async def loop_account(self, src: GithubSource) -> str:
+        """The configured loop account, else the token's login (`GET /user`, asked once)."""
+        if src.loop_account:
+            return src.loop_account
+        if src.api_url in self._logins:
+            return self._logins[src.api_url]
+        if not self._token:
+            raise Unauthorised(
+                "no token: set GITHUB_TOKEN or GH_TOKEN, run 'gh auth login', "
+                "or configure loop_account"
+            )
+        data = (await self.client(src.api_url).get("/user")).data
+        login = data.get("login") if isinstance(data, dict) else None
+        if not isinstance(login, str) or not login:
+            raise GithubError("GET /user returned no login")
+        self._logins[src.api_url] = login
+        return login
+
+    async def _org_repos(self, client: GithubClient, org: str) -> list[str]:
+        items, _ = await client.get_all(f"/orgs/{org}/repos?per_page=100")
+        names = []
+        for item in items:
+            if (
+                not isinstance(item, dict)
+                or item.get("archived")
+                or item.get("has_issues") is False
+            ):
+                continue
+            name = item.get("full_name")
+            if isinstance(name, str) and gh.valid_repo(name):
+                names.append(name)
+        return names
+
+    async def _repo_blocks(
+        self, client: GithubClient, src: GithubSource, full_name: str, login: str
+    ) -> list[Block]:
+        issues, _ = await client.get_all(f"/repos/{full_name}/issues?state=open&per_page=100")
+        candidates = []
+        for issue in issues:
+            number = gh.issue_number(issue)
+            if number is None or gh.is_pull_request(issue):
+                continue
+            labelled = gh.has_label(gh.label_names(issue), src.labels.blocked)
+            count = issue.get("comments")
+            if not labelled and isinstance(count, int) and count == 0:
+                continue  # no label and no comment: it cannot be needs_context
+            candidates.append((issue, number))
+
+        async def one(issue: dict, number: int) -> Block | None:
+            comments = await self._issue_comments(client, full_name, issue, number)
+            return gh.build_block(src, full_name, issue, comments, login)
+
+        found = await self._gather([one(i, n) for i, n in candidates])
+        return [b for b in found if b is not None]
+
+    async def _gather(self, coros: list[Awaitable[T]]) -> list[T]:
+        if self._concurrency <= 0:
+            return [await c for c in coros]
+        limit = asyncio.Semaphore(self._concurrency)
+
+        async def bounded(coro: Awaitable[T]) -> T:
+            async with limit:
+                return await coro
+
+        return list(await asyncio.gather(*(bounded(c) for c in coros)))
+
+    async def _issue_comments(
+        self, client: GithubClient, full_name: str, issue: dict, number: int
+    ) -> list:
+        key = (client.api_url, full_name.casefold(), number)
+        stamp = (issue.get("updated_at"), issue.get("comments"))
+        cached = self._comments.get(key)
+        if cached is not None and (cached[0], cached[1]) == stamp and stamp[0] is not None:
+            return cached[2]
+        comments, _ = await client.get_all(
+            f"/repos/{full_name}/issues/{number}/comments?per_page=100"
+        )
+        self._comments[key] = (stamp[0], stamp[1], comments)
+        return comments
+
+    async def read_issue(self, src: GithubSource, full_name: str, number: int) -> Block | None:
+        """One issue, read now (for an answer): its block, or None if it holds none."""
+        client = self.client(src.api_url)
+        login = await self.loop_account(src)
+        issue, comments = await _fetch_issue(client, full_name, number)
+        return gh.build_block(src, full_name, issue, comments, login)
+
+
+async def _fetch_issue(client: GithubClient, full_name: str, number: int) -> tuple[dict, list]:
+    issue = (await client.get(f"/repos/{full_name}/issues/{number}")).data
+    if not isinstance(issue, dict):
+        raise GithubError(f"{full_name}#{number}: the API returned no issue")
+    comments, _ = await client.get_all(f"/repos/{full_name}/issues/{number}/comments?per_page=100")
+    return issue, comments
+
+
+def gh_message(exc: GithubError, token: Secret | None) -> str:
+    from hitl_tui.github_api import scrub
+
+    return scrub(" ".join(str(exc).split()), token)
+
+
+# -- answering ------------------------------------------------------------------------------------
+
+
+def _same_text(a: str, b: str) -> bool:
+    def norm(text: str) -> str:
+        return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").strip().split("\n"))
+
+    return norm(a) == norm(b)
+
+
+async def apply_remote(
+    plan: Plan, token: Secret | str | None = None, client: GithubClient | None = None
+) -> list[str]:
+    """Send a GitHub plan: re-read the issue, refuse if it moved, then comment and relabel.
+
+    Returns one line per thing done. Raises StaleError (nothing sent), PartialAnswer (what was
+    sent and what not; applying the same plan again finishes it without posting twice), or
+    another GithubError when the first request already fails (nothing sent).
+    """
+    block = plan.block
+    src: GithubSource = block.meta["config"]
+    own = client is None
+    if client is None:
+        secret = _token(token) if token is not None else resolve_token(src.api_url)
+        if not secret:
+            raise Unauthorised(
+                "no GitHub token: set GITHUB_TOKEN or GH_TOKEN, or run 'gh auth login'"
+            )
+        client = GithubClient(src.api_url, secret)
+    try:
+        return await _apply(plan, client)
+    finally:
+        if own:
+            await client.aclose()
+
+
+async def _apply(plan: Plan, client: GithubClient) -> list[str]:
+    block = plan.block
+    src: GithubSource = block.meta["config"]
+    login: str = block.meta["loop_account"]
+    full_name = str(block.repo)
+    number: int = block.meta["number"]
+    try:
+        issue, raw_comments = await _fetch_issue(client, full_name, number)
+    except GithubError as exc:
+        raise type(exc)(f"{block.id}: cannot re-read the issue ({exc}); nothing was sent") from None
+    current = gh.build_block(src, full_name, issue, raw_comments, login)
+    comments = [c for c in (gh.Comment.from_json(r) for r in raw_comments) if c is not None]
+    marker_id = block.meta.get("marker_id")
+    marker = next((c for c in comments if c.id == marker_id), None)
+    comment_action = next((a for a in plan.remote if a.kind == "comment"), None)
+    posted = None
+    if comment_action is not None:
+        for comment in comments:
+            later = marker is None or (comment.created, comment.id) > (marker.created, marker.id)
+            if later and _same_text(comment.body, comment_action.body):
+                posted = comment
+    if posted is None:
+        if current is None:
+            raise StaleError(
+                f"{block.id}: no longer open (answered, unlabelled or closed meanwhile); "
+                "nothing was sent"
+            )
+        if current.fingerprint != block.fingerprint:
+            raise StaleError(f"{block.id}: the block changed since you read it; nothing was sent")
+    else:
+        # A retry: our comment is there already. Finish only if the loop has not moved on.
+        status = gh.newest_status(comments, login)
+        if gh.issue_number(issue) is None or gh._text(issue.get("state")) == "closed":
+            raise StaleError(f"{block.id}: the issue was closed; nothing more was sent")
+        if status is not None and status[0].id != marker_id:
+            raise StaleError(
+                f"{block.id}: the loop wrote a new marker after your answer; nothing more was sent"
+            )
+    labels = gh.label_names(issue)
+    done: list[str] = []
+    for index, action in enumerate(plan.remote):
+        path = action.data.get("path", "")
+        try:
+            if action.kind == "comment":
+                if posted is not None:
+                    done.append("the comment was already posted")
+                    continue
+                await client.post(path, {"body": action.body})
+                done.append("posted the comment")
+            elif action.kind == "remove-label":
+                name = action.data["label"]
+                if not gh.has_label(labels, name):
+                    done.append(f"label {name!r} already removed")
+                    continue
+                try:
+                    await client.delete(path)
+                except NotFound:
+                    pass  # removed meanwhile: the outcome we wanted
+                done.append(f"removed label {name!r}")
+            elif action.kind == "add-label":
+                name = action.data["label"]
+                if gh.has_label(labels, name):
+                    done.append(f"label {name!r} already present")
+                    continue
+                await client.post(path, {"labels": [name]})
+                done.append(f"added label {name!r}")
+            else:
+                raise GithubError(f"unknown action {action.kind!r}")
+        except GithubError as exc:
+            raise _partial(block, plan, index, done, exc) from None
+    return done
+
+
+def _partial(block: Block, plan: Plan, index: int, done: list[str], exc: GithubError) -> HitlError:
+    action = plan.remote[index]
+    rest = [a.description for a in plan.remote[index + 1 :]]
+    reason = " ".join(str(exc).split())
+    if not done:
+        if action.kind == "comment":
+            return type(exc)(
+                f"{block.id}: could not post the comment ({reason}); nothing else was sent. "
+                "If it landed anyway, answering again with the same text finds it and does "
+                "not post it twice"
+            )
+        return type(exc)(f"{block.id}: {action.description} failed ({reason}); nothing was sent")
+    text = (
+        f"{block.id}: done: {'; '.join(done)}. Failed: {action.description} ({reason})."
+        + (f" Not done: {'; '.join(rest)}." if rest else "")
+        + " Answer again with the same text to finish (the comment is not posted twice)"
+    )
+    return PartialAnswer(text)
+
+
+def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine from sync code, also when called on a thread with a running loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_call(factory))
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: asyncio.run(_call(factory))).result()
+
+
+async def _call(factory: Callable[[], Awaitable[T]]) -> T:
+    return await factory()
+
+
+def apply_sync(plan: Plan, token: Secret | str | None = None) -> list[str]:
+    return run_sync(lambda: apply_remote(plan, token))
+
+
+# -- the CLI ---------------------------------------------------------------------------------------
+
+
+def _warn(text: str) -> None:
+    from hitl_tui.textio import printable
+
+    print(f"hitl: {printable(' '.join(text.split()))}", file=sys.stderr)
+
+
+def add_to_inbox(config: Any, inbox: Any, token: Secret | str | None = None) -> list[SourceResult]:
+    """`hitl list`: read every [[github]] source once into `inbox`; one warning per failure."""
+    sources = gh.parse_config(list(config.github))
+    if not sources:
+        return []
+    secret = _token(token) if token is not None else resolve_token(sources[0].api_url)
+
+    async def poll() -> list[SourceResult]:
+        async with GithubPoller(sources, secret) as poller:
+            return await poller.poll_once(force=True)
+
+    results = run_sync(poll)
+    for result in results:
+        if result.blocks is None:
+            _warn(f"github {result.scope}: {result.state}: {result.message}")
+            continue
+        inbox.replace_remote(gh.SOURCE, result.scope, result.blocks)
+    return results
+
+
+def find_source(config: Any, full_name: str) -> GithubSource:
+    for src in gh.parse_config(list(config.github)):
+        if src.covers(full_name):
+            return src
+    raise UsageError(f"{full_name} is not in the [[github]] config (repo or org)")
+
+
+def cli_answer(args: Any) -> int:
+    """`hitl answer owner/name#12 --choice KEY|--text TEXT [--note] [--expect] [--dry-run]`."""
+    from hitl_tui.config import load_config
+    from hitl_tui.model import Answer
+    from hitl_tui.textio import printable
+
+    match = ISSUE_REF.match(args.target)
+    if match is None:
+        raise UsageError(f"{args.target!r} is not owner/name#NUMBER")
+    full_name, number = match.group(1), int(match.group(2))
+    config = load_config(args.config)
+    src = find_source(config, full_name)
+    secret = resolve_token(src.api_url)
+
+    async def read() -> Block | None:
+        async with GithubPoller([src], secret) as poller:
+            return await poller.read_issue(src, full_name, number)
+
+    block = run_sync(read)
+    if block is None:
+        raise StaleError(f"{full_name}#{number}: no open block (answered, closed or not blocked)")
+    if args.expect and args.expect != block.fingerprint:
+        raise StaleError(f"{block.id}: the block changed since {args.expect[:19]}…")
+    texts = tuple(args.text or ())
+    if args.text is not None and not any(t.strip() for t in texts):
+        raise UsageError("--text is empty")
+    choice = block.find_choice(args.choice) if args.choice is not None else None
+    answer = Answer(choice=choice, texts=texts, note=args.note, operator=config.operator_name())
+    plan = gh.plan(block, answer)
+    if args.dry_run:
+        sys.stdout.write(printable(plan.diff(), keep_newlines=True))
+        return 0
+    done = apply_sync(plan, secret)
+    print(f"{printable(block.id)}: " + "; ".join(done))
+    if plan.hint:
+        print(printable(plan.hint))
+    return 0
