@@ -914,3 +914,38 @@ def test_domain_import_does_not_load_textual() -> None:
         "sys.exit('textual' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
+
+
+def test_every_question_with_a_default_offers_accepting_them_all(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    text = (
+        "---\nstatus: needs_context\nblock_category: contract  # left over\n---\n\n"
+        "## Comments\n- 2026-11-08: needs_context. Questions:\n"
+        "  1. Port? Recommended default: 8080. Who: ops.\n"
+        "  2. Host? Recommended: localhost. Who: ops.\n"
+    )
+    block = _parse(repo, _task(repo, "T-072", text))
+    assert block is not None and block.meta["defaults"] == ("8080", "localhost")
+    first = block.choices[0]
+    assert first.option == "Accept the recommended defaults: 1. 8080; 2. localhost"
+    assert first.consequence == (
+        "a dated note accepting it under ## Comments; status: needs_context → agent-ready; "
+        "the block_category line is deleted"
+    )
+    plan = AgenticloopSource().plan(block, Answer(choice=first, operator="ana", when=WHEN))
+    assert plan.hint == "Restart the loop on the task: /agenticloop T-072"
+    apply_plan(plan)
+    assert block.path.read_text() == (
+        "---\nstatus: agent-ready\n---\n\n## Comments\n"
+        "- 2026-11-29: Unblocked by ana: accepted the recommended defaults: 1. 8080; "
+        "2. localhost.\n" + text.split("## Comments\n")[1]
+    )
+
+
+def test_keep_blocked_hint(billing: Path) -> None:
+    block = _blocks(billing)["billing/T-009"]
+    answer = Answer(choice=block.find_choice("B"), note="later", when=WHEN)
+    assert (
+        AgenticloopSource().plan(block, answer).hint
+        == "T-009 stays blocked: only the note was added"
+    )

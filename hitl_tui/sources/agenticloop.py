@@ -598,7 +598,8 @@ class AgenticloopSource:
 
         context = _context(title, state, category, parts, body, header, note)
         attempted = _tried(notes, state, category)
-        kinds, choices = _choices(state, category, gate, recommended, bool(items))
+        has_category = header.get("block_category") is not None
+        kinds, choices = _choices(state, has_category, gate, recommended, bool(items))
         sections = [Section(t, b.strip()) for t, b in body.sections if _shown_extra(t)]
         return Block(
             id=f"{label}/{task_id}",
@@ -720,9 +721,7 @@ class AgenticloopSource:
             effects.append("approved: true")
         hint = f"Restart the loop on the task: /agenticloop {task_id}"
         if not decision.resume:
-            hint = (
-                f"{task_id} stays {block.state}; answer it again to resume (/agenticloop {task_id})"
-            )
+            hint = f"{task_id} stays {block.state}: only the note was added"
         return Plan(
             block,
             answer,
@@ -868,10 +867,11 @@ def _shown_extra(title: str) -> bool:
 
 
 def _choices(
-    state: str, category: str | None, gate: bool, recommended: str | None, multi: bool
+    state: str, has_category: bool, gate: bool, recommended: str | None, multi: bool
 ) -> tuple[dict[str, str], tuple[Choice, ...]]:
+    """The ways out, keyed A, B, C... in a fixed order; each says which lines it changes."""
     resume = f"status: {state} → {RESUMED}"
-    if state == "blocked" and category is not None:
+    if has_category:
         resume += "; the block_category line is deleted"
     found: list[tuple[str, str, str, bool]] = []
     if recommended:
