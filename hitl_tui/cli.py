@@ -170,6 +170,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     from hitl_tui.timefmt import age
 
     _config, inbox = _open_inbox(args)
+    if _config.github:
+        from hitl_tui.github_sync import add_to_inbox
+
+        add_to_inbox(_config, inbox)  # one stderr line per source it could not read
     blocks = inbox.sorted_blocks()
     if args.json:
         json.dump([b.to_json() for b in blocks], sys.stdout, ensure_ascii=False, indent=2)
@@ -186,12 +190,24 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _is_github_issue(target: str) -> bool:
+    """`owner/name#12` (and no such file): a GitHub issue, answered over the API."""
+    import re
+
+    ref = re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+#\d{1,9}", target)
+    return ref is not None and not os.path.exists(target)
+
+
 def cmd_answer(args: argparse.Namespace) -> int:
     from hitl_tui.answering import plan_answer
     from hitl_tui.apply import apply_plan
     from hitl_tui.model import StaleError
     from hitl_tui.textio import printable
 
+    if _is_github_issue(args.target):
+        from hitl_tui.github_sync import cli_answer
+
+        return cli_answer(args)
     config, inbox = _open_inbox(args, target=args.target)
     block = inbox.resolve(args.target)
     if args.expect and args.expect != block.fingerprint:

@@ -1,0 +1,166 @@
+"""`hitl list` and `hitl answer owner/name#12` against the fake GitHub server, via subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.github_fake import TOKEN, FakeGithub
+
+NOTE = (
+    "Blocked (credentials): SFTP_PASSWORD is not set.\n"
+    "Needed: an operator provides SFTP_PASSWORD.\n\n"
+    "AGENT_TASK_STATUS: blocked\nAGENT_BLOCK_CATEGORY: credentials\n"
+)
+
+
+@pytest.fixture
+def fake():
+    server = FakeGithub().start()
+    server.add_issue("acme/shop", 12, title="Nightly export", labels=("blocked",))
+    server.add_comment("acme/shop", 12, NOTE)
+    server.add_issue("acme/api", 3, labels=("blocked",))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def setup(tmp_path: Path, fake: FakeGithub) -> tuple[Path, Path]:
+    work = tmp_path / "work"
+    work.mkdir()
+    config = tmp_path / "config.toml"
+    config.write_text(
+        'operator = "Ada"\n'
+        f'[[github]]\nrepo = "acme/shop"\napi_url = "{fake.url}"\n'
+        f'[[github]]\nrepo = "acme/api"\napi_url = "{fake.url}"\nloop_account = "loop-bot"\n'
+    )
+    return work, config
+
+
+def hitl(*args: object, cwd: Path, token: str | None = TOKEN) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_TOKEN", "GH_TOKEN")}
+    env["PATH"] = str(cwd / "no-gh-here")  # no gh CLI: the token comes from the env or nowhere
+    if token:
+        env["GITHUB_TOKEN"] = token
+    result = subprocess.run(
+        [sys.executable, "-m", "hitl_tui", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+        env={**env, "PYTHONUTF8": "1"},
+    )
+    assert TOKEN not in result.stdout + result.stderr
+    return result
+
+
+def test_list_includes_github_blocks(setup, fake):
+    work, config = setup
+    result = hitl("list", "--json", "--config", config, work, cwd=work)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    blocks = {b["id"]: b for b in json.loads(result.stdout)}
+    shop = blocks["acme/shop#12"]
+    assert (shop["source"], shop["repo"], shop["path"], shop["state"], shop["category"]) == (
+        "github",
+        "acme/shop",
+        "https://github.example/acme/shop/issues/12",
+        "blocked",
+        "credentials",
+    )
+    assert shop["question"] == "an operator provides SFTP_PASSWORD"
+    assert [c["key"] for c in shop["choices"]] == ["A", "B"]
+    assert "acme/api#3" in blocks
+    text = hitl("list", "--config", config, work, cwd=work)
+    assert "acme/shop#12" in text.stdout and "an operator provides SFTP_PASSWORD" in text.stdout
+
+
+def test_list_warns_once_per_failing_source_and_exits_0(setup, fake):
+    work, config = setup
+    fake.fail("GET", r"/repos/acme/api/issues", 401, times=5)
+    result = hitl("list", "--json", "--config", config, work, cwd=work)
+    assert result.returncode == 0
+    assert [b["id"] for b in json.loads(result.stdout)] == ["acme/shop#12"]
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("hitl: github acme/api (127.0.0.1:") and "unauthorised" in line
+
+
+def test_list_without_a_token_warns_and_lists_what_it_can(setup, fake):
+    work, config = setup
+    result = hitl("list", "--config", config, work, cwd=work, token=None)
+    assert result.returncode == 0
+    # acme/shop needs GET /user (no loop_account) and says how to get a token; acme/api has a
+    # loop_account, so it is read anonymously (the fake refuses that: unauthorised).
+    lines = result.stderr.splitlines()
+    assert len(lines) == 2 and "GITHUB_TOKEN" in lines[0]
+
+
+def test_an_invalid_github_entry_is_a_usage_error(tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text('[[github]]\nrepo = "not a repo"\n')
+    result = hitl("list", "--config", config, tmp_path, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == 'hitl: [[github]] #1: repo must be "owner/name"\n'
+
+
+def test_answer_dry_run_then_for_real(setup, fake):
+    work, config = setup
+    dry = hitl(
+        "answer", "acme/shop#12", "--choice", "A", "--note", "It is set.", "--dry-run",
+        "--config", config, cwd=work,
+    )  # fmt: skip
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout == (
+        "# post a comment on acme/shop#12\n| It is set.\n|\n| — Ada, via hitl\n"
+        "# remove the label 'blocked' from acme/shop#12\n"
+    )
+    assert not fake.sent("POST") and not fake.sent("DELETE")
+    done = hitl("answer", "acme/shop#12", "--text", "It is set.", "--config", config, cwd=work)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == (
+        "acme/shop#12: posted the comment; removed label 'blocked'"
+    )
+    assert fake.comments[("acme/shop", 12)][-1]["body"] == "It is set.\n\n— Ada, via hitl\n"
+    assert fake.labels_of("acme/shop", 12) == []
+    # Answered: the issue holds no block any more (exit 3, nothing sent).
+    again = hitl("answer", "acme/shop#12", "--text", "x", "--config", config, cwd=work)
+    assert again.returncode == 3 and "no open block" in again.stderr
+    assert len(fake.sent("POST")) == 1
+
+
+def test_answer_errors_are_one_line(setup, fake):
+    work, config = setup
+    result = hitl("answer", "other/repo#1", "--text", "x", "--config", config, cwd=work)
+    assert (result.returncode, result.stderr) == (
+        2,
+        "hitl: other/repo is not in the [[github]] config (repo or org)\n",
+    )
+    result = hitl("answer", "acme/shop#12", "--choice", "Z", "--config", config, cwd=work)
+    assert result.returncode == 2 and result.stderr.startswith("hitl: no choice 'Z'")
+    fake.fail("GET", r"/issues/12$", 500, times=10)
+    result = hitl("answer", "acme/shop#12", "--text", "x", "--config", config, cwd=work)
+    assert result.returncode == 1 and len(result.stderr.splitlines()) == 1
+    assert "server error 500" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_list_and_answer_with_github_never_load_textual(setup, fake):
+    work, config = setup
+    cfg = str(config)
+    code = (
+        "import sys; from hitl_tui.cli import main; "
+        f"main(['list', '--config', {cfg!r}, {str(work)!r}]); "
+        f"main(['answer', 'acme/shop#12', '--text', 'ok', '--dry-run', '--config', {cfg!r}]); "
+        "print('TEXTUAL', sorted(m for m in sys.modules if m.split('.')[0] == 'textual'))"
+    )
+    env = {**os.environ, "GITHUB_TOKEN": TOKEN}
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env, cwd=work
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "TEXTUAL []"
