@@ -14,6 +14,7 @@ Nothing here imports Textual; httpx is imported only when a channel needs it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -283,7 +284,12 @@ def write_blocked(repo: Path, esc: Escalation, replace: bool = False) -> Path:
         raise EscalationError(f"not a folder: {printable(str(repo))}")
     path = repo / BLOCKED
     data = render(esc)
-    with repo_lock(repo):
+    with contextlib.ExitStack() as stack:
+        try:
+            # Serialises with an operator answering this repo; `hitl answer` re-checks anyway.
+            stack.enter_context(repo_lock(repo))
+        except OSError:
+            pass  # no writable state folder (a sandboxed agent): the write is still atomic
         if os.path.lexists(path) and not replace:
             raise EscalationError(
                 f"{BLOCKED} already exists in {printable(repo.name)}: the loop is already "
@@ -351,8 +357,8 @@ def notify(text: str, env: Mapping[str, str]) -> tuple[str, str | None]:
         sender(text, env, notify_timeout(env))
     except _NotifyFailed as exc:
         return channel, scrub(str(exc), secrets)
-    except Exception as exc:  # a soft failure by contract, whatever went wrong
-        return channel, scrub(f"{type(exc).__name__}: {exc}", secrets)
+    except Exception as exc:  # a soft failure by contract; its text might quote a secret
+        return channel, f"unexpected {type(exc).__name__}"
     return channel, None
 
 
@@ -367,15 +373,18 @@ def _telegram(text: str, env: Mapping[str, str], timeout: float) -> None:
     token = _need(env, "LOOPKIT_HITL_TELEGRAM_TOKEN")
     chat = _need(env, "LOOPKIT_HITL_TELEGRAM_CHAT")
     api = (env.get("LOOPKIT_HITL_TELEGRAM_API") or TELEGRAM_API).strip().rstrip("/")
-    _post(f"{api}/bot{token}/sendMessage", timeout, data={"chat_id": chat, "text": text})
+    url = f"{api}/bot{quote(token, safe=':')}/sendMessage"
+    where = "LOOPKIT_HITL_TELEGRAM_API and LOOPKIT_HITL_TELEGRAM_TOKEN"
+    _post(url, where, timeout, data={"chat_id": chat, "text": text})
 
 
 def _slack(text: str, env: Mapping[str, str], timeout: float) -> None:
     webhook = _need(env, "LOOPKIT_HITL_SLACK_WEBHOOK")
-    _post(webhook, timeout, json={"text": text})
+    _post(webhook, "LOOPKIT_HITL_SLACK_WEBHOOK", timeout, json={"text": text})
 
 
-def _post(url: str, timeout: float, **body: object) -> None:
+def _post(url: str, where: str, timeout: float, **body: object) -> None:
+    """POST, turning every problem into a reason that never quotes the URL (it holds secrets)."""
     import httpx
 
     try:
@@ -383,9 +392,13 @@ def _post(url: str, timeout: float, **body: object) -> None:
     except httpx.TimeoutException:
         raise _NotifyFailed(f"no answer within {timeout:g} s") from None
     except httpx.ConnectError as exc:
+        # The operating system's reason ("Connection refused"), scrubbed again by notify().
         raise _NotifyFailed(f"could not connect ({exc})") from None
+    except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError):
+        # Messages about a malformed URL quote parts of it, such as the port: say only where.
+        raise _NotifyFailed(f"not a valid http(s) URL in {where}") from None
     except httpx.HTTPError as exc:
-        raise _NotifyFailed(f"{type(exc).__name__}: {exc}") from None
+        raise _NotifyFailed(type(exc).__name__) from None
     if not response.is_success:
         raise _NotifyFailed(f"HTTP {response.status_code} {response.reason_phrase}".strip())
 

@@ -302,7 +302,17 @@ def _failures(chat: FakeChat, tmp_path: Path) -> dict[str, tuple[dict[str, str],
         "slack-timeout": (slack, r"slack not notified: no answer within 0.5 s"),
         "slack-bad-url": (
             {**slack, "LOOPKIT_HITL_SLACK_WEBHOOK": "hooks.example/SECRETHOOKxyz"},
-            r"slack not notified: \w+: .*",
+            r"slack not notified: not a valid http\(s\) URL in LOOPKIT_HITL_SLACK_WEBHOOK",
+        ),
+        "slack-bad-port": (
+            # httpx's own message would quote the port: "Invalid port: 'SECRETPORT'".
+            {**slack, "LOOPKIT_HITL_SLACK_WEBHOOK": "http://127.0.0.1:SECRETPORT/hook"},
+            r"slack not notified: not a valid http\(s\) URL in LOOPKIT_HITL_SLACK_WEBHOOK",
+        ),
+        "telegram-bad-api": (
+            {**tg, "LOOPKIT_HITL_TELEGRAM_API": "ftp://gateway"},
+            r"telegram not notified: not a valid http\(s\) URL in "
+            r"LOOPKIT_HITL_TELEGRAM_API and LOOPKIT_HITL_TELEGRAM_TOKEN",
         ),
         "dial-exit-1": (
             {**dial, "LOOPKIT_HITL_DIAL_CMD": "cat >/dev/null; echo SECRET >&2; exit 1"},
@@ -463,6 +473,31 @@ def test_replace_overwrites_and_keeps_the_mode(repo: Path) -> None:
     assert (repo / "BLOCKED.md").read_bytes() == EXPECTED
     assert (repo / "BLOCKED.md").stat().st_mode & 0o777 == 0o640
     assert [p for p in os.listdir(repo) if p.startswith(".hitl-tmp")] == []
+
+
+def test_no_writable_state_folder_is_not_fatal(repo: Path, tmp_path: Path) -> None:
+    """A sandboxed agent may have no state folder for the lock: the block is still written."""
+    not_a_folder = tmp_path / "state-file"
+    not_a_folder.write_text("")
+    result = run(ARGS, repo, clean_env(HITL_STATE_DIR=str(not_a_folder)))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == b""
+    assert (repo / "BLOCKED.md").read_bytes() == EXPECTED
+
+
+def test_telegram_token_is_quoted_into_the_path(monkeypatch) -> None:
+    import httpx
+
+    urls: list[str] = []
+    monkeypatch.setattr(httpx, "post", lambda url, **kw: urls.append(url) or httpx.Response(200))
+    env = {
+        "LOOPKIT_HITL_CHANNEL": "telegram",
+        "LOOPKIT_HITL_TELEGRAM_TOKEN": "12:a#b/c?d",
+        "LOOPKIT_HITL_TELEGRAM_CHAT": "1",
+        "LOOPKIT_HITL_TELEGRAM_API": "http://gw.local/api/",
+    }
+    assert escalate.notify("hi", env) == ("telegram", None)
+    assert urls == ["http://gw.local/api/bot12:a%23b%2Fc%3Fd/sendMessage"]
 
 
 def test_a_symlink_leaving_the_repo_is_not_written_through(repo: Path, tmp_path: Path) -> None:
@@ -635,18 +670,12 @@ _piece = st.characters(blacklist_categories=["Cs"], max_codepoint=0x2100) | st.s
 _text = st.lists(_piece, max_size=12).map("".join)
 
 
-#: Mostly plausible content (so that most examples are accepted), with hostile pieces inside.
-_word = st.text("abcXYZ?", min_size=1, max_size=3)
-_field = st.builds(lambda a, b, c: a + b + c, _word, _text, _word)
-_line = _field.map(lambda t: t.replace("\r", " ").replace("\n", " "))
-
-
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    question=_line | _text,
-    context=_field | _text,
-    attempted=st.lists(_field | _text, min_size=1, max_size=3) | st.lists(_text, max_size=1),
-    choices=st.lists(_field | _text, min_size=2, max_size=4) | st.lists(_text, max_size=2),
+    question=_text,
+    context=_text,
+    attempted=st.lists(_text, max_size=3),
+    choices=st.lists(_text, max_size=4),
 )
 def test_anything_either_is_refused_or_reads_back(question, context, attempted, choices) -> None:
     try:
@@ -654,7 +683,45 @@ def test_anything_either_is_refused_or_reads_back(question, context, attempted, 
     except EscalationError as exc:
         assert "\n" not in str(exc)
         return
-    accepted.append(esc)
+    _assert_reads_back(esc, question)
+
+
+#: Hostile text that must always be accepted: markup, dashes, labels, separators, escapes. Only
+#: what the parser cannot carry is left out (headings, fences, emphasis, line separators).
+_safe_char = st.characters(
+    blacklist_categories=["Cs", "Zl", "Zp"],
+    blacklist_characters="*_#`~\n\r\x0b\x0c\x1c\x1d\x1e\x85",
+    max_codepoint=0x2100,
+)
+_safe_piece = _safe_char | st.sampled_from(
+    ["—", " – ", " - ", " -- ", "[b]", "[/x]", "[@click=app.quit]", "A) ", "(b) ", ": ", "\x1b["]
+)
+_word = st.text("abcXYZ?", min_size=1, max_size=3)
+_safe_line = st.builds(
+    lambda a, b, c: a + b + c, _word, st.lists(_safe_piece, max_size=10).map("".join), _word
+)
+_safe_lines = st.lists(_safe_line, min_size=1, max_size=4).map("\n".join)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    question=_safe_line,
+    context=_safe_lines,
+    attempted=st.lists(_safe_line, min_size=1, max_size=3),
+    choices=st.lists(_safe_line, min_size=2, max_size=5),
+)
+def test_hostile_but_carriable_text_is_accepted_and_reads_back(
+    question, context, attempted, choices
+) -> None:
+    esc = from_args(question, context, attempted, choices)
+    _assert_reads_back(esc, question)
+    assert esc.context == context.strip()
+    assert [(c.option, c.consequence) for c in esc.choices] == [
+        escalate.split_choice(c) for c in choices
+    ]
+
+
+def _assert_reads_back(esc: escalate.Escalation, question: str) -> None:
     data = render(esc)
     fields, problems = parse_blocked(data.decode("utf-8"))
     assert problems == []
@@ -664,16 +731,6 @@ def test_anything_either_is_refused_or_reads_back(question, context, attempted, 
     assert tuple(fields["choices"]) == esc.choices
     again, _ = from_draft(data.decode("utf-8"))
     assert again == esc
-
-
-accepted: list[escalate.Escalation] = []
-
-
-def test_the_property_test_mostly_accepts() -> None:
-    """Guard against a generator so hostile that the read-back assertions never run."""
-    if not accepted:
-        pytest.skip("run together with test_anything_either_is_refused_or_reads_back")
-    assert len(accepted) > 50
 
 
 # -- the message -------------------------------------------------------------------------------
