@@ -53,7 +53,8 @@ Put it at the top of each iteration of the loop runner:
     claude -p "$(cat PROMPT.md)"
   done
 
-exit codes: 0 not blocked, 2 blocked (the questions are printed), 1 failure.
+exit codes: 0 not blocked; 2 blocked (the questions are printed) or PATH is unusable, so
+the loop stops either way; 1 failure.
 """
 
 
