@@ -20,6 +20,7 @@ For the CLI: `add_to_inbox(config, inbox)` and `cli_answer(args)`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import re
 import sys
@@ -401,8 +402,33 @@ async def _apply(plan: Plan, client: GithubClient) -> list[str]:
             else:
                 raise GithubError(f"unknown action {action.kind!r}")
         except GithubError as exc:
-            raise _partial(block, plan, index, done, exc) from None
-    return done
+            error = _partial(block, plan, index, done, exc)
+            if done:
+                _journal(plan, done, f"failed: {action.description}")
+            raise error from None
+    note = _journal(plan, done, None)
+    return [*done, note] if note else done
+
+
+def _journal(plan: Plan, done: list[str], problem: str | None) -> str | None:
+    """Record what was sent in the answer journal (`hitl history`); never fails the answer.
+
+    A GitHub entry has no file steps; `hitl undo` refuses it (a comment cannot be unposted).
+    """
+    try:
+        from hitl_tui import journal
+    except ImportError:
+        return None
+    summary = f"{plan.block.id}: sent to GitHub: {'; '.join(done)}"
+    if problem:
+        summary += f"; NOT finished ({problem}): answer again to finish"
+    try:
+        entry = journal.begin(dataclasses.replace(plan, summary=summary))
+        journal.commit(entry)
+    except (OSError, HitlError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return f"(the journal could not record it: {reason})"
+    return None
 
 
 def _partial(block: Block, plan: Plan, index: int, done: list[str], exc: GithubError) -> HitlError:

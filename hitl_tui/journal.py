@@ -607,7 +607,7 @@ def _recover_one(entry_id: str) -> str:
 def _pick(entries: dict[str, Entry], entry_id: str | None) -> Entry:
     answers = [e for e in entries.values() if e.kind == "answer"]
     if entry_id is None:
-        done = [e for e in answers if e.status == "done" and not e.undone]
+        done = [e for e in answers if e.status == "done" and not e.undone and not _remote(e)]
         if not done:
             raise UsageError("nothing to undo: no answer in the journal (see 'hitl history')")
         return max(done, key=lambda e: (e.time, e.id))
@@ -709,9 +709,19 @@ def undo(
     return f"undid {entry.id} ({entry.block_id}): restored {', '.join(restored)}"
 
 
+def _remote(entry: Entry) -> bool:
+    """An answer sent to GitHub: journaled for history, but a posted comment cannot be undone."""
+    return entry.block_source == "github"
+
+
 def _check_undoable(entry: Entry) -> None:
     if entry.kind != "answer":
         raise UsageError(f"{entry.id} is an undo, not an answer")
+    if _remote(entry):
+        raise UsageError(
+            f"{entry.id} answered a GitHub issue ({entry.block_id}): hitl cannot undo a posted "
+            "comment; answer the issue again or edit it on GitHub"
+        )
     if entry.undone:
         raise UsageError(f"{entry.id} was already undone (by {entry.undone_by})")
     if entry.status == "rolled back":

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import answering
+from hitl_tui import answering, journal
 from hitl_tui.github_api import GithubClient, Secret, resolve_token
 from hitl_tui.github_sync import GithubPoller, PartialAnswer, apply_remote
 from hitl_tui.inbox import Inbox
-from hitl_tui.model import Answer, StaleError
+from hitl_tui.model import Answer, StaleError, UsageError
 from hitl_tui.sources import github as gh
 from hitl_tui.workspace import Workspace
 from tests.github_fake import LOGIN, TOKEN, FakeGithub
@@ -440,6 +440,21 @@ async def test_a_failure_midway_says_what_was_done_and_a_retry_finishes(fake):
     assert done == ["the comment was already posted", "removed label 'blocked'"]
     assert len(fake.sent("POST", "/comments")) == 1
     assert fake.labels_of(REPO, 1) == []
+    # Both tries are in the journal (hitl history); neither can be undone from hitl.
+    second, first = journal.history()
+    assert first.block_id == second.block_id == "acme/shop#1"
+    assert first.summary == (
+        "acme/shop#1: sent to GitHub: posted the comment; NOT finished (failed: remove the "
+        "label 'blocked' from acme/shop#1): answer again to finish"
+    )
+    assert second.summary == (
+        "acme/shop#1: sent to GitHub: the comment was already posted; removed label 'blocked'"
+    )
+    assert (first.files, first.repo, first.block_source) == ((), Path("acme/shop"), "github")
+    with pytest.raises(UsageError, match="nothing to undo"):
+        journal.undo()
+    with pytest.raises(UsageError, match="cannot undo a posted comment"):
+        journal.undo(first.id)
 
 
 async def test_a_failed_comment_sends_nothing_else(fake):
