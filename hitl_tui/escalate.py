@@ -124,8 +124,8 @@ def from_draft(text: str) -> tuple[Escalation, list[str]]:
         question = ""
     if not fields["context"] and not fields["choices"] and not fields["attempted"]:
         raise EscalationError(
-            "the draft has no '## Question:', '## Context:', '## Attempted:' and '## Choices:' "
-            "sections"
+            "the draft has no '## Context:', '## Attempted:' or '## Choices:' section "
+            "(see 'hitl escalate --help')"
         )
     paragraphs = [p for p in re.split(r"\n\s*\n", question) if p.strip()]
     if len(paragraphs) > 1:

@@ -581,7 +581,8 @@ def test_a_draft_on_stdin_with_an_extra_section(repo: Path) -> None:
 @pytest.mark.parametrize(
     ("draft", "expected"),
     [
-        (b"", "the draft has no '## Question:', '## Context:', '## Attempted:' and "),
+        (b"", "the draft has no '## Context:', '## Attempted:' or '## Choices:' section (see"),
+        (b"## Question:\nonly this?\n", "the draft has no '## Context:'"),
         (b"just prose, please help\n", "the draft has no "),
         (EXPECTED.replace(b"## Question:\n", b"## Question:\nfirst\n\n"), "the draft's question"),
         (EXPECTED.split(b"- B)")[0], "at least two choices are needed (Choices: "),
