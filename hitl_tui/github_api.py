@@ -184,7 +184,6 @@ class GithubClient:
             timeout=httpx.Timeout(timeout),
             follow_redirects=False,
             transport=transport,
-            trust_env=False,
         )
 
     def __repr__(self) -> str:

@@ -139,10 +139,19 @@ class GithubPoller:
         now = time.monotonic()
         return max(0.0, min(self._due.get(s.scope, 0.0) for s in self.sources) - now)
 
-    async def poll_once(self, force: bool = False) -> list[SourceResult]:
-        """Poll every source that is due (all of them with `force`); never raises."""
+    async def poll_once(
+        self, force: bool = False, scopes: Sequence[str] | None = None
+    ) -> list[SourceResult]:
+        """Poll every source that is due (all of them with `force`); never raises.
+
+        `scopes` limits the poll to those sources, due or not (after answering one of their
+        blocks, say: with ETags a re-read costs little).
+        """
         now = time.monotonic()
-        due = [s for s in self.sources if force or self._due.get(s.scope, 0.0) <= now]
+        if scopes is not None:
+            due = [s for s in self.sources if s.scope in scopes]
+        else:
+            due = [s for s in self.sources if force or self._due.get(s.scope, 0.0) <= now]
         results = await asyncio.gather(*(self._poll_source(s) for s in due))
         for src, result in zip(due, results, strict=True):
             self._schedule(src, result)

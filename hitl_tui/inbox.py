@@ -128,12 +128,14 @@ class Inbox:
 
     # -- live updates ------------------------------------------------------------------------
 
-    def handle(self, paths: Iterable[Path]) -> Delta:
+    def handle(self, paths: Iterable[Path | str]) -> Delta:
         """Apply a batch of changed paths (from the watcher) and say what changed."""
         delta = Delta()
         touched: set[Path] = set()
         roots = set(self.workspace.roots)
         for path in paths:
+            if not isinstance(path, Path):
+                continue  # a remote block's URL: its source's poller refreshes it
             if path.parent in roots or path in roots:
                 touched.add(path)
             repo = self._dir_owner.get(path.parent) or self._dir_owner.get(path)

@@ -503,6 +503,10 @@ async def test_answering_through_the_inbox_api(fake, tmp_path, monkeypatch):
 
     done = await asyncio.to_thread(answering.apply_answer, inbox, plan)
     assert done == ["posted the comment", "removed label 'blocked'"]
+    assert not inbox.handle([block.path])  # what the app does after a file answer: a no-op
+    async with poller(fake, entry(fake), entry(fake, repo="acme/api")) as p:
+        results = await p.poll_once(scopes=[block.meta["scope"]])
+    assert [r.scope for r in results] == [scope(fake)]
     (result,) = await poll(fake)
     delta = inbox.replace_remote("github", result.scope, result.blocks)
     assert delta.removed == [("github", "https://github.example/acme/shop/issues/1")]
