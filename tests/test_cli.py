@@ -383,6 +383,23 @@ def test_expect_with_the_right_fingerprint_writes(ws: Path):
     assert not (ws / "api" / "BLOCKED.md").exists()
 
 
+def make_bare(ws: Path) -> Path:
+    """A repo whose block lists no choices: it is answered in the operator's own words."""
+    bare = ws / "bare"
+    bare.mkdir()
+    (bare / "BLOCKED.md").write_text("The staging DB is read-only. What now?\n")
+    return bare
+
+
+def test_a_block_without_choices_is_answered_with_text(ws: Path, inproc):
+    bare = make_bare(ws)
+    result = inproc("answer", "bare", "--text", "Wait for the DBA", cwd=ws)
+    assert result.returncode == 0, result.stderr
+    assert (bare / "PROMPT.md").read_text() == (
+        f"## Decisions\n- {today()}: The staging DB is read-only. What now? → Wait for the DBA\n"
+    )
+
+
 # -- answer: errors, and nothing written --------------------------------------------------------
 
 
@@ -407,9 +424,11 @@ def test_expect_with_the_right_fingerprint_writes(ws: Path):
         ),
         (["nope", "--choice", "B"], "no open block with id 'nope' (see 'hitl list')"),
         (["clean", "--choice", "B"], "no open block in clean"),
+        (["bare", "--choice", "A"], "no choice 'A' in bare (choices: none; answer with --text)"),
     ],
 )
 def test_usage_errors_exit_2_and_write_nothing(ws: Path, args: list[str], message: str, inproc):
+    make_bare(ws)
     before = snapshot(ws)
     assert_error(inproc("answer", *args, cwd=ws), 2, message)
     assert snapshot(ws) == before

@@ -558,3 +558,20 @@ def test_no_temp_files_after_success_or_failure(tmp_path: Path):
         "IMPLEMENTATION_PLAN.md",
         "PROMPT.md",
     ]
+
+
+def test_blocked_md_symlink_outside_is_never_answered(tmp_path: Path):
+    """A BLOCKED.md linking to a file outside (a secret, say) must not flow into PROMPT.md."""
+    repo = make_repo(tmp_path, blocked=b"x")
+    secret = tmp_path / "secret.txt"
+    secret.write_bytes(b"AWS_SECRET=hunter2\n")
+    (repo / "BLOCKED.md").unlink()
+    (repo / "BLOCKED.md").symlink_to(secret)
+    block = read_block(repo)
+    assert "BLOCKED.md is a symlink that leads outside the repository." in block.problems
+    plan = SOURCE.plan(block, Answer(texts=("ok",), when=WHEN))
+    before = snapshot(repo)
+    with pytest.raises(UnsafePathError):
+        apply_plan(plan)
+    assert snapshot(repo) == before
+    assert secret.read_bytes() == b"AWS_SECRET=hunter2\n"

@@ -338,3 +338,22 @@ async def test_three_hundred_repos_one_instance_few_watches(three_hundred: Path)
         delta = await w.expect(removed(target / "BLOCKED.md"))
         assert (delta.added, delta.changed) == ([], [])
         assert w.held() == InotifyUsage(1, REPOS + 1)
+
+
+def test_inotify_usage_counts_instances_and_watches(tmp_path: Path):
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    before = usage()
+    fd = libc.inotify_init()
+    assert fd >= 0
+    try:
+        for name in ("a", "b", "c"):
+            (tmp_path / name).mkdir()
+            assert libc.inotify_add_watch(fd, os.fsencode(tmp_path / name), 0x100) >= 0
+        now = usage()
+        assert (now.instances - before.instances, now.watches - before.watches) == (1, 3)
+    finally:
+        os.close(fd)
+    assert usage() == before
+    assert inotify_usage(pid=999_999_999) is None
