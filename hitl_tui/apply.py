@@ -97,13 +97,13 @@ def apply_plan(plan: Plan, hook: StepHook | None = None) -> list[str]:
 
     repo = plan.block.repo
     targets = [(change, fsio.resolve_for_write(repo, change.path)) for change in plan.changes]
-    for change, target in targets:
-        _check_writable(plan, change, target)
     done: list[str] = []
     with repo_lock(repo):
         # A crashed answer in this repo is finished or rolled back before anything else.
         done.extend(journal.recover(repo, locked=True))
         check_expectations(plan)
+        for change, target in targets:
+            _check_writable(plan, change, target)
         _step(hook, "checked")
         try:
             entry = journal.begin(plan)

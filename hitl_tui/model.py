@@ -182,11 +182,28 @@ class FileChange:
 
     def diff(self, root: Path | None = None) -> str:
         name = str(self.path.relative_to(root)) if root else str(self.path)
-        old = _lines(self.old)
-        new = _lines(self.new)
         before = f"a/{name}" if self.old is not None else "/dev/null"
         after = f"b/{name}" if self.new is not None else "/dev/null"
+        whole = self.old if self.new is None else self.new if self.old is None else None
+        if whole is not None and len(whole) > MAX_DIFF_BYTES:
+            # A huge file created or removed (a 50 MB BLOCKED.md): show its head, not all of it.
+            sign = "-" if self.new is None else "+"
+            shown = _lines(whole[:MAX_DIFF_BYTES])[:-1]
+            count = whole.count(b"\n") + (not whole.endswith(b"\n"))
+            span = f"-1,{count} +0,0" if sign == "-" else f"-0,0 +1,{count}"
+            rest = len(whole) - sum(len(line.encode("utf-8", "replace")) for line in shown)
+            return (
+                f"--- {before}\n+++ {after}\n@@ {span} @@\n"
+                + "".join(sign + line for line in shown)
+                + f"{sign}… (about {max(rest, 0):,} more bytes, not shown)\n"
+            )
+        old = _lines(self.old)
+        new = _lines(self.new)
         return "".join(difflib.unified_diff(old, new, before, after, n=2))
+
+
+#: A file created or removed that is larger than this shows only its head in a diff.
+MAX_DIFF_BYTES = 64 * 1024
 
 
 def _lines(data: bytes | None) -> list[str]:
