@@ -12,9 +12,12 @@ No Textual here: the CLI and the app's worker share this client.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import random
+import re
+import ssl
 import subprocess
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -27,7 +30,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 
 from hitl_tui import __version__
-from hitl_tui.model import HitlError
+from hitl_tui.model import HitlError, UsageError
 
 DEFAULT_API = "https://api.github.com"
 
@@ -39,12 +42,18 @@ MAX_PAGES = 200
 CACHE_SIZE = 4096
 
 
+_TOKEN_CHARS = re.compile(r"[\x21-\x7e]{1,1000}")
+
+
 class Secret:
     """A token that never shows itself: repr, str and format print a mask."""
 
     __slots__ = ("_value",)
 
-    def __init__(self, value: str) -> None:
+    def __init__(self, value: str, origin: str = "the GitHub token") -> None:
+        # Checked here, so that no HTTP library ever echoes a malformed header value back.
+        if not _TOKEN_CHARS.fullmatch(value):
+            raise UsageError(f"{origin} is not a token (empty, or spaces, control or non-ASCII)")
         self._value = value
 
     def reveal(self) -> str:
@@ -65,7 +74,7 @@ def resolve_token(api_url: str = DEFAULT_API, env: dict | None = None) -> Secret
     for name in ("GITHUB_TOKEN", "GH_TOKEN"):
         value = (env.get(name) or "").strip()
         if value:
-            return Secret(value)
+            return Secret(value, f"${name}")
     host = urlsplit(api_url).hostname or "github.com"
     command = ["gh", "auth", "token"]
     if host not in ("api.github.com", "github.com"):
@@ -82,7 +91,7 @@ def resolve_token(api_url: str = DEFAULT_API, env: dict | None = None) -> Secret
     except (OSError, subprocess.SubprocessError, ValueError):
         return None
     value = out.stdout.strip() if out.returncode == 0 else ""
-    if not value or any(c.isspace() for c in value):
+    if not _TOKEN_CHARS.fullmatch(value):
         return None
     return Secret(value)
 
@@ -181,6 +190,7 @@ class GithubClient:
             headers["Authorization"] = f"Bearer {token.reveal()}"
         self._http = httpx.AsyncClient(
             headers=headers,
+            verify=_ssl_context(),
             timeout=httpx.Timeout(timeout),
             follow_redirects=False,
             transport=transport,
@@ -335,6 +345,9 @@ class GithubClient:
             until = _limit_from(resp.headers)
             if until is None and status == 429:
                 until = datetime.now(UTC) + timedelta(seconds=60)
+            if until is None and status == 403 and _mentions_rate_limit(resp):
+                # A secondary rate limit may come without headers: wait at least a minute.
+                until = datetime.now(UTC) + timedelta(seconds=60)
             if until is not None:
                 self.limited_until = until
                 return RateLimited(until)
@@ -344,6 +357,12 @@ class GithubClient:
         if status >= 500:
             return Unreachable(f"{self._host()}: server error {status}")
         return GithubError(f"{self._host()}: unexpected response {status}")
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One TLS context per process (loading the CA bundle takes ~0.1 s); honours SSL_CERT_FILE."""
+    return httpx.create_ssl_context(trust_env=True)
 
 
 def _origin(url: str) -> tuple[str, str]:
@@ -358,6 +377,15 @@ def _json(resp: httpx.Response) -> Any:
         return json.loads(resp.content)
     except (ValueError, UnicodeDecodeError):
         raise GithubError(f"response {resp.status_code} is not valid JSON") from None
+
+
+def _mentions_rate_limit(resp: httpx.Response) -> bool:
+    try:
+        data = json.loads(resp.content[:10000]) if resp.content else None
+    except (ValueError, UnicodeDecodeError):
+        return False
+    message = data.get("message") if isinstance(data, dict) else None
+    return isinstance(message, str) and "rate limit" in message.lower()
 
 
 def _retry_after_seconds(value: str | None) -> float | None:

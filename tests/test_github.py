@@ -556,6 +556,25 @@ async def test_the_token_never_appears_in_any_output_or_log(fake, caplog, capsys
             assert TOKEN.encode() not in path.read_bytes()
 
 
+def test_a_malformed_token_is_refused_without_showing_it():
+    for bad in ("ghp_abc\nX-Evil: 1", "ghp_é", "two words"):
+        with pytest.raises(UsageError) as caught:
+            resolve_token(env={"GH_TOKEN": bad})
+        assert str(caught.value).startswith("$GH_TOKEN is not a token")
+        assert bad not in str(caught.value)
+    with pytest.raises(UsageError):
+        GithubPoller([{"repo": REPO}], "ghp\r\nx")
+
+
+async def test_a_secondary_rate_limit_without_headers_waits_a_minute(fake):
+    fake.fail(
+        "GET", r"/issues\?", 403, body={"message": "You have exceeded a secondary rate limit"}
+    )
+    (result,) = await poll(fake)
+    assert result.state == "rate-limited"
+    assert 50 < (result.until - datetime.now(UTC)).total_seconds() <= 61
+
+
 def test_the_token_comes_from_the_environment_then_gh(tmp_path):
     assert resolve_token(env={"GITHUB_TOKEN": "a", "GH_TOKEN": "b"}).reveal() == "a"
     assert resolve_token(env={"GH_TOKEN": " b\n"}).reveal() == "b"

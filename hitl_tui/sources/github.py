@@ -442,7 +442,8 @@ def build_block(
     marker_comment, marks = status if status is not None else (None, {})
     if marker_comment is None:
         problems.append(
-            f"No marker comment by {loop_account} explains this block; only the label is set."
+            f"No marker comment by {loop_account} explains this block; only the label is set "
+            "(if the loop posts as another account, set loop_account in the config)."
         )
     elif state == "blocked" and marks.get("AGENT_TASK_STATUS") != "blocked":
         problems.append(
