@@ -949,3 +949,32 @@ def test_keep_blocked_hint(billing: Path) -> None:
         AgenticloopSource().plan(block, answer).hint
         == "T-009 stays blocked: only the note was added"
     )
+
+
+def test_lines_padded_with_spaces_do_not_stall_the_parser(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    pad = " " * 100_000
+    text = (
+        f"---\nstatus: blocked{pad}# why\nblock_category: transient\n---\n\n"
+        f"# x{pad}y\n\n## Task{pad}#{pad}z\n\n## Comments\n"
+        f"- 2026-11-09: Note from {'(still a' * 20_000} Blocked. Needed: {pad}room.\n"
+    )
+    path = _task(repo, "T-506", text)
+    start = time.monotonic()
+    block = _parse(repo, path)
+    assert block is not None and block.title == f"x{pad}y"
+    assert block.question == "room."
+    new = _answer(block, None, texts=("ok",))
+    assert time.monotonic() - start < 2
+    assert new.decode() == text.replace(
+        f"status: blocked{pad}# why\nblock_category: transient\n",
+        f"status: agent-ready{pad}# why\n",
+    ).replace("## Comments\n", "## Comments\n- 2026-11-29: Answer from ana: ok\n")
+
+
+def test_closing_hashes_of_a_heading_are_not_its_text() -> None:
+    assert agenticloop.heading("## Comments ##") == (2, "Comments")
+    assert agenticloop.heading("# C# tips") == (1, "C# tips")
+    assert agenticloop.heading("#hashtag") is None
+    assert agenticloop.heading("    # code") is None
+    assert agenticloop.heading("###") == (3, "")

@@ -84,7 +84,7 @@ PLACEHOLDERS = (
 AFTER_COMMENTS = ("revision log",)
 
 _FENCE = ("```", "~~~")
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_HEADING_START = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+|$)")
 _NOTE = re.compile(r"^\s{0,3}[-*+]\s+(\d{4}-\d{2}-\d{2})\s*:\s?(.*)$")
 _NUMBERED = re.compile(r"^\s*(\d{1,2})[.)]\s+(.*)$")
 _STATUS_LINE = re.compile(r"^status[ \t]*:(.*)$", re.MULTILINE)
@@ -109,9 +109,6 @@ _HITL_NOTE = re.compile(
     r"|Unblocked by [^:]+): "
 )
 _KEY_LINE = "^{key}[ \t]*:"
-_VALUE = re.compile(
-    r"^(?P<head>[^:]*:[ \t]*)(?P<value>\"[^\"]*\"|'[^']*'|[^#]*?)(?P<tail>[ \t]*(?:#.*)?)$"
-)
 
 
 # -- YAML, safely ---------------------------------------------------------------------------
@@ -210,6 +207,22 @@ def _plain_value(raw: str) -> str | None:
 # -- reading the body -------------------------------------------------------------------------
 
 
+def heading(line: str) -> tuple[int, str] | None:
+    r"""(level, text) of an ATX heading line, else None.
+
+    Plain string work, not one regex: `^#+\s+(.*?)\s*#*\s*$` backtracks for minutes on a
+    heading line padded with a few thousand spaces, and agents write such lines.
+    """
+    m = _HEADING_START.match(line)
+    if m is None:
+        return None
+    text = line[m.end() :].strip()
+    closed = text.rstrip("#")
+    if closed != text and (not closed or closed[-1] in " \t"):
+        text = closed.strip()
+    return len(m.group(1)), text
+
+
 @dataclass(frozen=True, slots=True)
 class Note:
     """One dated comment, `- 2026-08-21: text`, with its indented continuation lines."""
@@ -248,13 +261,13 @@ def parse_body(text: str) -> Body:
         line = line.rstrip("\r")
         if line.strip().startswith(_FENCE):
             fence = not fence
-        m = None if fence else _HEADING.match(line)
-        if m and len(m.group(1)) == 1 and body.title is None and current is None:
-            body.title = m.group(2).strip()
+        found = None if fence else heading(line)
+        if found and found[0] == 1 and body.title is None and current is None:
+            body.title = found[1]
             continue
-        if m and len(m.group(1)) <= 2:
+        if found and found[0] <= 2:
             flush()
-            current = m.group(2).strip()
+            current = found[1]
             buffer = []
             continue
         if current is not None:
@@ -561,7 +574,7 @@ class AgenticloopSource:
         title = strip_title(body.title, task_id) if body.title else None
         notes = newest_first(body.notes)
         # hitl's own notes ("Note from Ada (still blocked): ...") never explain the block.
-        notes = [n for n in notes if not _HITL_NOTE.match(n.text)]
+        notes = [n for n in notes if not _HITL_NOTE.match(n.text[:300])]
         note = next((n for n in notes if _mentions_block(n, state, category)), None)
         if note is None and notes:
             note = notes[0]
@@ -962,17 +975,31 @@ def _key_span(doc: TextDoc, start: int, end: int, key: str) -> tuple[int, int] |
 
 
 def _set_value(line: str, value: str) -> str:
+    """`key: old  # comment` with only `old` replaced (its quotes kept)."""
     body = line.rstrip("\r\n")
     ending = line[len(body) :]
-    m = _VALUE.match(body)
-    if m is None:
+    colon = body.find(":")
+    if colon < 0:
         raise HitlError(f"cannot edit the header line {body!r}; fix it by hand")
-    old = m.group("value")
-    quote = old[0] if old[:1] in ("'", '"') else ""
-    head = m.group("head")
+    rest = body[colon + 1 :]
+    head = body[: colon + 1] + rest[: len(rest) - len(rest.lstrip(" \t"))]
+    rest = rest.lstrip(" \t")
+    quote = rest[:1] if rest[:1] in ("'", '"') else ""
+    if quote:
+        close = rest.find(quote, 1)
+        if close < 0:
+            raise HitlError(f"cannot edit the header line {body!r}; fix it by hand")
+        tail = rest[close + 1 :]
+    else:
+        cut = len(rest)
+        for mark in (" #", "\t#"):
+            at = rest.find(mark)
+            if at >= 0:
+                cut = min(cut, at)
+        tail = rest[len(rest[:cut].rstrip(" \t")) :]
     if head.endswith(":"):  # `status:` with the value on the next line
         head += " "
-    return f"{head}{quote}{value}{quote}{m.group('tail')}{ending}"
+    return f"{head}{quote}{value}{quote}{tail}{ending}"
 
 
 def _edit_header(doc: TextDoc, split: Split, approve: bool) -> int:
@@ -1017,10 +1044,10 @@ def _insert_note(doc: TextDoc, body_start: int, note: str) -> tuple[int, int]:
         line = doc.lines[i].rstrip("\r\n")
         if line.strip().startswith(_FENCE):
             fence = not fence
-        m = None if fence else _HEADING.match(line)
-        if m is None:
+        found = None if fence else heading(line)
+        if found is None:
             continue
-        name = normalise_heading(m.group(2))
+        name = normalise_heading(found[1])
         if comments is None and name == "comments":
             comments = i
             break
