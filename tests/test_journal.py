@@ -1,0 +1,345 @@
+"""The journal: what is recorded before the first write, undo, history, and recovery in-process.
+
+The crash tests that kill real processes are in test_faults.py; these drive `apply_plan` and
+`journal` directly (the step hook stands in for a crash) and check the bytes on disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from hitl_tui import apply, fsio, journal
+from hitl_tui.answering import plan_answer
+from hitl_tui.apply import apply_plan, repo_lock
+from hitl_tui.cli import main
+from hitl_tui.inbox import Inbox
+from hitl_tui.model import Answer, HitlError, Plan, StaleError, UsageError
+from tests.hostile_cases import SHOP, copy_shop, snapshot, temp_files
+
+
+class Crash(BaseException):
+    """Stands in for a kill: nothing in hitl catches it, so no rollback runs."""
+
+
+def crash_at(step: str):
+    def hook(name: str) -> None:
+        if name == step:
+            raise Crash
+
+    return hook
+
+
+def plan_for(repo: Path, key: str = "B", note: str | None = None) -> Plan:
+    inbox = Inbox.open([repo])
+    block = inbox.resolve(str(repo))
+    answer = Answer(choice=block.find_choice(key), note=note, operator="Ada")
+    return plan_answer(inbox, block, answer)
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def records() -> list[dict]:
+    return [json.loads(line) for line in journal.journal_file().read_bytes().splitlines()]
+
+
+def answered(repo: Path) -> dict:
+    """The snapshot a clean answer with choice B gives, from a fresh copy."""
+    other = copy_shop(repo.parent / "reference" / repo.name)
+    apply_plan(plan_for(other))
+    return snapshot(other)
+
+
+# -- what is journaled ---------------------------------------------------------------------
+
+
+def test_answer_is_journaled_before_its_first_write(shop: Path, monkeypatch):
+    old = {name: (shop / name).read_bytes() for name in os.listdir(shop) if name.endswith(".md")}
+    seen: list[list[dict]] = []
+    real = fsio.atomic_write
+
+    def watching(path: Path, data: bytes) -> None:
+        seen.append(records())
+        real(path, data)
+
+    monkeypatch.setattr(fsio, "atomic_write", watching)
+    plan = plan_for(shop, note="legal asked")
+    apply_plan(plan)
+
+    first = seen[0]
+    assert [r["type"] for r in first] == ["begin"]
+    begin = first[0]
+    assert begin["operator"] == "Ada"
+    assert begin["kind"] == "answer"
+    assert begin["repo"] == str(shop)
+    assert begin["block"]["id"] == "shop"
+    assert begin["block"]["source"] == "loopkit"
+    assert begin["block"]["path"] == str(shop / "BLOCKED.md")
+    assert begin["block"]["fingerprint"] == "sha256:" + sha(old["BLOCKED.md"])
+    assert begin["answer"]["choice"]["key"] == "B"
+    assert begin["answer"]["choice"]["option"].startswith("Keep invoices")
+    assert begin["answer"]["note"] == "legal asked"
+    steps = {Path(f["path"]).name: f for f in begin["files"]}
+    assert list(steps) == ["PROMPT.md", "IMPLEMENTATION_PLAN.md", "BLOCKED.md"]
+    for name, step in steps.items():
+        assert step["old_sha256"] == sha(old[name])
+        # The old bytes are kept in the state folder, never in the repo.
+        blob = journal.journal_dir() / "blobs" / step["old_sha256"]
+        assert blob.read_bytes() == old[name]
+        assert not str(blob).startswith(str(shop))
+    assert steps["BLOCKED.md"]["new_sha256"] is None
+    assert steps["PROMPT.md"]["new_sha256"] == sha((shop / "PROMPT.md").read_bytes())
+    assert [r["type"] for r in records()] == ["begin", "commit"]
+    assert sorted(os.listdir(shop)) == [".git", "IMPLEMENTATION_PLAN.md", "PROMPT.md"]
+
+
+def test_history_lists_who_what_where_newest_first(tmp_path: Path, capsys):
+    a = copy_shop(tmp_path / "a")
+    b = copy_shop(tmp_path / "b")
+    apply_plan(plan_for(a, "A"))
+    apply_plan(plan_for(b, "C"))
+    entries = journal.history()
+    assert [(e.block_id, e.answered[:2], e.operator, e.status) for e in entries] == [
+        ("b", "C)", "Ada", "done"),
+        ("a", "A)", "Ada", "done"),
+    ]
+    assert main(["undo", entries[1].id]) == 0
+    assert main(["history", "--json"]) == 0
+    out = capsys.readouterr().out
+    data = json.loads(out[out.index("[") :])
+    assert [(d["block"]["id"], d["undone"]) for d in data] == [("b", False), ("a", True)]
+    assert data[1]["undone_by"]
+    assert main(["history"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "  b (loopkit)  C) Block deletion" in lines[0]
+    assert lines[0].endswith("[done]")
+    assert "undone by" in lines[1]
+
+
+# -- undo ------------------------------------------------------------------------------------
+
+
+def test_undo_restores_every_byte_and_mode(shop: Path):
+    (shop / "PROMPT.md").write_bytes(b"\xef\xbb\xbf# P\r\n\r\n## Goal\r\nno newline at end")
+    (shop / "IMPLEMENTATION_PLAN.md").unlink()  # created by the answer, removed by the undo
+    os.chmod(shop / "PROMPT.md", 0o640)
+    os.chmod(shop / "BLOCKED.md", 0o600)
+    before = snapshot(shop)
+    apply_plan(plan_for(shop))
+    assert snapshot(shop) != before
+    message = journal.undo(operator="Bob")
+    assert message.startswith("undid ")
+    assert "restored BLOCKED.md" in message
+    assert snapshot(shop) == before
+    [entry] = journal.history()
+    assert entry.undone and entry.undone_operator == "Bob"
+    assert journal.history(include_undos=True)[0].kind == "undo"
+
+
+def test_undo_cli_twice_then_nothing_left(shop: Path, capsys):
+    before = snapshot(shop)
+    apply_plan(plan_for(shop))
+    assert main(["undo"]) == 0
+    assert snapshot(shop) == before
+    assert main(["undo"]) == 2
+    assert "nothing to undo" in capsys.readouterr().err
+    assert main(["undo", "no-such-id"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "change", "why"),
+    [
+        ("PROMPT.md", lambda p: p.write_bytes(p.read_bytes() + b"- agent\n"), "changed since"),
+        ("IMPLEMENTATION_PLAN.md", lambda p: p.unlink(), "was removed since"),
+        ("BLOCKED.md", lambda p: p.write_bytes(b"## Question\nnew?\n"), "exists again"),
+    ],
+)
+def test_undo_refuses_when_a_file_moved_on(shop: Path, capsys, name, change, why):
+    apply_plan(plan_for(shop))
+    change(shop / name)
+    after = snapshot(shop)
+    assert main(["undo"]) == 3
+    err = capsys.readouterr().err
+    assert f"{name} {why}" in err
+    assert "nothing was changed" in err
+    assert len(err.splitlines()) == 1
+    assert snapshot(shop) == after
+    assert not journal.history()[0].undone
+    with pytest.raises(StaleError):
+        journal.undo(operator="x")
+
+
+def test_undo_of_an_older_answer_by_id(tmp_path: Path):
+    a = copy_shop(tmp_path / "a")
+    b = copy_shop(tmp_path / "b")
+    before_a = snapshot(a)
+    apply_plan(plan_for(a))
+    apply_plan(plan_for(b))
+    after_b = snapshot(b)
+    older = journal.history()[1]
+    assert older.block_id == "a"
+    journal.undo(older.id[:17], operator="x")
+    assert snapshot(a) == before_a
+    assert snapshot(b) == after_b
+    with pytest.raises(UsageError, match="already undone"):
+        journal.undo(older.id, operator="x")
+
+
+def test_second_answer_in_a_repo_blocks_undo_of_the_first(shop: Path):
+    apply_plan(plan_for(shop))
+    first = journal.history()[0]
+    (shop / "BLOCKED.md").write_bytes((SHOP / "BLOCKED.md").read_bytes())
+    apply_plan(plan_for(shop, "A"))
+    with pytest.raises(StaleError, match=r"PROMPT\.md changed since"):
+        journal.undo(first.id, operator="x")
+    journal.undo(operator="x")  # the last one can go: the second block is back
+    with pytest.raises(StaleError, match=r"BLOCKED\.md exists again"):
+        journal.undo(first.id, operator="x")
+
+
+# -- failures and crashes in-process ---------------------------------------------------------
+
+STEPS = ["checked", "update:PROMPT.md", "update:IMPLEMENTATION_PLAN.md", "remove:BLOCKED.md"]
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_crash_at_each_step_is_recovered(shop: Path, step: str):
+    old = snapshot(shop)
+    new = answered(shop)
+
+    with pytest.raises(Crash):
+        apply_plan(plan_for(shop), hook=crash_at(step))
+    messages = journal.recover()
+    state = snapshot(shop)
+    assert state in (old, new)
+    if step == "checked":  # before the journal entry: nothing to recover
+        assert messages == [] and state == old
+    elif step == "remove:BLOCKED.md":
+        assert state == new
+        assert messages[0].startswith("finished an interrupted answer to shop")
+    else:
+        assert state == old
+        assert messages[0].startswith("rolled back an interrupted answer to shop")
+        assert "the block is still open" in messages[0]
+    assert len(messages) <= 1
+    assert journal.recover() == []
+    assert all(e.status != "in progress" for e in journal.history())
+
+
+@pytest.mark.parametrize("step", STEPS[1:])
+def test_error_mid_answer_rolls_back(shop: Path, step: str):
+    old = snapshot(shop)
+
+    def fail(name: str) -> None:
+        if name == step:
+            raise OSError(28, "No space left on device")
+
+    with pytest.raises(HitlError, match="nothing was changed") as info:
+        apply_plan(plan_for(shop), hook=fail)
+    assert snapshot(shop) == old
+    assert "restored" in str(info.value)
+    [entry] = journal.history()
+    assert entry.status == "rolled back"
+    assert journal.recover() == []
+
+
+def test_block_rewritten_mid_answer_rolls_back_everything(shop: Path):
+    old = snapshot(shop)
+    rewritten = b"## Question\nA different question now?\n"
+
+    def agent(name: str) -> None:
+        if name == "update:IMPLEMENTATION_PLAN.md":
+            (shop / "BLOCKED.md").write_bytes(rewritten)
+
+    with pytest.raises(StaleError, match="the block changed") as info:
+        apply_plan(plan_for(shop), hook=agent)
+    assert "nothing was changed" in str(info.value)
+    now = snapshot(shop)
+    assert now.pop("BLOCKED.md")[1] == rewritten
+    old.pop("BLOCKED.md")
+    assert now == old
+
+
+UNDO_STEPS = ["journaled", "create:BLOCKED.md", "update:IMPLEMENTATION_PLAN.md", "update:PROMPT.md"]
+
+
+@pytest.mark.parametrize("step", UNDO_STEPS)
+def test_crash_during_undo_is_recovered(shop: Path, step: str):
+    old = snapshot(shop)
+    apply_plan(plan_for(shop))
+    new = snapshot(shop)
+
+    with pytest.raises(Crash):
+        journal.undo(operator="x", hook=crash_at(step))
+    [message] = journal.recover()
+    assert "an interrupted undo of shop" in message
+    if step == "update:PROMPT.md":  # the undo's last step was done: it is finished
+        assert message.startswith("finished")
+        assert snapshot(shop) == old
+        assert journal.history()[0].undone
+        return
+    assert message.startswith("rolled back")
+    assert snapshot(shop) == new
+    assert not journal.history()[0].undone
+    journal.undo(operator="x")
+    assert snapshot(shop) == old
+
+
+def test_recovery_leaves_an_answer_a_live_process_is_writing(shop: Path):
+    with pytest.raises(Crash):
+        apply_plan(plan_for(shop), hook=crash_at("update:PROMPT.md"))
+    half = snapshot(shop)
+    with repo_lock(shop):  # as if the writer were still alive and holding it
+        assert journal.recover() == []
+        assert snapshot(shop) == half
+        with pytest.raises(apply.LockBusy), repo_lock(shop, timeout=0):
+            pass
+    [message] = journal.recover()
+    assert message.startswith("rolled back")
+
+
+def test_next_answer_in_the_repo_recovers_first(shop: Path):
+    old = snapshot(shop)
+    with pytest.raises(Crash):
+        apply_plan(plan_for(shop), hook=crash_at("update:IMPLEMENTATION_PLAN.md"))
+    assert snapshot(shop) != old
+    # A long-running app never restarts: its next answer in the repo recovers under the lock.
+    plan = plan_for(shop)  # planned from the half-written state: stale after recovery
+    with pytest.raises(StaleError):
+        apply_plan(plan)
+    assert snapshot(shop) == old
+    done = apply_plan(plan_for(shop))
+    assert done[-1] == "removed BLOCKED.md"
+
+
+def test_torn_journal_line_is_skipped(shop: Path):
+    apply_plan(plan_for(shop))
+    with open(journal.journal_file(), "ab") as f:
+        f.write(b'{"v":1,"type":"begin","id":"torn","repo":"/x","fi')
+    assert [e.block_id for e in journal.history()] == ["shop"]
+    journal.undo(operator="x")
+    lines = journal.journal_file().read_bytes().splitlines()
+    assert lines[-3].endswith(b'"fi')
+    assert json.loads(lines[-1])["type"] == "commit"
+    assert journal.recover() == []
+
+
+def test_recovery_runs_before_any_command_and_says_so_once(shop: Path, capsys):
+    old = snapshot(shop)
+    with pytest.raises(Crash):
+        apply_plan(plan_for(shop), hook=crash_at("update:PROMPT.md"))
+    assert main(["list", str(shop)]) == 0
+    captured = capsys.readouterr()
+    [line] = captured.err.splitlines()
+    assert line.startswith("hitl: rolled back an interrupted answer to shop")
+    assert "shop" in captured.out
+    assert snapshot(shop) == old
+    assert not temp_files(shop)
+    assert main(["list", str(shop)]) == 0
+    assert capsys.readouterr().err == ""
