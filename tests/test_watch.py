@@ -279,6 +279,46 @@ async def test_restarts_do_not_leak_inotify_instances(tmp_path: Path):
     assert w.held() == InotifyUsage(0, 0)
 
 
+async def test_a_folder_vanishing_as_the_watch_starts(tmp_path: Path):
+    """A repo deleted between listing the folders and watching them must not kill the watcher."""
+    root = tmp_path / "loops"
+    victim = make_repo(root / "victim", "Doomed?")
+    other = make_repo(root / "other")
+    inbox = Inbox.open([root])
+    listed = inbox.watch_dirs
+
+    def racy() -> list[Path]:
+        dirs = listed()
+        if victim.exists():
+            shutil.rmtree(victim)  # gone before awatch gets to it
+        return dirs
+
+    inbox.watch_dirs = racy  # type: ignore[method-assign]
+    w = Watcher(inbox)
+    w.task = asyncio.create_task(watch_inbox(inbox, w._delta, w.stop, on_ready=w._ready))
+    try:
+        await w.expect(removed(victim / "BLOCKED.md"))
+        await w.watching()
+        assert set(w.dirs) == {root, other}
+        (other / "BLOCKED.md").write_text(BLOCK.format(q="Still watching?"))
+        await w.expect(added("other"))
+    finally:
+        await w.__aexit__()
+
+
+async def test_the_whole_root_deleted_and_recreated(tmp_path: Path):
+    root = tmp_path / "loops"
+    make_repo(root / "shop", "Before?")
+    inbox = Inbox.open([root])
+    async with Watcher(inbox) as w:
+        shutil.rmtree(root)
+        await w.expect(removed(root / "shop" / "BLOCKED.md"))
+        make_repo(root / "shop", "After?")
+        await w.expect(added("shop"), timeout=ARRIVAL + 1.5)
+        await w.watching()
+        assert set(w.dirs) == {root, root / "shop"}
+
+
 # -- 300 repos ------------------------------------------------------------------------------------
 
 REPOS = 300
