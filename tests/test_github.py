@@ -426,8 +426,9 @@ async def test_a_failure_midway_says_what_was_done_and_a_retry_finishes(fake):
     block = await read(fake, 1)
     plan = gh.plan(block, Answer(texts=("Set the password.",), operator="Ada"))
     fake.fail("DELETE", r"/labels/blocked", 500, times=2)
-    with pytest.raises(PartialAnswer) as caught:
-        await send(plan, client=GithubClient(fake.url, Secret(TOKEN), retries=1, backoff=0.01))
+    async with GithubClient(fake.url, Secret(TOKEN), retries=1, backoff=0.01) as client:
+        with pytest.raises(PartialAnswer) as caught:
+            await send(plan, client=client)
     message = str(caught.value)
     assert message == (
         "acme/shop#1: done: posted the comment. Failed: remove the label 'blocked' from "

@@ -494,7 +494,10 @@ def build_block(
     task = task_text(body)
     if task:
         context_lines.append("Task:\n" + task)
-    context_lines.append(_text(issue.get("html_url")) or block_id)
+    html_url = _text(issue.get("html_url"))
+    if not html_url.startswith(("https://", "http://")):
+        html_url = f"{src.api_url}/repos/{full_name}/issues/{number}"
+    context_lines.append(html_url)
 
     default = None
     if state == "needs_context":
@@ -507,9 +510,6 @@ def build_block(
 
     choices, kinds = _choices(src, state, default, gate, questions)
     since = marker_comment.created if marker_comment else parse_time(issue.get("created_at"))
-    html_url = _text(issue.get("html_url"))
-    if not html_url.startswith(("https://", "http://")):
-        html_url = f"{src.api_url}/repos/{full_name}/issues/{number}"
     owner, _, name = full_name.partition("/")
     print_fp = {
         "state": state,
