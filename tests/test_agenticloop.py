@@ -730,6 +730,7 @@ def test_template_outside_repo_is_refused(tmp_path: Path, template: str, why: st
     assert block.question.startswith("agenticloop task folder refused: ")
     assert why in block.question
     assert block.path == repo / ".agenticloop" / "project.md"
+    assert block.raw == block.path.read_text()
     with pytest.raises(HitlError, match=r"fix \.agenticloop/project\.md by hand"):
         AgenticloopSource().plan(block, Answer(texts=("x",), when=WHEN))
 

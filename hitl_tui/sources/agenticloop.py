@@ -239,6 +239,8 @@ class Note:
 
 @dataclass
 class Body:
+    """What the markdown below the header holds, as far as the operator needs it."""
+
     title: str | None = None
     sections: list[tuple[str, str]] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
@@ -395,6 +397,14 @@ class Layout:
     problem: str | None = None
     since: datetime = EPOCH
     stamp: str = "layout"
+
+
+def _head_text(path: Path) -> str:
+    """A file's text for the raw view, or nothing when it cannot be read."""
+    try:
+        return fsio.read_file(path).head.decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _mtime(path: Path) -> datetime | None:
@@ -692,7 +702,7 @@ class AgenticloopSource:
             choices=(),
             since=layout.since,
             fingerprint=layout.stamp,
-            raw="",
+            raw=_head_text(repo / PROJECT),
             title="agenticloop layout",
             problems=(layout.problem,),
             meta={"kind": "layout"},
