@@ -40,6 +40,8 @@ examples:
 
 exit codes: 2 BLOCKED.md written (stop the loop; the human was notified unless stderr says
 otherwise), 1 invalid content or BLOCKED.md already exists (nothing written, nothing sent).
+A misspelt or unknown option is a usage error: also exit 2, but nothing is written (stderr
+says which option).
 """
 
 GUARD_EPILOG = """\
