@@ -42,6 +42,9 @@ class Fault:
     times: int = 1
     delay: float = 0.0
     body: object = None
+    #: Carry out the request first, then delay and answer normally (a response that is lost
+    #: when the client times out, after the server did the work).
+    after: bool = False
 
 
 class FakeGithub:
@@ -188,6 +191,10 @@ class FakeGithub:
         with self.lock:
             self.requests.append(record)
             fault = self._fault(method, parts.path + ("?" + parts.query if parts.query else ""))
+        if fault is not None and fault.after:
+            fault, delay = None, fault.delay
+        else:
+            delay = 0.0
         if fault is not None:
             if fault.delay:
                 time.sleep(fault.delay)
@@ -203,6 +210,8 @@ class FakeGithub:
             return
         with self.lock:
             status, data, extra = self._route(method, parts.path, query, body, login)
+        if delay:
+            time.sleep(delay)
         if method == "GET" and status == 200:
             data, link = self._page(parts.path, query, data)
             if link:

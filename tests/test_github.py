@@ -469,6 +469,22 @@ async def test_a_failed_comment_sends_nothing_else(fake):
     assert not fake.sent("DELETE")
 
 
+async def test_a_comment_that_landed_but_timed_out_is_not_posted_twice(fake):
+    blocked_issue(fake, 1)
+    block = await read(fake, 1)
+    plan = gh.plan(block, Answer(texts=("Done.",), operator="Ada"))
+    fake.fail("POST", r"/comments", 201, delay=1.0, after=True)
+    async with GithubClient(fake.url, Secret(TOKEN), timeout=0.3) as client:
+        with pytest.raises(Exception, match=r"could not post the comment \(.*timed out\)") as e:
+            await send(plan, client=client)
+    assert "answering again with the same text finds it" in str(e.value)
+    assert len(fake.comments[(REPO, 1)]) == 2  # it did land
+    assert fake.labels_of(REPO, 1) == ["blocked"]
+    done = await send(plan)
+    assert done == ["the comment was already posted", "removed label 'blocked'"]
+    assert len(fake.comments[(REPO, 1)]) == 2 and fake.labels_of(REPO, 1) == []
+
+
 async def test_a_label_removed_meanwhile_is_stale_and_nothing_is_sent(fake):
     blocked_issue(fake, 1)
     block = await read(fake, 1)
