@@ -13,12 +13,13 @@ import errno
 import hashlib
 import os
 import stat
+import sys
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hitl_tui.model import MAX_PARSE_BYTES, UnsafePathError
+from hitl_tui.model import MAX_PARSE_BYTES, HitlError, UnsafePathError
 
 TEMP_PREFIX = ".hitl-tmp-"
 
@@ -43,7 +44,9 @@ def read_file(path: Path, limit: int = MAX_PARSE_BYTES) -> FileRead:
     chunks: list[bytes] = []
     kept = 0
     size = 0
-    with open(path, "rb") as f:
+    # Non-blocking, so that a FIFO planted by an agent cannot hang the open; no controlling tty.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
@@ -72,11 +75,16 @@ def current_fingerprint(path: Path) -> str | None:
 
 
 def read_bytes(path: Path) -> bytes | None:
-    """All bytes of a file we are about to edit, or None when it does not exist."""
+    """All bytes of a file we are about to edit, or None when it does not exist.
+
+    Anything else that is not a readable regular file (a folder, a FIFO) is a HitlError.
+    """
     try:
-        return path.read_bytes()
+        return read_file(path, limit=sys.maxsize).head
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise HitlError(f"cannot read {path.name}: {exc.strerror or exc}") from None
 
 
 def is_inside(child: Path, parent: Path) -> bool:

@@ -6,6 +6,7 @@ escape sequences included); making it safe to show is `printable`'s job, tested 
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import itertools
 import os
@@ -484,3 +485,28 @@ def test_printable_hides_nothing_and_leaves_markup_alone():
         "[b]bold [/x] [@click=app.quit]quit[/] ␛[31mred␛[0m ␛]0;pwned␇ ␀ �"
     )
     assert printable("naïve — 日本語 ✓") == "naïve — 日本語 ✓"
+
+
+def _without_hanging(fifo: Path, call):
+    """Run `call`; if it blocks on the FIFO, unblock it by opening the write end, and fail."""
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    future = pool.submit(call)
+    try:
+        return future.result(timeout=5)
+    except concurrent.futures.TimeoutError:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        pytest.fail("reading the FIFO blocked")
+    finally:
+        pool.shutdown(wait=False)
+
+
+def test_a_fifo_named_blocked_md_does_not_hang(tmp_path: Path):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    os.mkfifo(repo / "BLOCKED.md")
+    parsed = _without_hanging(
+        repo / "BLOCKED.md", lambda: LoopkitSource().parse(repo, repo / "BLOCKED.md", "r")
+    )
+    assert parsed is None
+    inbox = _without_hanging(repo / "BLOCKED.md", lambda: Inbox.open([tmp_path]))
+    assert inbox.blocks == {}

@@ -8,7 +8,9 @@ stays as it was, and nothing is ever written through a symlink that leaves the r
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
+import re
 import stat
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -17,7 +19,15 @@ import pytest
 
 from hitl_tui.apply import apply_plan
 from hitl_tui.fsio import TEMP_PREFIX
-from hitl_tui.model import Answer, Block, Plan, StaleError, UnsafePathError, UsageError
+from hitl_tui.model import (
+    Answer,
+    Block,
+    HitlError,
+    Plan,
+    StaleError,
+    UnsafePathError,
+    UsageError,
+)
 from hitl_tui.sources.loopkit import LoopkitSource
 
 WHEN = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
@@ -575,3 +585,26 @@ def test_blocked_md_symlink_outside_is_never_answered(tmp_path: Path):
         apply_plan(plan)
     assert snapshot(repo) == before
     assert secret.read_bytes() == b"AWS_SECRET=hunter2\n"
+
+
+@pytest.mark.parametrize("name", ["PROMPT.md", "IMPLEMENTATION_PLAN.md"])
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_prompt_or_plan_that_is_not_a_file_is_refused(tmp_path: Path, name: str, kind: str):
+    repo = make_repo(tmp_path, prompt=None, plan=None)
+    if kind == "folder":
+        (repo / name).mkdir()
+    else:
+        os.mkfifo(repo / name)  # opening it to read would wait for a writer forever
+    before = snapshot(repo)
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    future = pool.submit(make_plan, repo)
+    try:
+        with pytest.raises(HitlError, match=rf"^cannot read {re.escape(name)}: "):
+            future.result(timeout=5)
+    except concurrent.futures.TimeoutError:
+        os.close(os.open(repo / name, os.O_WRONLY | os.O_NONBLOCK))  # unblock the reader
+        pytest.fail(f"reading a {kind} {name} blocked")
+    finally:
+        pool.shutdown(wait=False)
+    assert snapshot(repo) == before
+    assert (repo / "BLOCKED.md").exists()
