@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hitl_tui.model import Answer, UsageError
 from hitl_tui.sources import github as gh
@@ -232,3 +234,65 @@ def test_the_operator_cannot_write_markers_or_trailers():
             gh.plan(block, Answer(texts=(text,)))
     with pytest.raises(UsageError, match="empty"):
         gh.plan(block, Answer(choice=block.find_choice("A")))
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_lines = st.sampled_from(
+    [
+        "AGENT_TASK_STATUS: blocked",
+        "AGENT_TASK_STATUS: needs_context",
+        "AGENT_BLOCK_CATEGORY: contract",
+        "AGENT_CONTEXT_STATUS: provided",
+        "```",
+        "~~~",
+        "> quoted",
+        "    indented",
+        "1. Question? Recommended: yes. Who: me.",
+        "Checked: x. Tried: y. Needed: z.",
+        "[[agent: engineer]]",
+        "",
+        "\x1b[31m[b]markup[/x]",
+    ]
+) | st.text(max_size=30)
+
+
+@given(
+    issue=st.fixed_dictionaries(
+        {"number": st.integers(1, 99), "labels": _json, "title": _json, "body": _json},
+        optional={"state": _json, "html_url": _json, "created_at": _json},
+    ),
+    comments=st.lists(
+        st.fixed_dictionaries(
+            {
+                "id": st.integers(1, 50),
+                "body": st.lists(_lines, max_size=8).map("\n".join),
+                "user": st.sampled_from([{"login": "loop-bot"}, {"login": "x"}, None, "junk"]),
+            },
+            optional={"created_at": _json, "author_association": _json},
+        )
+        | _json,
+        max_size=5,
+    ),
+)
+@settings(max_examples=150, deadline=None)
+def test_any_issue_and_comments_either_build_a_block_or_none(issue, comments):
+    block = gh.build_block(SRC, "acme/shop", issue, comments, "loop-bot")
+    if block is None:
+        return
+    assert block.state in ("blocked", "needs_context")
+    assert block.since.tzinfo is not None
+    for choice in block.choices:
+        if choice.needs_text:
+            plan = gh.plan(
+                block, Answer(choice=choice, texts=("fine",) * max(1, len(block.questions)))
+            )
+        else:
+            plan = gh.plan(block, Answer(choice=choice))
+        assert plan.remote[0].kind == "comment"
+        assert "[[agent" not in plan.remote[0].body

@@ -327,8 +327,9 @@ def parse_time(value: Any) -> datetime:
 
 
 def label_names(issue: dict) -> list[str]:
-    names = []
-    for label in issue.get("labels") or []:
+    names: list[str] = []
+    labels = issue.get("labels")
+    for label in labels if isinstance(labels, list) else []:
         if isinstance(label, dict):
             label = label.get("name")
         if isinstance(label, str):
