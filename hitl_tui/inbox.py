@@ -163,9 +163,14 @@ class Inbox:
 
     def _rediscover(self, touched: set[Path], delta: Delta) -> None:
         before = set(self.workspace.repos)
+        roots = set(self.workspace.roots)
         self.workspace.rescan()
         after = set(self.workspace.repos)
-        delta.rewatch = True
+        # Restart the watch when the folders to watch changed, or one was re-created in place
+        # (its watch died with the old folder); a file changing in a root changes nothing.
+        now_roots = set(self.workspace.roots)
+        if after != before or now_roots != roots or touched & (after | now_roots):
+            delta.rewatch = True
         for repo in before - after:
             for key in list(self._by_repo.get(repo, ())):
                 self._drop(repo, key, delta)

@@ -313,3 +313,24 @@ def test_resolve_a_repo_with_several_blocks(billing: Path):
         inbox.resolve(str(billing))
     assert inbox.resolve("billing/T-009").path == billing / ".agenticloop" / "tasks" / "T-009.md"
     assert inbox.resolve(str(billing / "BLOCKED.md")).source == "loopkit"
+
+
+def test_a_file_changing_in_a_root_changes_nothing(root: Path):
+    """A README or editor file next to the repos must not restart the watch on every write."""
+    inbox = Inbox.open([root])
+    for name in ["notes.txt", ".DS_Store", "ws.code-workspace"]:
+        (root / name).write_text("x")
+        assert inbox.handle([root / name]) == Delta()
+    (root / "notes.txt").unlink()
+    assert inbox.handle([root / "notes.txt"]) == Delta()
+    assert [b.id for b in inbox.sorted_blocks()] == ["a", "b"]
+
+
+def test_a_plain_folder_in_a_root_is_watched_for_repos(root: Path):
+    inbox = Inbox.open([root])
+    (root / "group").mkdir()
+    delta = inbox.handle([root / "group"])
+    assert delta == Delta(rewatch=True)
+    shutil.rmtree(root / "group")
+    assert inbox.handle([root / "group"]) == Delta(rewatch=True)
+    assert root / "group" not in inbox.watch_dirs()
