@@ -678,3 +678,24 @@ def test_help_through_a_real_process(ws: Path):
     result = run("answer", "--help", cwd=ws)
     assert result.returncode == 0 and result.stderr == ""
     assert result.stdout.startswith("usage: hitl answer [-h]")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["{ws}/missing"], "no such folder: {ws}/missing"),
+        (["--config", "{ws}/missing.toml"], "config file not found: {ws}/missing.toml"),
+    ],
+)
+def test_the_app_reports_a_bad_path_or_config_before_starting(
+    ws: Path, args: list[str], message: str
+):
+    result = subprocess.run(
+        [sys.executable, "-m", "hitl_tui", *(a.format(ws=ws) for a in args)],
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=30,
+    )
+    assert_error(result, 2, message.format(ws=ws))
