@@ -699,3 +699,40 @@ def test_the_app_reports_a_bad_path_or_config_before_starting(
         timeout=30,
     )
     assert_error(result, 2, message.format(ws=ws))
+
+
+def test_concurrent_answers_write_once(ws: Path):
+    """Three processes answer the same block at once: one writes, the others exit 3."""
+    prompt = (ws / "shop" / "PROMPT.md").read_bytes()
+    target = str(ws / "shop" / "BLOCKED.md")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "hitl_tui", "answer", target, "--choice", key],
+            cwd=ws,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUTF8": "1"},
+        )
+        for key in ("B", "B", "B")
+    ]
+    results = [(p.wait(timeout=60), p.stderr.read()) for p in procs]
+    for p in procs:
+        p.stdout.close()
+        p.stderr.close()
+    assert sorted(code for code, _ in results) == [0, 3, 3], results
+    for code, err in results:
+        assert err.count("\n") == (0 if code == 0 else 1)
+    assert (ws / "shop" / "PROMPT.md").read_bytes() == (
+        prompt + b"\n## Decisions\n" + expected_decision()
+    )
+    assert not (ws / "shop" / "BLOCKED.md").exists()
+
+
+def test_list_json_keeps_hostile_text_exact(ws: Path, inproc):
+    hostile = "\x1b[2J [b]x[/b] [@click=app.quit] \u202e"
+    (ws / "api" / "BLOCKED.md").write_text(f"## Question\n{hostile}\n")
+    [api] = list_json(ws / "api", cwd=ws, runner=inproc)
+    assert api["question"] == hostile
+    result = inproc("list", "--json", ws / "api", cwd=ws)
+    assert "\\u001b[2J" in result.stdout and "\x1b" not in result.stdout
