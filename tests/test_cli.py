@@ -736,3 +736,19 @@ def test_list_json_keeps_hostile_text_exact(ws: Path, inproc):
     assert api["question"] == hostile
     result = inproc("list", "--json", ws / "api", cwd=ws)
     assert "\\u001b[2J" in result.stdout and "\x1b" not in result.stdout
+
+
+def test_config_tilde_and_bom(ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inproc):
+    monkeypatch.setenv("HOME", str(ws.parent))
+    config = tmp_path / "bom.toml"
+    config.write_bytes(b'\xef\xbb\xbfrepos = ["~/ws/api"]\n')
+    assert [b["id"] for b in list_json("--config", config, cwd=tmp_path, runner=inproc)] == ["api"]
+
+
+def test_config_not_utf8_is_one_line(ws: Path, tmp_path: Path, inproc):
+    config = tmp_path / "latin.toml"
+    config.write_bytes(b'operator = "Jos\xe9"\n')
+    result = inproc("list", "--config", config, cwd=ws)
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"hitl: {config}: cannot read the config: ")
+    assert result.stderr.count("\n") == 1
