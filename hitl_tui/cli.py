@@ -209,7 +209,15 @@ def cmd_answer(args: argparse.Namespace) -> int:
 
         return cli_answer(args)
     config, inbox = _open_inbox(args, target=args.target)
-    block = inbox.resolve(args.target)
+    try:
+        block = inbox.resolve(args.target)
+    except UsageError:
+        if not args.expect or any(b.fingerprint == args.expect for b in inbox.blocks.values()):
+            raise
+        # The script read this block with `list`; no block has those bytes now: it is gone.
+        raise StaleError(
+            f"{args.target}: no open block has {args.expect[:19]}… any more (answered or changed)"
+        ) from None
     if args.expect and args.expect != block.fingerprint:
         raise StaleError(f"{block.id}: the block changed since {args.expect[:19]}…")
     texts = tuple(args.text or ())

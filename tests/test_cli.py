@@ -752,3 +752,25 @@ def test_config_not_utf8_is_one_line(ws: Path, tmp_path: Path, inproc):
     assert result.returncode == 1
     assert result.stderr.startswith(f"hitl: {config}: cannot read the config: ")
     assert result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("cwd_name", ["ws", "elsewhere"])
+def test_expect_on_an_id_answered_meanwhile_exits_3(ws: Path, tmp_path: Path, cwd_name: str):
+    """The scripted flow: `list --json`, then `answer ID --expect FP` after someone else did."""
+    cwd = ws if cwd_name == "ws" else tmp_path
+    [api] = list_json(ws / "api", cwd=ws)
+    (ws / "api" / "BLOCKED.md").unlink()
+    before = snapshot(ws)
+    result = run("answer", api["id"], "--choice", "B", "--expect", api["fingerprint"], ws, cwd=cwd)
+    assert_error(
+        result,
+        3,
+        f"api: no open block has {api['fingerprint'][:19]}… any more (answered or changed)",
+    )
+    assert snapshot(ws) == before
+
+
+def test_expect_with_an_ambiguous_or_wrong_target_is_still_usage(ws: Path, inproc):
+    [api] = list_json(ws / "api", cwd=ws, runner=inproc)
+    result = inproc("answer", "apo", "--choice", "B", "--expect", api["fingerprint"], cwd=ws)
+    assert_error(result, 2, "no open block with id 'apo' (see 'hitl list')")
