@@ -46,6 +46,9 @@ from hitl_tui.sources.github import GithubSource
 
 ISSUE_REF = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+)#(\d{1,9})$")
 
+#: A command waits less than the app for a source that does not answer.
+CLI_OPTIONS = {"timeout": 5.0, "retries": 1}
+
 #: The longest the poller waits between tries of a failing source.
 MAX_BACKOFF = 15 * 60.0
 
@@ -495,7 +498,7 @@ def add_to_inbox(config: Any, inbox: Any, token: Secret | str | None = None) -> 
     secret = _token(token) if token is not None else resolve_token(sources[0].api_url)
 
     async def poll() -> list[SourceResult]:
-        async with GithubPoller(sources, secret) as poller:
+        async with GithubPoller(sources, secret, **CLI_OPTIONS) as poller:
             return await poller.poll_once(force=True)
 
     results = run_sync(poll)
@@ -529,7 +532,7 @@ def cli_answer(args: Any) -> int:
     secret = resolve_token(src.api_url)
 
     async def read() -> Block | None:
-        async with GithubPoller([src], secret) as poller:
+        async with GithubPoller([src], secret, **CLI_OPTIONS) as poller:
             return await poller.read_issue(src, full_name, number)
 
     block = run_sync(read)

@@ -64,6 +64,8 @@ def test_crlf_and_the_last_marker_of_a_comment():
         ({"repo": "a/b", "labels": {"bloked": "x"}}, "unknown label 'bloked'"),
         ({"repo": "a/b", "token": "x"}, "unknown key 'token'"),
         ({"repo": "a/b", "loop_account": "has space"}, "loop_account"),
+        ({"repo": "a/b", "labels": "x"}, "labels must be a table"),
+        ("not a table", "must be a table"),
     ],
 )
 def test_invalid_config_entries_are_one_line_usage_errors(entry, message):
@@ -71,6 +73,11 @@ def test_invalid_config_entries_are_one_line_usage_errors(entry, message):
         gh.parse_config([entry])
     assert "\n" not in str(caught.value)
     assert str(caught.value).startswith("[[github]] #1: ")
+
+
+def test_the_same_repository_twice_is_refused():
+    with pytest.raises(UsageError, match=r"^\[\[github\]\] #2: acme/shop is configured twice$"):
+        gh.parse_config([{"repo": "acme/shop"}, {"repo": "acme/shop", "poll_seconds": 5}])
 
 
 def test_valid_config_with_defaults_and_renames():

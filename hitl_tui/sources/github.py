@@ -152,16 +152,17 @@ def parse_config(entries: tuple | list) -> list[GithubSource]:
         for key, value in labels.items():
             if not isinstance(value, str) or not value.strip() or len(value) > 100 or "\n" in value:
                 raise UsageError(f"{where}: labels.{key} must be a label name")
-        sources.append(
-            GithubSource(
-                repo=repo,
-                org=org,
-                api_url=api_url.rstrip("/"),
-                loop_account=account,
-                poll_seconds=float(poll),
-                labels=Labels(**labels),
-            )
+        source = GithubSource(
+            repo=repo,
+            org=org,
+            api_url=api_url.rstrip("/"),
+            loop_account=account,
+            poll_seconds=float(poll),
+            labels=Labels(**labels),
         )
+        if any(other.scope == source.scope for other in sources):
+            raise UsageError(f"{where}: {source.scope} is configured twice")
+        sources.append(source)
     return sources
 
 
