@@ -12,7 +12,30 @@ from dataclasses import dataclass
 
 BOM = "\ufeff"
 
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s*(.*?)\s*#*\s*$")
+_HEADING_START = re.compile(r"^[ \t]{0,3}(#{1,6})")
+
+
+def heading_of(line: str, require_space: bool = False) -> tuple[int, str] | None:
+    r"""(level, text) of an ATX heading line (`## Question:`), else None.
+
+    Plain string work after a bounded prefix match: a single regex such as
+    `^#+\s*(.*?)\s*#*\s*$` backtracks for minutes on a heading padded with thousands of spaces,
+    and agents write such lines. `require_space` asks for CommonMark's space after the hashes;
+    without it `##Question` counts too, as a lenient reader of model-written files wants.
+    """
+    m = _HEADING_START.match(line)
+    if m is None:
+        return None
+    rest = line[m.end() :]
+    if rest.startswith("#"):
+        return None
+    if require_space and rest and rest[0] not in " \t":
+        return None
+    text = rest.strip()
+    closed = text.rstrip("#")
+    if closed != text and (not closed or closed[-1] in " \t"):
+        text = closed.strip()
+    return len(m.group(1)), text
 
 
 @dataclass
@@ -58,9 +81,9 @@ class TextDoc:
                 continue
             if fence:
                 continue
-            m = _HEADING.match(line.rstrip("\r\n"))
-            if m and len(m.group(1)) in levels and normalise_heading(m.group(2)) == want:
-                return i, len(m.group(1))
+            h = heading_of(line.rstrip("\r\n"))
+            if h and h[0] in levels and normalise_heading(h[1]) == want:
+                return i, h[0]
         return None
 
     def section_end(self, start: int, level: int) -> int:
@@ -73,8 +96,8 @@ class TextDoc:
                 fence = not fence
             if fence:
                 continue
-            m = _HEADING.match(self.lines[i].rstrip("\r\n"))
-            if m and len(m.group(1)) <= level:
+            h = heading_of(self.lines[i].rstrip("\r\n"))
+            if h and h[0] <= level:
                 end = i
                 break
         last = start

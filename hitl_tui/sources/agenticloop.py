@@ -37,7 +37,7 @@ from hitl_tui.model import (
     UsageError,
     fingerprint,
 )
-from hitl_tui.textio import BOM, TextDoc, normalise_heading, one_line
+from hitl_tui.textio import BOM, TextDoc, heading_of, normalise_heading, one_line
 
 NAME = "agenticloop"
 PROJECT = Path(".agenticloop") / "project.md"
@@ -84,7 +84,6 @@ PLACEHOLDERS = (
 AFTER_COMMENTS = ("revision log",)
 
 _FENCE = ("```", "~~~")
-_HEADING_START = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+|$)")
 _NOTE = re.compile(r"^\s{0,3}[-*+]\s+(\d{4}-\d{2}-\d{2})\s*:\s?(.*)$")
 _NUMBERED = re.compile(r"^\s*(\d{1,2})[.)]\s+(.*)$")
 _STATUS_LINE = re.compile(r"^status[ \t]*:(.*)$", re.MULTILINE)
@@ -208,19 +207,8 @@ def _plain_value(raw: str) -> str | None:
 
 
 def heading(line: str) -> tuple[int, str] | None:
-    r"""(level, text) of an ATX heading line, else None.
-
-    Plain string work, not one regex: `^#+\s+(.*?)\s*#*\s*$` backtracks for minutes on a
-    heading line padded with a few thousand spaces, and agents write such lines.
-    """
-    m = _HEADING_START.match(line)
-    if m is None:
-        return None
-    text = line[m.end() :].strip()
-    closed = text.rstrip("#")
-    if closed != text and (not closed or closed[-1] in " \t"):
-        text = closed.strip()
-    return len(m.group(1)), text
+    """(level, text) of a CommonMark ATX heading line (a space after the hashes), else None."""
+    return heading_of(line, require_space=True)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,7 @@ from hitl_tui.model import (
     UsageError,
     fingerprint,
 )
-from hitl_tui.textio import BOM, TextDoc, normalise_heading, one_line
+from hitl_tui.textio import BOM, TextDoc, heading_of, normalise_heading, one_line
 
 BLOCKED = "BLOCKED.md"
 PROMPT = "PROMPT.md"
@@ -36,7 +36,6 @@ PLAN = "IMPLEMENTATION_PLAN.md"
 DECISIONS = "Decisions"
 NOTES = "Notes for the next session"
 
-_HEADING = re.compile(r"^\s{0,3}(#{1,4})\s*(\S.*?)\s*#*\s*$")
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+")
 _CHOICE = re.compile(
     r"""^\s*(?:[-*+•]\s+)?          # an optional bullet
@@ -94,11 +93,11 @@ def _split_sections(text: str) -> _Parsed:
         stripped = line.strip()
         if stripped.startswith(("```", "~~~")):
             fence = not fence
-        m = None if fence else _HEADING.match(line)
-        if m is None:
+        h = None if fence else heading_of(line)
+        if h is None or h[0] > 4 or not h[1]:
             body.append(line)
             continue
-        heading = m.group(2).strip()
+        level, heading = h
         name = normalise_heading(heading)
         inline = ""
         if name not in _KNOWN and ":" in heading:
@@ -109,7 +108,7 @@ def _split_sections(text: str) -> _Parsed:
         body = [inline] if inline else []
         if name in _KNOWN:
             current = _KNOWN[name]
-        elif len(m.group(1)) == 1 and parsed.title is None and not parsed.sections:
+        elif level == 1 and parsed.title is None and not parsed.sections:
             parsed.title = heading.strip("*_ ").rstrip(":")
             current = None
         else:

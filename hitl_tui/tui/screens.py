@@ -43,7 +43,7 @@ class PreviewScreen(ModalScreen[Plan | None]):
     """The exact diff of every file the answer changes. Enter or y applies, Escape goes back."""
 
     DEFAULT_CSS = """
-    PreviewScreen { align: center middle; }
+    PreviewScreen { align: center middle; background: $background; }
     #preview-box {
         width: 96%; height: 94%;
         border: round $accent; background: $surface; padding: 0 1;
@@ -130,7 +130,7 @@ class TextAnswerScreen(ModalScreen[tuple[str, ...] | None]):
     """One text box per question (one for most blocks); Ctrl+S continues to the preview."""
 
     DEFAULT_CSS = """
-    TextAnswerScreen { align: center middle; }
+    TextAnswerScreen { align: center middle; background: $background; }
     #answer-box {
         width: 90%; height: auto; max-height: 90%;
         border: round $accent; background: $surface; padding: 0 1;
