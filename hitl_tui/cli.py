@@ -26,6 +26,10 @@ commands:
   hitl list [PATH...]     print the open blocks (--json for scripts)
   hitl answer TARGET      answer one block with --choice KEY or --text TEXT
   hitl demo               open the app on a throw-away workspace with sample blocks
+  hitl undo [ID]          revert the last answer (or the named one), byte for byte
+  hitl history            every answer given, newest first (--json for scripts)
+  hitl escalate ...       (agents) write BLOCKED.md, notify a human, exit 2
+  hitl guard [PATH]       (loop runners) exit 2 while the repository is blocked
 
 Each PATH is a repository, or a folder whose sub-folders (to depth 2) are repositories.
 With no PATH: the 'repos' of the config file, else the current directory.
