@@ -2,7 +2,7 @@
 
 For the app (run in a worker; nothing here imports Textual):
 
-    poller = GithubPoller(config.github, resolve_token())
+    poller = GithubPoller(config.github, resolve_token)   # the token of each API host
     while True:
         for result in await poller.poll_once():
             if result.blocks is not None:
@@ -90,7 +90,7 @@ class GithubPoller:
     def __init__(
         self,
         sources: Sequence[GithubSource] | Sequence[dict],
-        token: Secret | str | None,
+        token: Secret | str | Callable[[str], Secret | None] | None,
         *,
         timeout: float = 10.0,
         retries: int = 2,
@@ -102,7 +102,9 @@ class GithubPoller:
         if sources and isinstance(sources[0], dict):
             sources = gh.parse_config(list(sources))
         self.sources: list[GithubSource] = list(sources)  # type: ignore[arg-type]
-        self._token = _token(token)
+        #: A token for every API URL, or a function that finds one (`resolve_token`).
+        self._token_source = token
+        self._tokens: dict[str, Secret | None] = {}
         self._options = {"timeout": timeout, "retries": retries, "backoff": backoff, "sleep": sleep}
         self._max_backoff = max_backoff
         self._clients: dict[str, GithubClient] = {}
@@ -117,9 +119,16 @@ class GithubPoller:
     def __repr__(self) -> str:
         return f"GithubPoller({[s.scope for s in self.sources]!r})"
 
+    def token(self, api_url: str) -> Secret | None:
+        if api_url not in self._tokens:
+            source = self._token_source
+            self._tokens[api_url] = source(api_url) if callable(source) else _token(source)
+        return self._tokens[api_url]
+
     def client(self, api_url: str) -> GithubClient:
         if api_url not in self._clients:
-            self._clients[api_url] = GithubClient(api_url, self._token, **self._options)
+            token = self.token(api_url)
+            self._clients[api_url] = GithubClient(api_url, token, **self._options)
         return self._clients[api_url]
 
     async def aclose(self) -> None:
@@ -179,9 +188,9 @@ class GithubPoller:
     # -- reading ---------------------------------------------------------------------------
 
     async def _poll_source(self, src: GithubSource) -> SourceResult:
-        client = self.client(src.api_url)
         skipped: list[str] = []
         try:
+            client = self.client(src.api_url)
             login = await self.loop_account(src)
             if src.repo:
                 repos = [src.repo]
@@ -198,7 +207,10 @@ class GithubPoller:
         except RateLimited as exc:
             return SourceResult(src.scope, None, exc.state, str(exc), exc.until)
         except GithubError as exc:
-            return SourceResult(src.scope, None, exc.state, gh_message(exc, self._token))
+            token = self._tokens.get(src.api_url)
+            return SourceResult(src.scope, None, exc.state, gh_message(exc, token))
+        except UsageError as exc:  # a malformed token in the environment
+            return SourceResult(src.scope, None, "unauthorised", str(exc))
         except Exception as exc:  # hostile or malformed data must not stop the other sources
             message = f"unexpected {type(exc).__name__} while reading {src.scope}"
             return SourceResult(src.scope, None, "error", message)
@@ -213,7 +225,7 @@ class GithubPoller:
             return src.loop_account
         if src.api_url in self._logins:
             return self._logins[src.api_url]
-        if not self._token:
+        if not self.token(src.api_url):
             raise Unauthorised(
                 "no token: set GITHUB_TOKEN or GH_TOKEN, run 'gh auth login', "
                 "or configure loop_account"
@@ -495,7 +507,7 @@ def add_to_inbox(config: Any, inbox: Any, token: Secret | str | None = None) -> 
     sources = gh.parse_config(list(config.github))
     if not sources:
         return []
-    secret = _token(token) if token is not None else resolve_token(sources[0].api_url)
+    secret = _token(token) if token is not None else resolve_token
 
     async def poll() -> list[SourceResult]:
         async with GithubPoller(sources, secret, **CLI_OPTIONS) as poller:

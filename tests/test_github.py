@@ -228,6 +228,38 @@ async def test_no_token_and_no_loop_account_says_how_to_fix_it(fake):
     assert fake.requests == []
 
 
+async def test_each_api_host_gets_its_own_token(fake):
+    other = FakeGithub(token="ghp_other", login="other-bot").start()
+    try:
+        blocked_issue(fake, 1)
+        other.add_issue("corp/app", 4, labels=("blocked",))
+        asked: list[str] = []
+
+        def token_for(api_url: str) -> Secret | None:
+            asked.append(api_url)
+            return Secret(TOKEN if api_url == fake.url else "ghp_other")
+
+        entries = [entry(fake), {"repo": "corp/app", "api_url": other.url}]
+        async with GithubPoller(entries, token_for) as p:
+            results = await p.poll_once()
+            await p.poll_once(force=True)
+        assert [(r.state, len(r.blocks)) for r in results] == [("ok", 1), ("ok", 1)]
+        assert sorted(asked) == sorted([fake.url, other.url])  # asked once per host
+        assert {r.headers["authorization"] for r in other.requests} == {"Bearer ghp_other"}
+    finally:
+        other.stop()
+
+
+async def test_a_malformed_token_in_the_environment_is_a_source_state(fake):
+    def token_for(api_url: str) -> Secret | None:
+        return resolve_token(api_url, env={"GITHUB_TOKEN": "two words"})
+
+    async with GithubPoller([entry(fake)], token_for) as p:
+        (result,) = await p.poll_once()
+    assert result.state == "unauthorised"
+    assert result.message == "$GITHUB_TOKEN is not a token (empty, or spaces, control or non-ASCII)"
+
+
 async def test_403_with_rate_limit_headers_waits_until_the_reset(fake):
     reset = datetime.now(UTC) + timedelta(minutes=10)
     headers = {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(reset.timestamp()))}
@@ -580,7 +612,7 @@ def test_a_malformed_token_is_refused_without_showing_it():
         assert str(caught.value).startswith("$GH_TOKEN is not a token")
         assert bad not in str(caught.value)
     with pytest.raises(UsageError):
-        GithubPoller([{"repo": REPO}], "ghp\r\nx")
+        Secret("ghp\r\nx")
 
 
 async def test_a_secondary_rate_limit_without_headers_waits_a_minute(fake):
