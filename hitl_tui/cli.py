@@ -243,7 +243,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from hitl_tui.demo import run_demo
 
-    return run_demo(keep=args.keep, agent_delay=args.agent_delay)
+    return run_demo(keep=args.keep, agent_delay=args.agent_delay, notices=args.recovered)
 
 
 def cmd_app(args: argparse.Namespace) -> int:
@@ -255,10 +255,13 @@ def cmd_app(args: argparse.Namespace) -> int:
     workspace = Workspace.discover(_repo_paths(args, config))
     from hitl_tui.tui.app import HitlApp
 
-    app = HitlApp(Inbox(workspace), config=config)
+    app = HitlApp(Inbox(workspace), config=config, notices=args.recovered)
     app.run()
     return app.return_code or 0
 
+
+#: Commands that open the app, which shows recovery messages itself.
+APP_COMMANDS = ("", "demo")
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "list": cmd_list,
@@ -280,13 +283,18 @@ def _load_extras() -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = bool(os.environ.get("HITL_DEBUG"))
-    _recover(debug)
+    recovered = _recover(debug)
     try:
         _load_extras()
         parsers = build_parsers()
         name = argv[0] if argv and argv[0] in parsers and argv[0] else ""
         parser = parsers[name]
         args = parser.parse_intermixed_args(argv[1:] if name else argv)
+        # The app shows these as toasts (stderr would vanish behind its screen).
+        args.recovered = recovered
+        if name not in APP_COMMANDS:
+            for message in recovered:
+                print(f"hitl: {_one_line(message)}", file=sys.stderr)
         run = COMMANDS.get(name) or (EXTRA_COMMANDS[name][1] if name in EXTRA_COMMANDS else cmd_app)
         return run(args)
     except HitlError as exc:
@@ -304,18 +312,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
-def _recover(debug: bool) -> None:
-    """Finish or roll back an answer a crash interrupted, before any command (one line each)."""
+def _recover(debug: bool) -> list[str]:
+    """Finish or roll back answers a crash interrupted, before any command; one line each."""
     try:
         from hitl_tui.journal import recover
 
-        messages = recover()
+        return recover()
     except Exception as exc:
         if debug:
             raise
-        messages = [f"could not check the journal: {type(exc).__name__}: {exc}"]
-    for message in messages:
-        print(f"hitl: {_one_line(message)}", file=sys.stderr)
+        return [f"could not check the journal: {type(exc).__name__}: {exc}"]
 
 
 def _one_line(text: str) -> str:

@@ -258,7 +258,7 @@ def simulated_agent(repo: Path, delay: float, stop: threading.Event) -> None:
     atomic_write(repo / "BLOCKED.md", INFRA_BLOCKED.encode("utf-8"))
 
 
-def run_demo(keep: bool = False, agent_delay: float = 5.0) -> int:
+def run_demo(keep: bool = False, agent_delay: float = 5.0, notices: list[str] | None = None) -> int:
     from hitl_tui.config import load_config
     from hitl_tui.inbox import Inbox
     from hitl_tui.workspace import Workspace
@@ -275,7 +275,7 @@ def run_demo(keep: bool = False, agent_delay: float = 5.0) -> int:
             ).start()
         from hitl_tui.tui.app import HitlApp
 
-        app = HitlApp(inbox, config=config)
+        app = HitlApp(inbox, config=config, notices=notices)
         app.run()
         return app.return_code or 0
     finally:

@@ -284,3 +284,66 @@ async def test_empty_inbox_says_so(tmp_path: Path) -> None:
         await pilot.press("o")
         await pilot.pause()
         assert app.is_running and not isinstance(app.screen, PreviewScreen)
+
+
+async def test_u_undoes_the_last_answer_byte_for_byte(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    shop = root / "shop"
+    before = {p.name: p.read_bytes() for p in shop.iterdir() if p.is_file()}
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        await _select(pilot, app, "shop")
+        await pilot.press("1", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not (shop / "BLOCKED.md").exists()
+        await pilot.press("u")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert {p.name: p.read_bytes() for p in shop.iterdir() if p.is_file()} == before
+        assert any(b.id == "shop" for b in app.query_one(BlockList).blocks.values())
+        assert any(n.title == "Undone" for n in app._notifications)
+        # Nothing left to undo: refused with a message, nothing changes.
+        await pilot.press("u")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert any(n.title == "Not undone" for n in app._notifications)
+        assert {p.name: p.read_bytes() for p in shop.iterdir() if p.is_file()} == before
+
+
+async def test_h_shows_the_history(tmp_path: Path) -> None:
+    from textual.widgets import DataTable
+
+    from hitl_tui.tui.screens import HistoryScreen
+
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        await _select(pilot, app, "api")
+        await pilot.press("2", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.press("h")
+        await pilot.pause()
+        assert isinstance(app.screen, HistoryScreen)
+        table = app.screen.query_one("#history-table", DataTable)
+        row = [str(cell) for cell in table.get_row_at(0)]
+        assert row[1:3] == ["Ada", "api"]
+        assert row[3].startswith("2) Per IP address")
+        assert row[4] == "done"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HistoryScreen)
+
+
+async def test_recovery_notices_are_shown(tmp_path: Path) -> None:
+    from tests.tui_support import make_app as build
+
+    app = build([demo_workspace(tmp_path)])
+    app.notices = ["rolled back an interrupted answer to shop"]
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        assert any(
+            n.title == "Recovered" and "rolled back" in n.message for n in app._notifications
+        )

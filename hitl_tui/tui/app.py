@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import ClassVar
 
 from textual import on, work
@@ -22,7 +23,7 @@ from hitl_tui.config import Config
 from hitl_tui.inbox import Delta, Inbox, key_of
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
 from hitl_tui.textio import printable
-from hitl_tui.tui.screens import HelpScreen, PreviewScreen, TextAnswerScreen
+from hitl_tui.tui.screens import HelpScreen, HistoryScreen, PreviewScreen, TextAnswerScreen
 from hitl_tui.tui.widgets import BlockDetail, BlockList
 
 
@@ -38,6 +39,8 @@ class HitlApp(App[int]):
         Binding("question_mark", "help", "Keys", key_display="?"),
         Binding("o", "own_words", "Own words"),
         Binding("r", "raw", "Raw file"),
+        Binding("u", "undo", "Undo last"),
+        Binding("h", "history", "History"),
         *[Binding(str(n), f"choose({n})", f"Choice {n}", show=False) for n in range(1, 10)],
     ]
 
@@ -48,6 +51,7 @@ class HitlApp(App[int]):
         *,
         watch: bool = True,
         clock: Callable[[], datetime] | None = None,
+        notices: list[str] | None = None,
     ) -> None:
         super().__init__()
         self.inbox = inbox
@@ -57,6 +61,8 @@ class HitlApp(App[int]):
         self.stop_event = asyncio.Event()
         self.loaded = False
         self.operator = self.config.operator_name()
+        #: Messages from before start-up (answers a crash interrupted, then recovered).
+        self.notices = list(notices or ())
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -72,6 +78,8 @@ class HitlApp(App[int]):
     def on_mount(self) -> None:
         self.theme = "textual-dark"
         self.query_one(BlockList).focus()
+        for message in self.notices:
+            self.notify(printable(message), title="Recovered", severity="warning", markup=False)
         self.initial_scan()
         self.set_interval(60, self.query_one(BlockList).refresh_ages)
 
@@ -152,6 +160,36 @@ class HitlApp(App[int]):
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen())
+
+    def action_history(self) -> None:
+        from hitl_tui import journal
+
+        self.push_screen(HistoryScreen(journal.history()))
+
+    @work(thread=True, group="apply", exit_on_error=False)
+    def action_undo(self) -> None:
+        from hitl_tui import journal
+
+        try:
+            message = journal.undo(None, operator=self.operator)
+        except HitlError as exc:
+            self.call_from_thread(
+                self.notify,
+                printable(str(exc)),
+                title="Not undone",
+                severity="error",
+                markup=False,
+                timeout=10,
+            )
+            return
+        entries = [e for e in journal.history() if e.undone]
+        paths = [entries[0].block_path] if entries else []
+        delta = self.inbox.handle([p for p in paths if isinstance(p, Path)])
+        self.call_from_thread(self._undone, message, delta)
+
+    def _undone(self, message: str, delta: Delta) -> None:
+        self.apply_delta(delta)
+        self.notify(printable(message), title="Undone", markup=False)
 
     def action_raw(self) -> None:
         self.query_one(BlockDetail).toggle_raw()

@@ -200,6 +200,10 @@ Answering the highlighted block
     e / Tab    edit the decision text that goes into PROMPT.md
     Esc        back, nothing written
 
+Undoing
+  u            undo the last answer, byte for byte (refused if a file moved on)
+  h            history: every answer given, and whether it was undone
+
 Looking
   r            raw file on / off
   ?            this help
@@ -228,6 +232,61 @@ class HelpScreen(ModalScreen[None]):
         help_text = Static(HELP + self.extra, id="help", markup=False)
         help_text.border_title = "Keys"
         yield help_text
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+class HistoryScreen(ModalScreen[None]):
+    """Every answer given from this machine, newest first: when, who, where, what, undone."""
+
+    DEFAULT_CSS = """
+    HistoryScreen { align: center middle; background: $background; }
+    #history-box {
+        width: 96%; height: 90%;
+        border: round $accent; background: $surface; padding: 0 1;
+    }
+    #history-table { height: 1fr; }
+    #history-hint { color: $text-muted; height: 1; }
+    """
+    BINDINGS: ClassVar = [Binding("escape,q,h", "close", "Close")]
+
+    def __init__(self, entries: list) -> None:
+        super().__init__()
+        self.entries = entries
+
+    def compose(self) -> ComposeResult:
+        from textual.widgets import DataTable
+
+        with Vertical(id="history-box") as box:
+            box.border_title = "History"
+            table: DataTable = DataTable(id="history-table", cursor_type="row")
+            yield table
+            yield Static(
+                "u in the inbox undoes the last answer; hitl undo ID undoes a named one.",
+                id="history-hint",
+                markup=False,
+            )
+        yield Footer()
+
+    def on_mount(self) -> None:
+        from textual.widgets import DataTable
+
+        table = self.query_one("#history-table", DataTable)
+        table.add_columns("when", "who", "block", "answered", "state", "id")
+        for entry in self.entries:
+            state = "undone" if entry.undone else entry.status
+            table.add_row(
+                Text(entry.time.astimezone().strftime("%Y-%m-%d %H:%M")),
+                Text(printable(entry.operator)),
+                Text(printable(entry.block_id)),
+                Text(printable(entry.answered)[:70], overflow="ellipsis", no_wrap=True),
+                Text(state, style="dim" if entry.undone else ""),
+                Text(entry.id, style="dim"),
+            )
+        if not self.entries:
+            table.add_row(Text("No answers yet."), "", "", "", "", "")
+        table.focus()
 
     def action_close(self) -> None:
         self.dismiss(None)
