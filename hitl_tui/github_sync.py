@@ -272,6 +272,11 @@ class GithubPoller:
             return gh.build_block(src, full_name, issue, comments, login)
 
         found = await self._gather([one(i, n) for i, n in candidates])
+        # Forget the comments of issues that closed or lost their chance of being a block.
+        keep = {(client.api_url, full_name.casefold(), n) for _, n in candidates}
+        for key in [k for k in self._comments if k[:2] == (client.api_url, full_name.casefold())]:
+            if key not in keep:
+                del self._comments[key]
         return [b for b in found if b is not None]
 
     async def _gather(self, coros: list[Awaitable[T]]) -> list[T]:
