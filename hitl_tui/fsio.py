@@ -38,15 +38,19 @@ class FileRead:
         return self.size > len(self.head)
 
 
+def _open_nonblocking(path: str, flags: int) -> int:
+    # A FIFO planted by an agent must not hang the open (it waits for a writer otherwise), and
+    # a device must not become our controlling terminal. Regular files read as usual.
+    return os.open(path, flags | os.O_NONBLOCK | os.O_NOCTTY)
+
+
 def read_file(path: Path, limit: int = MAX_PARSE_BYTES) -> FileRead:
     """Read at most `limit` bytes to keep, hashing every byte. Raises OSError as open() does."""
     digest = hashlib.sha256()
     chunks: list[bytes] = []
     kept = 0
     size = 0
-    # Non-blocking, so that a FIFO planted by an agent cannot hang the open; no controlling tty.
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as f:
+    with open(path, "rb", opener=_open_nonblocking) as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
