@@ -108,6 +108,28 @@ def test_heading_level_case_colon_and_blank_line(level, case, colon, blank):
     }
 
 
+@pytest.mark.parametrize(
+    "heading",
+    [
+        "## Question ##",
+        "   ## Question",
+        "##Question",
+        "##\tQuestion:",
+        "## Question:\t  ",
+        "#QUESTION",
+    ],
+)
+def test_heading_spacing_and_closing_hashes(heading: str):
+    fields = parse(f"{heading}\nWhich?\n## Choices ##\n- A) x\n")
+    assert (fields["question"], fields["choices"]) == ("Which?", [Choice("A", "x", None)])
+
+
+def test_a_heading_indented_four_spaces_is_code_not_a_heading():
+    fields, problems = parse_blocked("    ## Question\nWhich?\n")
+    assert fields["question"] == "## Question\nWhich?"
+    assert problems == [NO_SECTIONS]
+
+
 def test_question_on_the_heading_line():
     fields = parse("## Question: Is Postgres fine?\n## Choices\n- A) yes\n")
     assert fields["question"] == "Is Postgres fine?"
