@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from hitl_tui.model import Answer, UsageError
@@ -243,13 +243,13 @@ def test_the_operator_cannot_write_markers_or_trailers():
         gh.plan(block, Answer(choice=block.find_choice("A")))
 
 
-_json = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=8,
+_scalar = st.none() | st.booleans() | st.integers() | st.text(max_size=20)
+_json = (
+    _scalar
+    | st.lists(_scalar, max_size=3)
+    | st.dictionaries(st.text(max_size=8), _scalar | st.lists(_scalar, max_size=2), max_size=3)
 )
+_LABELS = [{"name": "blocked"}, {"name": "type:change-request"}, "blocked", {"name": 5}, None]
 _lines = st.sampled_from(
     [
         "AGENT_TASK_STATUS: blocked",
@@ -271,8 +271,17 @@ _lines = st.sampled_from(
 
 @given(
     issue=st.fixed_dictionaries(
-        {"number": st.integers(1, 99), "labels": _json, "title": _json, "body": _json},
-        optional={"state": _json, "html_url": _json, "created_at": _json},
+        {
+            "number": st.integers(1, 99),
+            "labels": _json | st.lists(st.sampled_from(_LABELS), max_size=3),
+            "title": _json,
+            "body": _json | st.sampled_from(["---\ntype: change-request\n---\n## Task\nx"]),
+        },
+        optional={
+            "state": st.sampled_from(["open", "closed", None, 1]),
+            "html_url": _json,
+            "created_at": _json,
+        },
     ),
     comments=st.lists(
         st.fixed_dictionaries(
@@ -287,12 +296,18 @@ _lines = st.sampled_from(
         max_size=5,
     ),
 )
+@example(
+    issue={"number": 1, "labels": [], "title": None, "body": None},
+    comments=[{"id": 2, "body": "1. Q? Recommended: x.\nAGENT_TASK_STATUS: needs_context",
+               "user": {"login": "loop-bot"}}],
+)  # fmt: skip
 @settings(max_examples=150, deadline=None)
 def test_any_issue_and_comments_either_build_a_block_or_none(issue, comments):
     block = gh.build_block(SRC, "acme/shop", issue, comments, "loop-bot")
     if block is None:
         return
     assert block.state in ("blocked", "needs_context")
+    event("state: " + block.state)
     assert block.since.tzinfo is not None
     for choice in block.choices:
         if choice.needs_text:
