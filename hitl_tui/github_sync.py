@@ -1,8 +1,12 @@
 """The network half of the GitHub source: poll the configured sources, answer one issue.
 
-For the app (run in a worker; nothing here imports Textual):
+For the app (an async worker; nothing here imports Textual):
 
-    poller = GithubPoller(config.github, resolve_token)   # the token of each API host
+    async with GithubPoller(config.github, resolve_token) as poller:   # a token per API host
+        await watch_github(poller, inbox, on_update, stop_event)
+
+which amounts to:
+
     while True:
         for result in await poller.poll_once():
             if result.blocks is not None:
@@ -113,11 +117,32 @@ class GithubPoller:
         self._failures: dict[str, int] = {}
         self._comments: dict[tuple[str, str, int], tuple[Any, Any, list]] = {}
         self._concurrency = concurrency
+        self._wake_event: asyncio.Event | None = None
         #: The latest result of each source, by scope (what the app shows).
         self.results: dict[str, SourceResult] = {}
 
     def __repr__(self) -> str:
         return f"GithubPoller({[s.scope for s in self.sources]!r})"
+
+    def prepare(self) -> None:
+        """Find every host's token now (`gh auth token` blocks: call this in a thread)."""
+        for src in self.sources:
+            try:
+                self.token(src.api_url)
+            except HitlError:
+                pass  # reported as the source's state by its poll
+
+    def refresh_soon(self, scope: str | None = None) -> None:
+        """Make a source (or all) due now, and wake `watch_github` (after an answer, say)."""
+        for src in self.sources:
+            if scope is None or src.scope == scope:
+                self._due[src.scope] = 0.0
+        self._wake().set()
+
+    def _wake(self) -> asyncio.Event:
+        if self._wake_event is None:
+            self._wake_event = asyncio.Event()
+        return self._wake_event
 
     def token(self, api_url: str) -> Secret | None:
         if api_url not in self._tokens:
@@ -310,6 +335,37 @@ class GithubPoller:
         login = await self.loop_account(src)
         issue, comments = await _fetch_issue(client, full_name, number)
         return gh.build_block(src, full_name, issue, comments, login)
+
+
+async def watch_github(
+    poller: GithubPoller,
+    inbox: Any,
+    on_update: Callable[[SourceResult, Any], Awaitable[None]],
+    stop: asyncio.Event,
+) -> None:
+    """Poll until `stop` is set, like `watch.watch_inbox` for files (run it in an async worker).
+
+    After each source's poll its blocks are swapped into `inbox` and `on_update(result, delta)`
+    is awaited; `delta` is None when the source could not be read (its blocks stay as they
+    were; `result.state` and `result.message` say why).
+    """
+    await asyncio.to_thread(poller.prepare)
+    wake = poller._wake()
+    while not stop.is_set():
+        wake.clear()
+        for result in await poller.poll_once():
+            delta = None
+            if result.blocks is not None:
+                delta = inbox.replace_remote(gh.SOURCE, result.scope, result.blocks)
+            await on_update(result, delta)
+        waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(wake.wait())]
+        try:
+            await asyncio.wait(
+                waiters, timeout=max(poller.next_delay(), 0.05), return_when="FIRST_COMPLETED"
+            )
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
 
 
 async def _fetch_issue(client: GithubClient, full_name: str, number: int) -> tuple[dict, list]:

@@ -5,6 +5,7 @@ Every test starts its own fake; nothing reaches the internet. Timeouts and backo
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import stat
@@ -15,7 +16,7 @@ import pytest
 
 from hitl_tui import answering, journal
 from hitl_tui.github_api import GithubClient, Secret, resolve_token
-from hitl_tui.github_sync import GithubPoller, PartialAnswer, apply_remote
+from hitl_tui.github_sync import GithubPoller, PartialAnswer, apply_remote, watch_github
 from hitl_tui.inbox import Inbox
 from hitl_tui.model import Answer, StaleError, UsageError
 from hitl_tui.sources import github as gh
@@ -548,8 +549,6 @@ async def test_answering_through_the_inbox_api(fake, tmp_path, monkeypatch):
     block = inbox.resolve("acme/shop#1")
     plan = answering.plan_answer(inbox, block, Answer(texts=("Done.",)))
     # apply_answer is blocking (the app calls it from a worker thread); it runs its own loop.
-    import asyncio
-
     done = await asyncio.to_thread(answering.apply_answer, inbox, plan)
     assert done == ["posted the comment", "removed label 'blocked'"]
     assert not inbox.handle([block.path])  # what the app does after a file answer: a no-op
@@ -559,6 +558,28 @@ async def test_answering_through_the_inbox_api(fake, tmp_path, monkeypatch):
     (result,) = await poll(fake)
     delta = inbox.replace_remote("github", result.scope, result.blocks)
     assert delta.removed == [("github", "https://github.example/acme/shop/issues/1")]
+    assert inbox.blocks == {}
+
+
+async def test_watch_github_feeds_the_inbox_until_stopped(fake, tmp_path):
+    blocked_issue(fake, 1)
+    inbox = Inbox(Workspace.discover([tmp_path]))
+    stop = asyncio.Event()
+    seen: list[tuple[str, object]] = []
+    entries = [entry(fake, poll_seconds=3600), entry(fake, repo="acme/gone", poll_seconds=3600)]
+
+    async with poller(fake, *entries) as p:
+
+        async def on_update(result, delta) -> None:
+            seen.append((result.state, delta and [b.id for b in delta.added]))
+            if len(seen) == 2:
+                fake.set_labels(REPO, 1, [])
+                p.refresh_soon(scope(fake))  # what the app does after answering
+            elif len(seen) == 3:
+                stop.set()
+
+        await asyncio.wait_for(watch_github(p, inbox, on_update, stop), timeout=5)
+    assert seen == [("ok", ["acme/shop#1"]), ("error", None), ("ok", [])]
     assert inbox.blocks == {}
 
 
