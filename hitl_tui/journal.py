@@ -570,6 +570,10 @@ def _recover_one(entry_id: str) -> str:
         return f"{entry_id} was already recovered"
     what = "an interrupted undo of" if entry.kind == "undo" else "an interrupted answer to"
     name = f"{what} {entry.block_id} ({entry.id})"
+    if not entry.files:
+        # Nothing written to files (a GitHub answer, journaled after it was sent): close it.
+        commit(entry.id, by="recovery")
+        return f"recorded {name}: {entry.summary}"
     if not os.path.isdir(entry.repo):
         _end_rollback(entry.id, "recovery", "the repository is gone")
         return f"{name}: the repository {entry.repo} is gone; nothing to recover"
