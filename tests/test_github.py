@@ -491,6 +491,34 @@ async def test_a_failure_midway_says_what_was_done_and_a_retry_finishes(fake):
         journal.undo(first.id)
 
 
+async def test_a_failed_approval_label_says_both_earlier_steps_were_done(fake):
+    fake.add_issue(REPO, 7, labels=("blocked", "type:change-request"))
+    fake.add_comment(REPO, 7, GATE_NOTE)
+    block = await read(fake, 7)
+    plan = gh.plan(block, Answer(choice=block.find_choice("B"), operator="Ada"))
+    fake.fail("POST", r"/labels$", 422)
+    with pytest.raises(PartialAnswer, match=r"^acme/shop#7: done: posted the comment; removed "):
+        await send(plan)
+    assert fake.labels_of(REPO, 7) == ["type:change-request"]
+    # The retry: the comment is found, the blocked label is already gone, approved is added.
+    # (The block is no longer "open" — no label — but our comment proves it is our answer.)
+    done = await send(plan)
+    assert done == [
+        "the comment was already posted",
+        "label 'blocked' already removed",
+        "added label 'approved'",
+    ]
+    assert len(fake.sent("POST", "/comments")) == 1
+
+
+async def test_a_label_gone_between_the_check_and_the_delete_is_fine(fake):
+    blocked_issue(fake, 1)
+    block = await read(fake, 1)
+    plan = gh.plan(block, Answer(texts=("Done.",)))
+    fake.fail("DELETE", r"/labels/blocked", 404)
+    assert await send(plan) == ["posted the comment", "removed label 'blocked'"]
+
+
 async def test_a_failed_comment_sends_nothing_else(fake):
     blocked_issue(fake, 1)
     block = await read(fake, 1)

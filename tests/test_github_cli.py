@@ -136,6 +136,12 @@ def test_answer_dry_run_then_for_real(setup, fake):
 
 def test_answer_errors_are_one_line(setup, fake):
     work, config = setup
+    result = hitl(
+        "answer", "acme/shop#12", "--text", "x", "--expect", "sha256:0000", "--config", config,
+        cwd=work,
+    )  # fmt: skip
+    assert result.returncode == 3 and "changed since" in result.stderr
+    assert not fake.sent("POST")
     result = hitl("answer", "other/repo#1", "--text", "x", "--config", config, cwd=work)
     assert (result.returncode, result.stderr) == (
         2,
