@@ -38,6 +38,9 @@ def heading_of(line: str, require_space: bool = False) -> tuple[int, str] | None
     return len(m.group(1)), text
 
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
 @dataclass
 class TextDoc:
     """A file's text split into lines that keep their own endings."""
@@ -52,8 +55,14 @@ class TextDoc:
         bom = text.startswith(BOM)
         if bom:
             text = text[1:]
-        newline = "\r\n" if "\r\n" in text else "\n"
-        return cls(text.splitlines(keepends=True), bom, newline)
+        # Markdown lines end only in \n, \r\n or \r (str.splitlines would also cut at U+2028,
+        # form feeds and NEL, and an insertion there would split a line of the file in two).
+        lines = _LINE.findall(text)
+        # New lines take the file's most common ending, so a stray CRLF does not spread.
+        crlf = text.count("\r\n")
+        counts = {"\n": text.count("\n") - crlf, "\r\n": crlf, "\r": text.count("\r") - crlf}
+        newline = max(counts, key=lambda ending: counts[ending])  # ties: the first, \n
+        return cls(lines, bom, newline)
 
     def to_bytes(self) -> bytes:
         text = (BOM if self.bom else "") + "".join(self.lines)

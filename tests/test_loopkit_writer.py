@@ -608,3 +608,32 @@ def test_prompt_or_plan_that_is_not_a_file_is_refused(tmp_path: Path, name: str,
         pool.shutdown(wait=False)
     assert snapshot(repo) == before
     assert (repo / "BLOCKED.md").exists()
+
+
+@pytest.mark.parametrize(
+    ("prompt", "newline"),
+    [
+        (b"# P\n\n## Goal\r\nShip.\n- fast\n", b"\n"),  # one stray CRLF in an LF file
+        (b"# P\r\n\r\n## Goal\nShip.\r\n- fast\r\n", b"\r\n"),  # one stray LF in a CRLF file
+        (b"# P\r\r## Goal\rShip.\r", b"\r"),  # classic Mac line endings
+    ],
+    ids=["mostly-lf", "mostly-crlf", "cr"],
+)
+def test_new_lines_use_the_files_usual_line_ending(tmp_path: Path, prompt: bytes, newline: bytes):
+    repo = make_repo(tmp_path, prompt=prompt)
+    answer(repo, "B")
+    assert (repo / "PROMPT.md").read_bytes() == (
+        prompt + newline + b"## Decisions" + newline + DECISION.encode() + newline
+    )
+
+
+def test_unicode_line_separators_are_not_line_endings(tmp_path: Path):
+    """U+2028, form feed and NEL are text inside a markdown line, not places to cut it."""
+    prompt = "# P\n\n## Decisions\n- old\u2028## not a heading\x0c\x85\n\n## Goal\nShip.\n".encode()
+    repo = make_repo(tmp_path, prompt=prompt)
+    answer(repo, "B")
+    assert (repo / "PROMPT.md").read_bytes() == (
+        "# P\n\n## Decisions\n- old\u2028## not a heading\x0c\x85\n".encode()
+        + DECISION.encode()
+        + b"\n\n## Goal\nShip.\n"
+    )
