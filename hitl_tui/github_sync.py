@@ -427,7 +427,9 @@ async def _apply(plan: Plan, client: GithubClient) -> list[str]:
     try:
         issue, raw_comments = await _fetch_issue(client, full_name, number)
     except GithubError as exc:
-        raise type(exc)(f"{block.id}: cannot re-read the issue ({exc}); nothing was sent") from None
+        raise _again(
+            exc, f"{block.id}: cannot re-read the issue ({exc}); nothing was sent"
+        ) from None
     current = gh.build_block(src, full_name, issue, raw_comments, login)
     comments = [c for c in (gh.Comment.from_json(r) for r in raw_comments) if c is not None]
     marker_id = block.meta.get("marker_id")
@@ -450,7 +452,7 @@ async def _apply(plan: Plan, client: GithubClient) -> list[str]:
     else:
         # A retry: our comment is there already. Finish only if the loop has not moved on.
         status = gh.newest_status(comments, login)
-        if gh.issue_number(issue) is None or gh._text(issue.get("state")) == "closed":
+        if gh.issue_number(issue) is None or issue.get("state") == "closed":
             raise StaleError(f"{block.id}: the issue was closed; nothing more was sent")
         if status is not None and status[0].id != marker_id:
             raise StaleError(
@@ -522,18 +524,26 @@ def _partial(block: Block, plan: Plan, index: int, done: list[str], exc: GithubE
     reason = " ".join(str(exc).split())
     if not done:
         if action.kind == "comment":
-            return type(exc)(
+            return _again(
+                exc,
                 f"{block.id}: could not post the comment ({reason}); nothing else was sent. "
                 "If it landed anyway, answering again with the same text finds it and does "
-                "not post it twice"
+                "not post it twice",
             )
-        return type(exc)(f"{block.id}: {action.description} failed ({reason}); nothing was sent")
+        return _again(exc, f"{block.id}: {action.description} failed ({reason}); nothing was sent")
     text = (
         f"{block.id}: done: {'; '.join(done)}. Failed: {action.description} ({reason})."
         + (f" Not done: {'; '.join(rest)}." if rest else "")
         + " Answer again with the same text to finish (the comment is not posted twice)"
     )
     return PartialAnswer(text)
+
+
+def _again(exc: GithubError, message: str) -> GithubError:
+    """The same kind of failure (its `state`), said with more context."""
+    error = GithubError(" ".join(message.split()))
+    error.state = exc.state
+    return error
 
 
 def run_sync(factory: Callable[[], Awaitable[T]]) -> T:

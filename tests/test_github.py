@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from hitl_tui import answering, journal
-from hitl_tui.github_api import GithubClient, Secret, resolve_token
+from hitl_tui.github_api import GithubClient, GithubError, Secret, resolve_token
 from hitl_tui.github_sync import GithubPoller, PartialAnswer, apply_remote, watch_github
 from hitl_tui.inbox import Inbox
 from hitl_tui.model import Answer, StaleError, UsageError
@@ -517,6 +517,19 @@ async def test_a_label_gone_between_the_check_and_the_delete_is_fine(fake):
     plan = gh.plan(block, Answer(texts=("Done.",)))
     fake.fail("DELETE", r"/labels/blocked", 404)
     assert await send(plan) == ["posted the comment", "removed label 'blocked'"]
+
+
+async def test_a_rate_limit_on_the_re_read_sends_nothing(fake):
+    blocked_issue(fake, 1)
+    block = await read(fake, 1)
+    plan = gh.plan(block, Answer(texts=("Done.",)))
+    fake.fail("GET", r"/issues/1$", 403, headers={"Retry-After": "60"})
+    with pytest.raises(GithubError) as caught:
+        await send(plan)
+    assert caught.value.state == "rate-limited"
+    assert str(caught.value).startswith("acme/shop#1: cannot re-read the issue (rate-limited")
+    assert str(caught.value).endswith("); nothing was sent")
+    assert not fake.sent("POST") and not fake.sent("DELETE")
 
 
 async def test_a_failed_comment_sends_nothing_else(fake):
