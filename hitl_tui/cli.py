@@ -150,23 +150,32 @@ def _repo_paths(args: argparse.Namespace, config) -> list[Path]:
     return [Path.cwd()]
 
 
-def _open_inbox(args: argparse.Namespace, target: str | None = None):
+def _open_inbox(args: argparse.Namespace):
     from hitl_tui.config import load_config
     from hitl_tui.inbox import Inbox
 
     config = load_config(args.config)
-    paths = _repo_paths(args, config)
-    if target is not None and not args.paths and os.path.exists(target):
-        # A block file or repo named on the command line is found wherever it is: open the
-        # repository that holds it (the nearest folder up that is one).
-        from hitl_tui.workspace import is_repo
+    return config, Inbox.open(_repo_paths(args, config))
 
-        where = Path(os.path.abspath(target))
-        for folder in [where, *where.parents]:
-            if folder.is_dir() and is_repo(folder):
-                paths = [folder]
-                break
-    return config, Inbox.open(paths)
+
+def _resolve(args: argparse.Namespace, inbox):
+    """(inbox, block) for TARGET: in the PATHs or the config, else (a path) in its own repo."""
+    from hitl_tui.inbox import Inbox
+    from hitl_tui.workspace import is_repo
+
+    try:
+        return inbox, inbox.resolve(args.target)
+    except UsageError:
+        if args.paths or not os.path.exists(args.target):
+            raise
+        # A block file or repo named by path is found wherever it is: in the nearest folder up
+        # that is a repository.
+        where = Path(os.path.abspath(args.target))
+        repo = next((f for f in [where, *where.parents] if f.is_dir() and is_repo(f)), None)
+        if repo is None or repo in inbox.workspace.repos:
+            raise
+        own = Inbox.open([repo])
+        return own, own.resolve(args.target)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -212,9 +221,9 @@ def cmd_answer(args: argparse.Namespace) -> int:
         from hitl_tui.github_sync import cli_answer
 
         return cli_answer(args)
-    config, inbox = _open_inbox(args, target=args.target)
+    config, inbox = _open_inbox(args)
     try:
-        block = inbox.resolve(args.target)
+        inbox, block = _resolve(args, inbox)
     except UsageError:
         if not args.expect or any(b.fingerprint == args.expect for b in inbox.blocks.values()):
             raise

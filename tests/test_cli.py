@@ -774,3 +774,16 @@ def test_expect_with_an_ambiguous_or_wrong_target_is_still_usage(ws: Path, inpro
     [api] = list_json(ws / "api", cwd=ws, runner=inproc)
     result = inproc("answer", "apo", "--choice", "B", "--expect", api["fingerprint"], cwd=ws)
     assert_error(result, 2, "no open block with id 'apo' (see 'hitl list')")
+
+
+def test_an_id_that_is_also_a_folder_here_means_the_id(ws: Path, tmp_path: Path, inproc):
+    """From inside another repo with an `api` folder, `answer api` is the configured block."""
+    mono = tmp_path / "mono"
+    (mono / ".git").mkdir(parents=True)
+    (mono / "api").mkdir()
+    config = tmp_path / "c.toml"
+    config.write_text(f"repos = [{json.dumps(str(ws))}]\n")
+    result = inproc("answer", "api", "--choice", "A", "--config", config, cwd=mono)
+    assert result.returncode == 0, result.stderr
+    assert not (ws / "api" / "BLOCKED.md").exists()
+    assert not (mono / "PROMPT.md").exists()
