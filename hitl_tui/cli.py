@@ -193,7 +193,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     if not blocks:
-        print(f"no open blocks in {len(inbox.workspace.repos)} repos")
+        count = len(inbox.workspace.repos)
+        print(f"no open blocks in {count} repo{'' if count == 1 else 's'}")
         return 0
     width = max(len(printable(b.id)) for b in blocks)
     for b in blocks:

@@ -46,6 +46,7 @@ async def watch_inbox(
     on_delta: Callable[[Delta], Awaitable[None] | None],
     stop: asyncio.Event,
     on_ready: Callable[[list[Path]], None] | None = None,
+    on_error: Callable[[Exception], None] | None = None,
 ) -> None:
     """Feed file events into `inbox` until `stop` is set; call `on_delta` for each change.
 
@@ -85,7 +86,12 @@ async def watch_inbox(
                 caught_up = True
             if not paths:
                 continue
-            delta = await asyncio.to_thread(inbox.handle, paths)
+            try:
+                delta = await asyncio.to_thread(inbox.handle, paths)
+            except Exception as exc:  # a bug must not end live watching for every repo
+                if on_error is not None:
+                    on_error(exc)
+                continue
             if delta:
                 result = on_delta(delta)
                 if asyncio.iscoroutine(result):

@@ -44,3 +44,11 @@ def test_padded_heading_lines_parse_at_once(tmp_path: Path) -> None:
     assert time.perf_counter() - started < 5
     assert fields["question"] == "Should we?"
     assert block is not None and block.question == "Should we?"
+
+
+def test_headings_with_words_after_the_known_name() -> None:
+    fields, problems = parse_blocked(
+        "## Question for the human\nQ?\n## Context (short)\nC.\n## Choices (pick one)\n- A) x — y\n"
+    )
+    assert (fields["question"], fields["context"], problems) == ("Q?", "C.", [])
+    assert [(c.key, c.option, c.consequence) for c in fields["choices"]] == [("A", "x", "y")]

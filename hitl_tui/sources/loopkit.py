@@ -104,6 +104,11 @@ def _split_sections(text: str) -> _Parsed:
             head, _, rest = heading.partition(":")
             if normalise_heading(head) in _KNOWN:
                 name, inline = normalise_heading(head), rest.strip()
+        if name not in _KNOWN:
+            # `## Choices (pick one)`, `## Context for the reviewer`: the first word decides.
+            first = re.split(r"[^\w]+", name, maxsplit=1)[0]
+            if first in _KNOWN:
+                name = first
         flush()
         body = [inline] if inline else []
         if name in _KNOWN:

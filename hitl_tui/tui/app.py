@@ -104,7 +104,23 @@ class HitlApp(App[int]):
     async def run_watcher(self) -> None:
         from hitl_tui.watch import watch_inbox
 
-        await watch_inbox(self.inbox, self._on_delta, self.stop_event)
+        while not self.stop_event.is_set():
+            try:
+                await watch_inbox(
+                    self.inbox, self._on_delta, self.stop_event, on_error=self._watch_error
+                )
+            except Exception as exc:  # the watcher itself failed: say so, and start again
+                self._watch_error(exc)
+                await asyncio.sleep(2)
+
+    def _watch_error(self, exc: Exception) -> None:
+        self.notify(
+            printable(f"{type(exc).__name__}: {exc}"),
+            title="Live watching hit an error (still watching)",
+            severity="error",
+            markup=False,
+            timeout=10,
+        )
 
     async def _on_delta(self, delta: Delta) -> None:
         self.apply_delta(delta, announce=True)
