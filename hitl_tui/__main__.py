@@ -1,3 +1,4 @@
 from hitl_tui.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # worker processes (spawned) import this module too
+    raise SystemExit(main())

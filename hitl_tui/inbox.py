@@ -7,7 +7,9 @@ result is a Delta the UI applies without rebuilding its list.
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +18,10 @@ from hitl_tui.model import Block, HitlError, StaleError, UsageError
 from hitl_tui.sources import default_sources
 from hitl_tui.sources.base import Source
 from hitl_tui.workspace import Workspace, labels_for
+
+#: Below this many repositories a scan is quicker in-process than starting workers.
+PARALLEL_MIN_REPOS = 64
+MAX_WORKERS = 4
 
 #: (source name, block file) identifies a block across re-reads; a remote block's "file" is its
 #: URL string (a GitHub issue).
@@ -46,6 +52,8 @@ class Inbox:
     def __init__(self, workspace: Workspace, sources: list[Source] | None = None) -> None:
         self.workspace = workspace
         self.sources: list[Source] = sources if sources is not None else default_sources()
+        #: Worker processes can rebuild default sources, not ones a caller passed in.
+        self._default_sources = sources is None
         self.blocks: dict[Key, Block] = {}
         self.labels: dict[Path, str] = {}
         self._by_repo: dict[Path, set[Key]] = {}
@@ -61,16 +69,33 @@ class Inbox:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def scan(self) -> None:
-        """Read every repository from scratch."""
+    def scan(self, workers: int | None = None) -> None:
+        """Read every repository from scratch.
+
+        A large workspace is read by `workers` processes (default: one per core) so that the
+        parsing neither waits on one core nor holds the interpreter lock the UI thread needs;
+        a small one, or one where processes cannot start, is read here.
+        """
         remote = {k for keys in self._remote.values() for k in keys}
         for key in [k for k in self.blocks if k not in remote]:
             del self.blocks[key]
         self._by_repo.clear()
         self.labels = labels_for(self.workspace.repos)
-        for repo in self.workspace.repos:
-            for source in self.sources:
-                self._scan_source(repo, source, Delta())
+        repos = self.workspace.repos
+        if workers is None:
+            workers = min(os.cpu_count() or 1, MAX_WORKERS)
+        found = None
+        if self._default_sources and workers > 1 and len(repos) >= PARALLEL_MIN_REPOS:
+            found = _scan_in_processes(repos, self.labels, workers)
+        if found is None:
+            for repo in repos:
+                for source in self.sources:
+                    self._scan_source(repo, source, Delta())
+        else:
+            for block in found:
+                key = key_of(block)
+                self.blocks[key] = block
+                self._by_repo.setdefault(block.repo, set()).add(key)
         self._index_dirs()
 
     def _scan_source(self, repo: Path, source: Source, delta: Delta) -> None:
@@ -227,3 +252,50 @@ class Inbox:
             ids = ", ".join(sorted(b.id for b in found))
             raise UsageError(f"{target} has {len(found)} open blocks; name one: {ids}")
         raise UsageError(f"no open block with id {target!r} (see 'hitl list')")
+
+
+def scan_chunk(repos: list[Path], labels: dict[Path, str]) -> list[Block]:
+    """A worker's share of a scan: the very code path of a scan in-process."""
+    inbox = Inbox(Workspace(paths=tuple(repos), repos=list(repos), roots=[]))
+    inbox.labels = labels
+    for repo in repos:
+        for source in inbox.sources:
+            inbox._scan_source(repo, source, Delta())
+    return list(inbox.blocks.values())
+
+
+def _scan_in_processes(
+    repos: list[Path], labels: dict[Path, str], workers: int
+) -> list[Block] | None:
+    """Every block of `repos`, read by `workers` worker processes; None if they cannot run."""
+    import pickle
+    import subprocess
+
+    procs = []
+    try:
+        for i in range(workers):
+            # Runs of a few neighbours, dealt round-robin: balanced even when every other
+            # repository is the busy kind.
+            chunk = [r for n, r in enumerate(repos) if (n // 3) % workers == i]
+            request = {
+                "repos": [os.fsdecode(r) for r in chunk],
+                "labels": {os.fsdecode(r): labels[r] for r in chunk},
+            }
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "hitl_tui.scanworker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+            procs.append((proc, json.dumps(request).encode()))
+        found: list[Block] = []
+        for proc, request in procs:
+            out, _ = proc.communicate(request, timeout=120)
+            if proc.returncode != 0:
+                return None
+            found.extend(pickle.loads(out))
+        return found
+    except Exception:  # no processes here (a sandbox, a limit): read in-process instead
+        for proc, _ in procs:
+            proc.kill()
+        return None

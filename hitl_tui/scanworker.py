@@ -1,0 +1,30 @@
+"""A scan worker: `python -m hitl_tui.scanworker` reads its share of a scan, for `Inbox.scan`.
+
+Started as a plain subprocess (not multiprocessing), so that it never re-imports the parent's
+`__main__` (a script embedding hitl without a main guard would run again in every worker).
+It reads `{"repos": [...], "labels": {...}}` as JSON on stdin and writes the pickled list of
+Blocks on stdout; the parent started it with its own interpreter and code, so the pickle is
+trusted.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import sys
+from pathlib import Path
+
+
+def main() -> int:
+    from hitl_tui.inbox import scan_chunk
+
+    request = json.load(sys.stdin.buffer)
+    repos = [Path(r) for r in request["repos"]]
+    labels = {Path(r): label for r, label in request["labels"].items()}
+    blocks = scan_chunk(repos, labels)
+    sys.stdout.buffer.write(pickle.dumps(blocks, protocol=pickle.HIGHEST_PROTOCOL))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
