@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -191,6 +192,8 @@ def snapshot(folder: Path) -> dict[str, tuple[str, bytes | str, int]]:
                 result[rel] = ("link", os.readlink(path), 0)
             elif path.is_dir():
                 result[rel] = ("dir", b"", st.st_mode & 0o7777)
+            elif not stat.S_ISREG(st.st_mode):
+                result[rel] = ("special", b"", st.st_mode)  # a FIFO: never open it
             else:
                 result[rel] = ("file", path.read_bytes(), st.st_mode & 0o7777)
     return result
@@ -277,6 +280,45 @@ def _odd_path(root: Path) -> Path:
     return copy_shop(root / "my loops ünïcödé 日本" / "shop repo")
 
 
+def _fifo_blocked(root: Path) -> Path:
+    repo = copy_shop(root / "shop")
+    (repo / "BLOCKED.md").unlink()
+    os.mkfifo(repo / "BLOCKED.md")
+    return repo
+
+
+def _dangling_blocked(root: Path) -> Path:
+    repo = copy_shop(root / "shop")
+    (repo / "BLOCKED.md").unlink()
+    (repo / "BLOCKED.md").symlink_to(root / "nowhere" / "BLOCKED.md")
+    return repo
+
+
+TASK_TAIL = (
+    "---\n# T-001 - Title\n\n## Comments\n- 2026-08-21: Blocked (contract): ok? Needed: you.\n"
+)
+
+
+def _task(header: str) -> Callable[[Path], Path]:
+    def build(root: Path) -> Path:
+        repo = root / "shop"
+        tasks = repo / ".agenticloop" / "tasks"
+        tasks.mkdir(parents=True)
+        (repo / ".git").mkdir()
+        text = "---\ntask_id: T-001\nstatus: blocked\nblock_category: contract\n" + header
+        (tasks / "T-001.md").write_text(text + TASK_TAIL)
+        return repo
+
+    return build
+
+
+def _yaml_bomb() -> str:
+    lines = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
+        lines.append(f"{name}: &{name} [{','.join([f'*{prev}'] * 9)}]")
+    return "\n".join(lines) + "\n"
+
+
 @dataclass(frozen=True)
 class Case:
     """One hostile repository and what hitl must do with it.
@@ -298,6 +340,8 @@ class Case:
     fault: Callable[[Path], dict] | None = None
     #: Paths (relative to the case folder) outside the repo that must never change.
     outside: tuple[str, ...] = ()
+    #: The block file answered, relative to the repo.
+    target: str = "BLOCKED.md"
     #: The `answer` run's peak RSS must stay under this.
     max_rss: int = 200 * 1024 * 1024
     tags: frozenset[str] = field(default_factory=frozenset)
@@ -427,6 +471,40 @@ CASES: list[Case] = [
         fault=lambda repo: {"unreadable": str(repo / "BLOCKED.md")},
     ),
     Case("repo path with spaces and non-ASCII", _odd_path),
+    Case(
+        "BLOCKED.md is a FIFO (no hang)",
+        _fifo_blocked,
+        listed=False,
+        dry_rc=2,
+        answer_rc=2,
+        message="no open block",
+    ),
+    Case(
+        "BLOCKED.md is a dangling symlink",
+        _dangling_blocked,
+        listed=False,
+        dry_rc=3,
+        answer_rc=3,
+        message="does not exist",
+    ),
+    Case(
+        "task file with a YAML bomb (nested aliases)",
+        _task(_yaml_bomb()),
+        answer=("--text", "approved by ops"),
+        dry_rc=1,
+        answer_rc=1,
+        message="the task header does not parse",
+        target=".agenticloop/tasks/T-001.md",
+    ),
+    Case(
+        "task file with a 10 MB frontmatter",
+        _task("".join(f"k{i}: {'v' * 100}\n" for i in range(100_000))),
+        answer=("--text", "approved by ops"),
+        dry_rc=1,
+        answer_rc=1,
+        message="the task header does not parse",
+        target=".agenticloop/tasks/T-001.md",
+    ),
     Case(
         "BLOCKED.md is a folder",
         lambda root: _mkdir_blocked(root),
