@@ -561,13 +561,14 @@ def recover(repo: Path | None = None, *, locked: bool = False) -> list[str]:
             continue  # a live process is writing it right now
         except HitlError as exc:
             messages.append(f"could not recover {entry.id}: {exc}")
-    return messages
+    return [m for m in messages if m]
 
 
 def _recover_one(entry_id: str) -> str:
+    """What was done, in one line; empty when another process recovered it meanwhile."""
     entry = _entries(_read_records()).get(entry_id)
     if entry is None or entry.status != "in progress":
-        return f"{entry_id} was already recovered"
+        return ""
     what = "an interrupted undo of" if entry.kind == "undo" else "an interrupted answer to"
     name = f"{what} {entry.block_id} ({entry.id})"
     if not entry.files:

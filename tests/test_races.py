@@ -155,3 +155,26 @@ def test_a_command_started_mid_answer_leaves_the_live_answer_alone(shop: Path):
     [entry] = journal.history()
     assert entry.status == "done" and entry.ended_by == "apply"
     assert json.loads(run_hitl("history", "--json").stdout)[0]["status"] == "done"
+
+
+def test_two_commands_recovering_at_once_recover_once(shop: Path, tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("HITL_STATE_DIR", str(tmp_path / "counting"))
+    counted = run_hitl(
+        "answer", copy_shop(tmp_path / "x" / "shop"), "--choice", "B", fault={"count": True}
+    )
+    total = int(counted.err.split("FAULT-CALLS ")[1])
+    monkeypatch.setenv("HITL_STATE_DIR", str(tmp_path / "state"))
+    old = snapshot(shop)
+    # Between the first file written and the block removed.
+    crashed = run_hitl("answer", shop, "--choice", "B", fault={"crash_at": total - 12})
+    assert crashed.returncode == 86, crashed.err
+    assert snapshot(shop) != old or temp_files(shop), "the crash came too early to matter"
+    procs = [
+        start_hitl("list", shop, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)
+    ]
+    results = [(p.wait(60), *p.communicate()) for p in procs]
+    assert [code for code, _o, _e in results] == [0, 0, 0]
+    said = [line for _c, _o, err in results for line in err.decode().splitlines()]
+    assert len(said) == 1 and said[0].startswith("hitl: rolled back"), said
+    assert snapshot(shop) == old
+    assert not temp_files(shop)
