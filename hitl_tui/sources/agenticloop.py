@@ -156,17 +156,192 @@ def _load_without_aliases(text: str) -> object:
         loader.dispose()
 
 
+#: Tags the fast reader constructs; anything else (merge keys, `=`, ...) goes to the full loader.
+_SIMPLE_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "timestamp")
+)
+_STR_TAG = "tag:yaml.org,2002:str"
+_RESOLVER = yaml.resolver.Resolver()
+_CONSTRUCTOR = yaml.constructor.SafeConstructor()
+#: Characters that may not start a plain scalar (YAML's indicators), and so mean "not simple".
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
+#: Tabs, control characters and non-ASCII have subtle YAML rules: the full loader reads them.
+_NOT_PLAIN_ASCII = re.compile(r"[^\x20-\x7e\n]")
+
+
+def _simple_header(text: str) -> dict | None:
+    """The header exactly as the YAML loader reads it, when it is plainly simple; else None.
+
+    Nearly every task header is top-level `key: value` lines (comments, quoted values, one-line
+    `[a, "b"]` lists, `- item` lists). Reading that subset by hand, with PyYAML's own resolver and
+    scalar constructors, is several times faster than libyaml plus PyYAML's generic constructor.
+    Anything else, or anything in doubt, returns None and goes to the full loader.
+    """
+    if _NOT_PLAIN_ASCII.search(text):
+        return None
+    data: dict = {}
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if not line.strip(" ") or line.lstrip(" ")[0] == "#":
+            continue
+        if line[0] == " ":
+            return None  # an indented line: a nested value or a continued scalar
+        colon = line.find(": ")
+        if colon < 0:
+            if not line.endswith(":"):
+                return None
+            colon = len(line) - 1
+        key_text = line[:colon].rstrip(" ")
+        if not key_text or len(key_text) > 128 or key_text.startswith("..."):
+            return None
+        key = _plain(key_text, flow=False)
+        if key is _NOT_SIMPLE:
+            return None
+        rest = line[colon + 1 :]
+        value = _block_value(rest)
+        if value is _NOT_SIMPLE:
+            return None
+        if value is None and _comment_or_empty(rest) and i < len(lines):
+            items, i = _block_list(lines, i)
+            if items is _NOT_SIMPLE:
+                return None
+            if items is not None:
+                value = items
+        data[key] = value
+    return data
+
+
+_NOT_SIMPLE = object()
+
+
+def _comment_or_empty(rest: str) -> bool:
+    stripped = rest.strip(" ")
+    return not stripped or (stripped[0] == "#" and rest[0] == " ")
+
+
+def _block_value(rest: str) -> object:
+    """The value after `key:` (the rest of the line), or _NOT_SIMPLE."""
+    stripped = rest.strip(" ")
+    if not stripped:
+        return _plain("", flow=False)
+    if rest[0] != " ":
+        return _NOT_SIMPLE
+    if stripped[0] in "'\"":
+        return _quoted(stripped)
+    if stripped[0] == "[":
+        return _flow_list(stripped)
+    cut = rest.find(" #")
+    return _plain((rest[:cut] if cut >= 0 else rest).strip(" "), flow=False)
+
+
+def _after_ok(after: str) -> bool:
+    """Only a comment may follow a closed quote or list on its line."""
+    return not after or (after[0] == " " and after.lstrip(" ")[0] == "#")
+
+
+def _quoted(text: str) -> object:
+    """`"text"` or `'text'` without escapes, then nothing but a comment; a str, or _NOT_SIMPLE."""
+    quote = text[0]
+    close = text.find(quote, 1)
+    if close < 0 or not _after_ok(text[close + 1 :]):
+        return _NOT_SIMPLE
+    content = text[1:close]
+    if quote == '"' and "\\" in content:
+        return _NOT_SIMPLE
+    return content
+
+
+def _flow_list(text: str) -> object:
+    """`[a, "b", 'c']` on one line, items plain or quoted; a list, or _NOT_SIMPLE."""
+    close = text.find("]")
+    if close < 0 or not _after_ok(text[close + 1 :]):
+        return _NOT_SIMPLE
+    inner = text[1:close]
+    if any(c in inner for c in "[{}"):
+        return _NOT_SIMPLE
+    if not inner.strip(" "):
+        return []
+    items = []
+    for raw in inner.split(","):
+        item = raw.strip(" ")
+        if not item:
+            return _NOT_SIMPLE
+        value = _quoted(item) if item[0] in "'\"" else _plain(item, flow=True)
+        if value is _NOT_SIMPLE:
+            return _NOT_SIMPLE
+        items.append(value)
+    return items
+
+
+def _block_list(lines: list[str], i: int) -> tuple[object, int]:
+    """`- item` lines below an empty `key:`: (list or None if there are none, next line index)."""
+    items: list = []
+    indent = -1
+    while i < len(lines):
+        line = lines[i]
+        body = line.lstrip(" ")
+        if not body or body[0] == "#":
+            i += 1
+            continue
+        if not body.startswith("- "):
+            if line[0] == " ":
+                return _NOT_SIMPLE, i  # nested mapping, continuation line, ...
+            break
+        at = len(line) - len(body)
+        if indent < 0:
+            indent = at
+        elif at != indent:
+            return _NOT_SIMPLE, i
+        if _comment_or_empty(body[1:]):
+            return _NOT_SIMPLE, i  # an empty item
+        value = _block_value(body[1:])
+        if value is _NOT_SIMPLE or isinstance(value, list):
+            return _NOT_SIMPLE, i
+        items.append(value)
+        i += 1
+    return (items if items else None), i
+
+
+def _plain(text: str, flow: bool) -> object:
+    """A one-line plain scalar resolved and constructed as PyYAML would, or _NOT_SIMPLE."""
+    if text:
+        if text[0] in _INDICATORS or ": " in text or text.endswith(":") or " #" in text:
+            return _NOT_SIMPLE
+        if flow and any(c in text for c in ":#'\"[]{},"):
+            return _NOT_SIMPLE
+        if not flow and any(c in text for c in "[]{}"):
+            return _NOT_SIMPLE
+    tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))
+    if tag == _STR_TAG:
+        return text
+    if tag not in _SIMPLE_TAGS:
+        return _NOT_SIMPLE
+    try:
+        return _CONSTRUCTOR.yaml_constructors[tag](_CONSTRUCTOR, yaml.ScalarNode(tag, text))
+    except Exception:  # the full loader reports it the way it always has
+        return _NOT_SIMPLE
+
+
 class HeaderError(Exception):
     """The frontmatter cannot be read as a YAML mapping; the message is shown to the operator."""
 
 
 def load_header(text: str) -> dict:
     """The frontmatter as a dict, bounded in size and refusing aliases; raises HeaderError."""
-    if len(text.encode("utf-8", "surrogateescape")) > MAX_FRONTMATTER:
+    # A character encodes to at most 4 bytes: a short header needs no encoding to be measured.
+    if len(text) * 4 > MAX_FRONTMATTER and len(text.encode("utf-8", "surrogateescape")) > (
+        MAX_FRONTMATTER
+    ):
         raise HeaderError(f"the header is larger than {MAX_FRONTMATTER // 1024} KiB")
     if _flow_depth(text) > MAX_DEPTH:
         # PyYAML takes seconds on a few KiB of `[[[[`: refuse before it starts.
         raise HeaderError(f"the header nests more than {MAX_DEPTH} levels deep")
+    simple = _simple_header(text)
+    if simple is not None:
+        return simple
     try:
         data = _load_without_aliases(text)
     except HeaderError:
@@ -186,6 +361,8 @@ def load_header(text: str) -> dict:
 
 def _flow_depth(text: str) -> int:
     """How deep `[` and `{` nest (quotes ignored: an overestimate only refuses odd headers)."""
+    if "[" not in text and "{" not in text:  # the usual header: no need to walk it
+        return 0
     depth = deepest = 0
     for char in text:
         if char in "[{":
