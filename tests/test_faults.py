@@ -156,13 +156,13 @@ def test_random_sigkill_of_real_answers(tmp_path: Path, monkeypatch):
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
-            # Wait until it is inside apply (its journal exists), then kill it at a random
-            # moment of the writes (about 60 slowed calls), or just after them.
+            # Wait until its journal entry exists, then kill it at a random moment of the
+            # writes that follow (about 20 slowed calls), or just after them.
             deadline = time.monotonic() + 30
-            while not journal.journal_dir().exists() and proc.poll() is None:
+            while not journal.journal_file().exists() and proc.poll() is None:
                 assert time.monotonic() < deadline
                 time.sleep(0.001)
-            delay = rng.uniform(0, 60 * slow["slow"] * 1.5)
+            delay = rng.uniform(0, 20 * slow["slow"] * 1.5)
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
