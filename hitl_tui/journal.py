@@ -207,6 +207,8 @@ def _append(record: dict) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+        if not size:
+            fsio.fsync_dir(journal_dir())  # the new journal file's name is durable too
 
 
 def _read_records() -> list[dict]:
