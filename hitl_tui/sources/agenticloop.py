@@ -108,6 +108,9 @@ _LABEL_LOWER = re.compile(
 )
 _INLINE_NUMBER = re.compile(r"(?:(?<=\s)|^)(\d{1,2})[.)]\s+")
 _BLOCK_WORD = re.compile(r"\bblock(ed|er|ing)?\b")
+#: `T-007 - Title`: what follows the task id (matched after it), or any T-number.
+_TITLE_REST = re.compile(r"\s*(?:[-–—:]\s*)+(.+)$")
+_TITLE_ANY_ID = re.compile(r"T-\d+\s*(?:[-–—:]\s*)+(.+)$")
 #: The notes hitl itself writes (see `decide`).
 _HITL_NOTE = re.compile(
     r"^(?:Note from .+? \(still [a-z_]+\)|Answers? from [^:]+|Approved by [^:]+"
@@ -169,8 +172,10 @@ _SIMPLE_TAGS = frozenset(
 _STR_TAG = "tag:yaml.org,2002:str"
 _RESOLVER = yaml.resolver.Resolver()
 _CONSTRUCTOR = yaml.constructor.SafeConstructor()
-#: Characters that may not start a plain scalar (YAML's indicators), and so mean "not simple".
-_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
+#: What a plain scalar may not hold here: an indicator first (`-?:,[]{}#&*!|>'"%@` and a
+#: backtick), `: `, ` #`, a final `:`, or brackets; in a flow list also `:#'",`.
+_NOT_PLAIN = re.compile(r"^[-?:,\[\]{}#&*!|>'\"%@`]|: | #|:$|[\[\]{}]")
+_NOT_PLAIN_IN_FLOW = re.compile(r"^[-?:,\[\]{}#&*!|>'\"%@`]|[:#'\",\[\]{}]")
 #: Tabs, control characters and non-ASCII have subtle YAML rules: the full loader reads them.
 _NOT_PLAIN_ASCII = re.compile(r"[^\x20-\x7e\n]")
 
@@ -313,13 +318,11 @@ def _block_list(lines: list[str], i: int) -> tuple[object, int]:
 
 def _plain(text: str, flow: bool) -> object:
     """A one-line plain scalar resolved and constructed as PyYAML would, or _NOT_SIMPLE."""
-    if text:
-        if text[0] in _INDICATORS or ": " in text or text.endswith(":") or " #" in text:
-            return _NOT_SIMPLE
-        if flow and any(c in text for c in ":#'\"[]{},"):
-            return _NOT_SIMPLE
-        if not flow and any(c in text for c in "[]{}"):
-            return _NOT_SIMPLE
+    if text and (_NOT_PLAIN_IN_FLOW if flow else _NOT_PLAIN).search(text):
+        return _NOT_SIMPLE
+    implicit = _RESOLVER.yaml_implicit_resolvers
+    if text and text[0] not in implicit and None not in implicit:
+        return text  # no implicit type starts with this character: `resolve` says str
     tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))
     if tag == _STR_TAG:
         return text
@@ -446,6 +449,8 @@ class Body:
     title: str | None = None
     sections: list[tuple[str, str]] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
+    #: normalise_heading of each section's title, in the same order (computed once).
+    names: list[str] = field(default_factory=list)
 
 
 def parse_body(text: str) -> Body:
@@ -457,11 +462,12 @@ def parse_body(text: str) -> Body:
     comment_lines: list[str] = []
     all_lines = text.split("\n")
 
-    in_comments = False
+    current_name = ""
 
     def flush() -> None:
         if current is not None:
             body.sections.append((current, "\n".join(buffer).strip("\n")))
+            body.names.append(current_name)
 
     for line in all_lines:
         line = line.rstrip("\r")
@@ -475,12 +481,12 @@ def parse_body(text: str) -> Body:
         if found and found[0] <= 2:
             flush()
             current = found[1]
-            in_comments = normalise_heading(current) == "comments"
+            current_name = normalise_heading(current)
             buffer = []
             continue
         if current is not None:
             buffer.append(line)
-            if in_comments:
+            if current_name == "comments":
                 comment_lines.append(line)
     flush()
     body.notes = parse_notes(comment_lines) or parse_notes(all_lines)
@@ -576,11 +582,10 @@ def numbered_items(note: Note) -> list[str]:
 
 def strip_title(h1: str, task_id: str) -> str:
     """`T-007 - Switch storage` gives `Switch storage`."""
-    for prefix in (re.escape(task_id), r"T-\d+"):
-        m = re.match(rf"^{prefix}\s*(?:[-–—:]\s*)+(.+)$", h1)
-        if m:
-            return m.group(1).strip()
-    return h1
+    m = _TITLE_REST.match(h1, len(task_id)) if h1.startswith(task_id) else None
+    if m is None:
+        m = _TITLE_ANY_ID.match(h1)
+    return m.group(1).strip() if m else h1
 
 
 def _mentions_block(note: Note, state: str, category: str | None) -> bool:
@@ -836,7 +841,11 @@ class AgenticloopSource:
         attempted = _tried(mentioning, split_notes)
         has_category = header.get("block_category") is not None
         kinds, choices = _choices(state, has_category, gate, recommended, bool(items))
-        sections = [Section(t, b.strip()) for t, b in body.sections if _shown_extra(t)]
+        sections = [
+            Section(t, b.strip())
+            for (t, b), name in zip(body.sections, body.names, strict=True)
+            if name not in ("task", "comments")
+        ]
         return Block(
             id=f"{label}/{task_id}",
             source=NAME,
@@ -1081,7 +1090,11 @@ def _context(
     who = parts.get("who can unblock") or parts.get("who can answer") or parts.get("who")
     if who:
         lines.append(f"Who can unblock: {who}")
-    task = next((b for t, b in body.sections if normalise_heading(t) == "task"), "").strip()
+    task = ""
+    for (_, text), name in zip(body.sections, body.names, strict=True):
+        if name == "task":
+            task = text.strip()
+            break
     if task:
         lines.extend(["", task])
     return "\n".join(lines)
@@ -1098,10 +1111,6 @@ def _tried(mentioning: list[Note], split: dict[str, dict[str, str]]) -> tuple[st
         if value and value not in tried:
             tried.append(value)
     return tuple(tried)
-
-
-def _shown_extra(title: str) -> bool:
-    return normalise_heading(title) not in ("task", "comments")
 
 
 def _choices(
