@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -343,3 +345,21 @@ def test_recovery_runs_before_any_command_and_says_so_once(shop: Path, capsys):
     assert not temp_files(shop)
     assert main(["list", str(shop)]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_undo_and_history_never_load_textual(shop: Path):
+    apply_plan(plan_for(shop))
+    code = (
+        "import sys\n"
+        "from hitl_tui.cli import main\n"
+        "assert main(['history']) == 0\n"
+        "assert main(['history', '--json', '--all', '-n', '1']) == 0\n"
+        "assert main(['undo']) == 0\n"
+        "assert 'textual' not in sys.modules, 'textual was imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "[done]" in done.stdout
+    assert '"kind": "answer"' in done.stdout
+    assert "undid " in done.stdout
+    assert (shop / "BLOCKED.md").exists()
