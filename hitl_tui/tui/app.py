@@ -16,7 +16,8 @@ from typing import ClassVar
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.widgets import DataTable, Footer, Static
+from textual.containers import Vertical
+from textual.widgets import Footer, Static
 
 from hitl_tui.answering import apply_answer, plan_answer, source_for
 from hitl_tui.config import Config
@@ -24,7 +25,7 @@ from hitl_tui.inbox import Delta, Inbox, key_of
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
 from hitl_tui.textio import printable
 from hitl_tui.tui.screens import HelpScreen, HistoryScreen, PreviewScreen, TextAnswerScreen
-from hitl_tui.tui.widgets import BlockDetail, BlockList
+from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader
 
 
 class HitlApp(App[int]):
@@ -69,8 +70,10 @@ class HitlApp(App[int]):
     def compose(self) -> ComposeResult:
         yield Static("hitl · reading repositories…", id="topbar", markup=False)
         table = BlockList(self.clock, id="blocks")
-        table.border_title = "Inbox"
-        yield table
+        with Vertical(id="inbox") as inbox:
+            inbox.border_title = "Inbox"
+            yield BlockListHeader(table, id="columns")
+            yield table
         yield Static("", id="empty", markup=False)
         yield BlockDetail(id="detail")
         yield Footer()
@@ -168,8 +171,8 @@ class HitlApp(App[int]):
     def _show_current(self) -> None:
         self.query_one(BlockDetail).show(self.query_one(BlockList).current)
 
-    @on(DataTable.RowHighlighted)
-    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+    @on(BlockList.Highlighted)
+    def _highlighted(self, event: BlockList.Highlighted) -> None:
         self._show_current()
 
     # -- actions -----------------------------------------------------------------------------

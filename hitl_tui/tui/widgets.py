@@ -11,12 +11,23 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import ClassVar
 
+from rich.cells import cell_len, set_cell_size
 from rich.console import RenderableType
+from rich.segment import Segment
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
+from textual import events
+from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
-from textual.widgets import DataTable, Static, TextArea
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widget import Widget
+from textual.widgets import Static, TextArea
 
 from hitl_tui.inbox import Delta, Key, key_of
 from hitl_tui.model import Block
@@ -24,133 +35,286 @@ from hitl_tui.textio import printable
 from hitl_tui.timefmt import age
 
 Clock = Callable[[], datetime]
-COLUMNS = ("repo", "age", "state", "question")
+PLAIN = Style()
 
 
 def row_key(key: Key) -> str:
     return f"{key[0]}:{key[1]}"
 
 
-class BlockList(DataTable):
-    """Every open block, oldest first. The highlighted block stays put when others come and go."""
+class BlockList(ScrollView, can_focus=True):
+    """Every open block, oldest first, drawn line by line: only the visible rows are rendered.
 
+    A DataTable measures every cell of every row when rows change (seconds at 5,000 blocks);
+    this list keeps plain Python lists and renders the rows on screen, so a keypress costs the
+    same at 10 blocks as at 5,000. The highlighted block stays put when others come and go.
+    """
+
+    DEFAULT_CSS = """
+    BlockList { background: $surface; }
+    BlockList > .blocklist--cursor {
+        background: $block-cursor-background;
+        color: $block-cursor-foreground;
+        text-style: bold;
+    }
+    BlockList:blur > .blocklist--cursor {
+        background: $block-cursor-blurred-background;
+        text-style: none;
+    }
+    BlockList > .blocklist--dim { color: $text-muted; }
+    BlockList > .blocklist--ctx { color: $accent; text-style: bold; }
+    BlockList > .blocklist--category { color: $warning; }
+    BlockList > .blocklist--problem { color: $error; text-style: bold; }
+    """
+    COMPONENT_CLASSES: ClassVar = {
+        "blocklist--cursor",
+        "blocklist--dim",
+        "blocklist--ctx",
+        "blocklist--category",
+        "blocklist--problem",
+    }
     BINDINGS: ClassVar = [
-        ("j", "cursor_down", "Down"),
-        ("k", "cursor_up", "Up"),
+        Binding("down,j", "cursor_down", "Move", key_display="j/k"),
+        Binding("up,k", "cursor_up", "Up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("home,g", "first", "First", show=False),
+        Binding("end,G", "last", "Last", show=False),
     ]
+    #: (title, width) of the fixed columns; the question takes the rest.
+    FIXED = (("block", 20), ("age", 4), ("state", 9))
+
+    cursor_row: reactive[int] = reactive(0, always_update=False)
+
+    class Highlighted(Message):
+        """The highlighted block changed (or the list did, under it)."""
+
+        def __init__(self, block: Block | None) -> None:
+            super().__init__()
+            self.block = block
 
     def __init__(self, clock: Clock, **kwargs) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=False, **kwargs)
+        super().__init__(**kwargs)
         self.clock = clock
         self.blocks: dict[str, Block] = {}
         self.order: list[str] = []
+        self._index: dict[str, int] = {}
+        self._lines: dict[tuple[str, int, bool, bool], Strip] = {}
 
-    FIXED = (("block", "repo", 20), ("age", "age", 4), ("state", "state", 9))
-
-    def on_mount(self) -> None:
-        for label, key, width in self.FIXED:
-            self.add_column(label, key=key, width=width)
-        self.add_column("question", key="question", width=40)
-        self._fit_question()
-
-    def on_resize(self) -> None:
-        self._fit_question()
-
-    def _fit_question(self) -> None:
-        """The question takes the rest of the width, so the list never scrolls sideways."""
-        used = sum(width + 2 * self.cell_padding for _, _, width in self.FIXED)
-        width = max(10, self.scrollable_content_region.width - used - 2 * self.cell_padding - 1)
-        column = self.columns.get("question")  # type: ignore[call-overload]
-        if column is not None and column.width != width:
-            column.width = width
-            column.auto_width = False
-            self._require_update_dimensions = True
-            self._clear_caches()
-            self.refresh()
-
-    def _cells(self, block: Block) -> tuple[Text, Text, Text, Text]:
-        state = Text("needs ctx", style="bold cyan") if block.state == "needs_context" else Text("")
-        if block.problems:
-            state = Text("raw", style="bold red") if not block.choices else Text("check", "red")
-        elif block.state == "blocked" and block.category:
-            state = Text(printable(block.category), style="yellow", overflow="ellipsis")
-        return (
-            Text(printable(block.id), overflow="ellipsis", no_wrap=True),
-            Text(age(block.since, self.clock()), justify="right"),
-            state,
-            Text(printable(block.one_line_question(300)), no_wrap=True, overflow="ellipsis"),
-        )
+    # -- data --------------------------------------------------------------------------------
 
     @property
     def current(self) -> Block | None:
-        if not self.order or self.cursor_row < 0 or self.cursor_row >= len(self.order):
-            return None
-        return self.blocks.get(self.order[self.cursor_row])
+        if 0 <= self.cursor_row < len(self.order):
+            return self.blocks.get(self.order[self.cursor_row])
+        return None
+
+    def _reindex(self) -> None:
+        self._index = {rk: i for i, rk in enumerate(self.order)}
+        self.virtual_size = Size(self.scrollable_content_region.width, len(self.order))
+        self._lines.clear()
+        self.refresh()
 
     def load(self, blocks: list[Block]) -> None:
         """Replace every row (start-up, or an out-of-order arrival)."""
         keep = self.order[self.cursor_row] if self.current else None
-        self.clear()
-        self.blocks = {}
-        self.order = []
-        for block in blocks:
-            key = row_key(key_of(block))
-            self.blocks[key] = block
-            self.order.append(key)
-            self.add_row(*self._cells(block), key=key)
-        self._restore(keep)
+        self.blocks = {row_key(key_of(b)): b for b in blocks}
+        self.order = list(self.blocks)
+        self._reindex()
+        self._restore(keep, self.cursor_row)
 
-    def _restore(self, keep: str | None) -> None:
-        if keep in self.blocks:
-            self.move_cursor(row=self.order.index(keep), animate=False)
-        elif self.order:
-            self.move_cursor(row=min(self.cursor_row, len(self.order) - 1), animate=False)
+    def _restore(self, keep: str | None, fallback: int) -> None:
+        if keep is not None and keep in self._index:
+            row = self._index[keep]
+        else:
+            row = min(max(fallback, 0), max(len(self.order) - 1, 0))
+        self._move(row, force=True)
 
     def apply(self, delta: Delta) -> None:
         """Apply a Delta with the least change: the highlighted block keeps the cursor."""
         keep = self.order[self.cursor_row] if self.current else None
-        keep_index = self.cursor_row
-        for key in delta.removed:
-            rk = row_key(key)
-            if rk in self.blocks:
-                del self.blocks[rk]
-                index = self.order.index(rk)
-                self.order.pop(index)
-                self.remove_row(rk)
-                if rk == keep:
-                    keep = self.order[min(index, len(self.order) - 1)] if self.order else None
+        fallback = self.cursor_row
+        removed = {row_key(k) for k in delta.removed} & self.blocks.keys()
+        if keep in removed:
+            # The highlighted block left: highlight the one that took its place.
+            later = [rk for rk in self.order[self.cursor_row + 1 :] if rk not in removed]
+            keep = later[0] if later else None
+        for rk in removed:
+            del self.blocks[rk]
+        if removed:
+            self.order = [rk for rk in self.order if rk not in removed]
         for block in delta.changed:
             rk = row_key(key_of(block))
             if rk in self.blocks:
                 self.blocks[rk] = block
-                cells = zip(COLUMNS, self._cells(block), strict=True)
-                for column, cell in cells:
-                    self.update_cell(rk, column, cell)
-        rebuild = False
+        appended = False
         for block in delta.added:
             rk = row_key(key_of(block))
-            if rk in self.blocks:
-                self.blocks[rk] = block
+            known = rk in self.blocks
+            self.blocks[rk] = block
+            if known:
                 continue
             last = self.blocks[self.order[-1]] if self.order else None
-            self.blocks[rk] = block
             if last is None or (block.since, block.id) >= (last.since, last.id):
                 self.order.append(rk)
-                self.add_row(*self._cells(block), key=rk)
             else:
-                rebuild = True
-        if rebuild:
-            ordered = sorted(self.blocks.values(), key=lambda b: (b.since, b.id))
-            self.load(ordered)
-        if keep is not None:
-            self._restore(keep)
-        elif self.order:
-            self.move_cursor(row=min(keep_index, len(self.order) - 1), animate=False)
+                self.order.insert(self._insertion_point(block), rk)
+            appended = True
+        if removed or appended or delta.changed:
+            self._reindex()
+        self._restore(keep, fallback)
+
+    def _insertion_point(self, block: Block) -> int:
+        wanted = (block.since, block.id)
+        lo, hi = 0, len(self.order)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            other = self.blocks[self.order[mid]]
+            if (other.since, other.id) <= wanted:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
 
     def refresh_ages(self) -> None:
-        for rk in self.order:
-            block = self.blocks[rk]
-            self.update_cell(rk, "age", Text(age(block.since, self.clock()), justify="right"))
+        self._lines.clear()
+        self.refresh()
+
+    # -- the cursor --------------------------------------------------------------------------
+
+    def _move(self, row: int, force: bool = False) -> None:
+        row = min(max(row, 0), max(len(self.order) - 1, 0))
+        if row != self.cursor_row or force:
+            self.refresh_line(self.cursor_row - self.scroll_offset.y)
+            self.cursor_row = row
+            self.refresh_line(row - self.scroll_offset.y)
+            self.post_message(self.Highlighted(self.current))
+        self._scroll_to_cursor()
+
+    def _scroll_to_cursor(self) -> None:
+        height = self.scrollable_content_region.height
+        top = self.scroll_offset.y
+        if height <= 0:
+            return
+        if self.cursor_row < top:
+            self.scroll_to(y=self.cursor_row, animate=False)
+        elif self.cursor_row >= top + height:
+            self.scroll_to(y=self.cursor_row - height + 1, animate=False)
+
+    def move_cursor(self, row: int, animate: bool = False) -> None:
+        self._move(row)
+
+    def action_cursor_down(self) -> None:
+        self._move(self.cursor_row + 1)
+
+    def action_cursor_up(self) -> None:
+        self._move(self.cursor_row - 1)
+
+    def action_page(self, direction: int) -> None:
+        self._move(self.cursor_row + direction * max(1, self.scrollable_content_region.height - 1))
+
+    def action_first(self) -> None:
+        self._move(0)
+
+    def action_last(self) -> None:
+        self._move(len(self.order) - 1)
+
+    def on_click(self, event: events.Click) -> None:
+        row = event.y + self.scroll_offset.y
+        if 0 <= row < len(self.order):
+            self._move(row)
+
+    def on_focus(self) -> None:
+        self._lines.clear()
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self._lines.clear()
+        self.refresh()
+
+    def on_resize(self) -> None:
+        self.virtual_size = Size(self.scrollable_content_region.width, len(self.order))
+        self._lines.clear()
+        self._scroll_to_cursor()
+
+    # -- drawing -----------------------------------------------------------------------------
+
+    def header(self, width: int) -> Strip:
+        """The column titles, for the Static above the list."""
+        titles = [title for title, _ in self.FIXED] + ["question"]
+        return self._strip(titles, [Style(bold=True)] * 4, width)
+
+    def _widths(self, width: int) -> list[int]:
+        fixed = [w for _, w in self.FIXED]
+        return [*fixed, max(10, width - sum(fixed) - 2 * len(fixed) - 2)]
+
+    def _strip(self, cells: list[str], styles: list[Style], width: int, base=PLAIN) -> Strip:
+        segments = [Segment(" ", base)]
+        for text, style, size in zip(cells, styles, self._widths(width), strict=True):
+            segments.append(Segment(_fit(text, size), base + style))
+            segments.append(Segment("  ", base))
+        return Strip(segments).adjust_cell_length(width, base)
+
+    def render_line(self, y: int) -> Strip:
+        row = y + self.scroll_offset.y
+        width = self.scrollable_content_region.width
+        if row >= len(self.order) or width <= 0:
+            return Strip.blank(width, self.rich_style)
+        rk = self.order[row]
+        selected = row == self.cursor_row
+        cache_key = (rk, width, selected, self.has_focus)
+        strip = self._lines.get(cache_key)
+        if strip is None:
+            strip = self._render_row(self.blocks[rk], width, selected)
+            if len(self._lines) > 2000:
+                self._lines.clear()
+            self._lines[cache_key] = strip
+        return strip
+
+    def _render_row(self, block: Block, width: int, selected: bool) -> Strip:
+        base = self.rich_style
+        if selected:
+            base = base + self.get_component_rich_style("blocklist--cursor")
+        state, state_style = "", Style()
+        if block.state == "needs_context":
+            state, state_style = "needs ctx", self.get_component_rich_style("blocklist--ctx")
+        if block.problems:
+            state = "raw" if not block.choices else "check"
+            state_style = self.get_component_rich_style("blocklist--problem")
+        elif block.state == "blocked" and block.category:
+            state = printable(block.category)
+            state_style = self.get_component_rich_style("blocklist--category")
+        if selected:
+            state_style = Style()
+        cells = [
+            printable(block.id),
+            age(block.since, self.clock()).rjust(4),
+            state,
+            printable(block.one_line_question(300)),
+        ]
+        return self._strip(cells, [Style(), Style(), state_style, Style()], width, base)
+
+
+class BlockListHeader(Widget):
+    """The column titles above the list (the list itself scrolls under them)."""
+
+    DEFAULT_CSS = """
+    BlockListHeader { height: 1; background: $panel; color: $text; text-style: bold; }
+    """
+
+    def __init__(self, blocklist: BlockList, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.blocklist = blocklist
+
+    def render_line(self, y: int) -> Strip:
+        return self.blocklist.header(self.size.width).apply_style(self.rich_style)
+
+
+def _fit(text: str, width: int) -> str:
+    """Exactly `width` cells: padded, or cut with an ellipsis (wide characters counted)."""
+    if cell_len(text) <= width:
+        return set_cell_size(text, width)
+    return set_cell_size(text, width - 1) + "…"
 
 
 def _pane(title: str, id: str, classes: str = "pane") -> Static:
