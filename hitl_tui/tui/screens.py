@@ -136,7 +136,7 @@ class TextAnswerScreen(ModalScreen[tuple[str, ...] | None]):
         border: round $accent; background: $surface; padding: 0 1;
     }
     #answer-title { text-style: bold; margin-bottom: 1; height: auto; }
-    .answer-question { color: $text-muted; height: auto; }
+    .answer-question { color: $text-muted; height: auto; width: 1fr; }
     .answer-text { height: 5; margin-bottom: 1; }
     #answer-error { color: $error; height: auto; }
     #answer-buttons { height: 3; align-horizontal: right; }
