@@ -633,12 +633,14 @@ def _mtime(path: Path) -> datetime | None:
 def read_layout(repo: Path) -> Layout:
     """The task backend and folder of `repo`; a template leading outside it is refused."""
     project = repo / PROJECT
-    since = _mtime(project) or _mtime(repo / ".agenticloop") or datetime.fromtimestamp(0, UTC)
+    project_time = _mtime(project)
+    since = project_time or _mtime(os.path.join(repo, ".agenticloop")) or EPOCH
     meta: dict = {}
     problem: str | None = None
     stamp = "layout"
     try:
-        if os.path.isfile(project):
+        # No lstat means no stat either: most repos have no project.md, so ask once.
+        if project_time is not None and os.path.isfile(project):
             read = fsio.read_file(project)
             stamp = read.fingerprint
             doc = TextDoc.from_bytes(read.head)
@@ -671,16 +673,24 @@ def _task_folder(repo: Path, template: object) -> tuple[Path | None, str | None]
         return None, f"task_file_template {shown!r} puts a placeholder in the folder part"
     if head.startswith(("/", "~")) or os.path.isabs(head):
         return None, f"task_file_template {shown!r} is an absolute path"
-    folder = Path(os.path.normpath(repo / head)) if head else repo
+    # Strings, not Paths: this runs for every repository at every scan.
+    top = os.fspath(repo)
+    folder = Path(os.path.normpath(os.path.join(top, head))) if head else repo
     if not fsio.is_inside(folder, repo):
         return None, f"task_file_template {shown!r} points outside the repository"
-    real_repo = Path(os.path.realpath(repo))
-    existing = folder
-    while not os.path.lexists(existing) and existing != repo:
-        existing = existing.parent
-    if not fsio.is_inside(Path(os.path.realpath(existing)), real_repo):
+    real_repo = os.path.realpath(top)
+    existing = os.fspath(folder)
+    while not os.path.lexists(existing) and existing != top:
+        existing = os.path.dirname(existing)
+    real = real_repo if existing == top else os.path.realpath(existing)
+    if not _real_inside(real, real_repo):
         return None, f"{head or '.'} leads outside the repository (a symlink)"
     return folder, None
+
+
+def _real_inside(child: str, parent: str) -> bool:
+    """is_inside for two results of os.path.realpath (absolute, normalised, no symlinks)."""
+    return child == parent or child.startswith(parent.rstrip("/") + "/")
 
 
 # -- the source -------------------------------------------------------------------------------
@@ -721,15 +731,18 @@ class AgenticloopSource:
             entries = list(os.scandir(layout.folder))
         except OSError:
             return files
+        names: list[str] = []
         for entry in entries:
             if not entry.name.endswith(".md") or entry.name.startswith(fsio.TEMP_PREFIX):
                 continue
             try:
                 if entry.is_file():
-                    files.append(Path(entry.path))
+                    names.append(entry.name)
             except OSError:
                 continue
-        return sorted(files)
+        # Names in one folder sort as their paths do; sorting strings skips pathlib's parts.
+        files.extend(layout.folder / name for name in sorted(names))
+        return sorted(files) if layout.problem is not None else files
 
     def claims(self, repo: Path, path: Path) -> bool:
         folder = self.layout(repo).folder
