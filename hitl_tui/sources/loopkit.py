@@ -93,7 +93,8 @@ def _split_sections(text: str) -> _Parsed:
         stripped = line.strip()
         if stripped.startswith(("```", "~~~")):
             fence = not fence
-        h = None if fence else heading_of(line)
+        # A heading's `#` is within its first four characters: most lines need no closer look.
+        h = None if fence or "#" not in line[:4] else heading_of(line)
         if h is None or h[0] > 4 or not h[1]:
             body.append(line)
             continue
