@@ -24,7 +24,13 @@ from hitl_tui import journal
 from hitl_tui.apply import LockBusy, repo_lock
 from tests.hostile_cases import copy_shop, hitl_env, run_hitl, snapshot, start_hitl, temp_files
 
-LOSER_SAYS = ("the block is gone", "does not exist (already answered?)")
+#: Where the loser finds out: at the lock (re-checked fingerprints), while planning (the file it
+#: read is gone), or while scanning (the block is already gone). Always exit 3, nothing written.
+LOSER_SAYS = (
+    "the block is gone",
+    "BLOCKED.md changed since it was read",
+    "does not exist (already answered?)",
+)
 
 
 def expected(tmp_path: Path, key: str) -> dict:
