@@ -108,10 +108,12 @@ class Entry:
     time: datetime
     kind: str
     operator: str
+    #: A local folder; for a remote source (GitHub) its name (`acme/shop`).
     repo: Path
     block_id: str
     block_source: str
-    block_path: Path
+    #: The block file; for a remote source its URL, as a str (a Path would mangle `//`).
+    block_path: Path | str
     block_fingerprint: str
     question: str
     #: What was answered, one line: `B) Keep invoices — ...` or the operator's own words.
@@ -272,8 +274,14 @@ def _replace(entry: Entry, **changes) -> Entry:
     return Entry(**values)
 
 
+def _where(value: object, remote: bool) -> Path | str:
+    return str(value) if remote else Path(str(value))
+
+
 def _entry(begin: dict, end: dict | None) -> Entry:
     block = begin.get("block") or {}
+    # A remote answer (GitHub) has no file steps; its repo and path are a name and a URL.
+    remote = not begin.get("files") and "://" in str(block.get("path", ""))
     answer = begin.get("answer") or {}
     status = "in progress"
     if end is not None:
@@ -286,7 +294,7 @@ def _entry(begin: dict, end: dict | None) -> Entry:
         repo=Path(str(begin["repo"])),
         block_id=str(block.get("id", "")),
         block_source=str(block.get("source", "")),
-        block_path=Path(str(block.get("path", ""))),
+        block_path=_where(block.get("path", ""), remote),
         block_fingerprint=str(block.get("fingerprint", "")),
         question=str(block.get("question", "")),
         answered=str(answer.get("decision", "")),
@@ -553,7 +561,7 @@ def recover(repo: Path | None = None, *, locked: bool = False) -> list[str]:
     for entry in pending:
         if repo is not None and not _same_repo(entry.repo, repo):
             continue
-        if locked:
+        if locked or not entry.files:  # no files (GitHub): nothing to lock or restore
             messages.append(_recover_one(entry.id))
             continue
         try:

@@ -363,3 +363,26 @@ def test_undo_and_history_never_load_textual(shop: Path):
     assert '"kind": "answer"' in done.stdout
     assert "undid " in done.stdout
     assert (shop / "BLOCKED.md").exists()
+
+
+def test_a_remote_answer_is_history_only(shop: Path):
+    """A GitHub answer is journaled with no files: shown, never undone, closed by recovery."""
+    import dataclasses
+
+    plan = plan_for(shop)
+    block = dataclasses.replace(
+        plan.block, source="github", repo="acme/shop", path="https://github.com/acme/shop/issues/7"
+    )
+    remote = dataclasses.replace(plan, block=block, changes=(), expect={})
+    entry_id = journal.begin(remote)  # crashed before its commit
+    [message] = journal.recover()
+    assert message.startswith("recorded an interrupted answer to shop")
+    [entry] = journal.history()
+    assert entry.status == "done" and entry.id == entry_id
+    assert entry.block_path == "https://github.com/acme/shop/issues/7"
+    assert entry.to_json()["repo"] == "acme/shop"
+    assert entry.to_json()["block"]["path"] == "https://github.com/acme/shop/issues/7"
+    with pytest.raises(UsageError):
+        journal.undo(entry_id, operator="x")
+    with pytest.raises(UsageError, match="nothing to undo"):
+        journal.undo(operator="x")
