@@ -117,6 +117,7 @@ _HITL_NOTE = re.compile(
     r"|Unblocked by [^:]+): "
 )
 _KEY_LINE = "^{key}[ \t]*:"
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
 
 # -- YAML, safely ---------------------------------------------------------------------------
@@ -316,15 +317,27 @@ def _block_list(lines: list[str], i: int) -> tuple[object, int]:
     return (items if items else None), i
 
 
+#: Plain scalars already read as strings, in block and in flow context: keys and most values
+#: repeat in every task file. Bounded; strings are immutable, so sharing them changes nothing.
+_KNOWN_STRINGS: tuple[set[str], set[str]] = (set(), set())
+_KNOWN_MAX = 4096
+
+
 def _plain(text: str, flow: bool) -> object:
     """A one-line plain scalar resolved and constructed as PyYAML would, or _NOT_SIMPLE."""
+    known = _KNOWN_STRINGS[flow]
+    if text in known:
+        return text
     if text and (_NOT_PLAIN_IN_FLOW if flow else _NOT_PLAIN).search(text):
         return _NOT_SIMPLE
     implicit = _RESOLVER.yaml_implicit_resolvers
     if text and text[0] not in implicit and None not in implicit:
-        return text  # no implicit type starts with this character: `resolve` says str
-    tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))
+        tag = _STR_TAG  # no implicit type starts with this character: `resolve` says str
+    else:
+        tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))
     if tag == _STR_TAG:
+        if len(known) < _KNOWN_MAX:
+            known.add(text)
         return text
     if tag not in _SIMPLE_TAGS:
         return _NOT_SIMPLE
@@ -373,7 +386,7 @@ def _flow_depth(text: str) -> int:
     if "[" not in text and "{" not in text:  # the usual header: no need to walk it
         return 0
     depth = deepest = 0
-    for char in text:
+    for char in _NOT_BRACKET.sub("", text):  # only the brackets count
         if char in "[{":
             depth += 1
             deepest = max(deepest, depth)
