@@ -691,12 +691,11 @@ def _task_folder(repo: Path, template: object) -> tuple[Path | None, str | None]
     folder = Path(os.path.normpath(os.path.join(top, head))) if head else repo
     if not fsio.is_inside(folder, repo):
         return None, f"task_file_template {shown!r} points outside the repository"
-    real_repo = os.path.realpath(top)
     existing = os.fspath(folder)
     while not os.path.lexists(existing) and existing != top:
         existing = os.path.dirname(existing)
-    real = real_repo if existing == top else os.path.realpath(existing)
-    if not _real_inside(real, real_repo):
+    # The repo itself is inside itself: only a folder below it needs both resolved.
+    if existing != top and not _real_inside(os.path.realpath(existing), os.path.realpath(top)):
         return None, f"{head or '.'} leads outside the repository (a symlink)"
     return folder, None
 
