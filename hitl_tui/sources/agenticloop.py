@@ -636,7 +636,7 @@ def _head_text(path: Path) -> str:
         return ""
 
 
-def _mtime(path: Path) -> datetime | None:
+def _mtime(path: str | Path) -> datetime | None:
     try:
         return datetime.fromtimestamp(os.lstat(path).st_mtime, UTC)
     except OSError:
