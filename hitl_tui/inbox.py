@@ -208,6 +208,15 @@ class Inbox:
                 for source in self.sources:
                     self._scan_source(repo, source, delta)
 
+    def drop(self, block: Block) -> Delta:
+        """Forget a remote block just answered, before its source's next poll confirms it."""
+        key = key_of(block)
+        if self.blocks.pop(key, None) is None:
+            return Delta()
+        for keys in self._remote.values():
+            keys.discard(key)
+        return Delta(removed=[key])
+
     def replace_remote(self, source: str, scope: str, blocks: list[Block]) -> Delta:
         """Swap in the latest blocks of one remote source (one `[[github]]` entry, say)."""
         delta = Delta()

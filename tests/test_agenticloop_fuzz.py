@@ -16,6 +16,8 @@ from hitl_tui.sources.agenticloop import AgenticloopSource
 
 WHEN = datetime(2026, 11, 29, tzinfo=UTC)
 NOTE = "- 2026-11-29: Answer from ana: ok"
+#: The note for a task that asks several numbered questions: one answer each.
+NOTES = "- 2026-11-29: Answers from ana: "
 
 STATUS_LINES = [
     "status: blocked",
@@ -132,12 +134,13 @@ def test_parse_and_answer_invariants(
                 assert (
                     line in ("", "## Comments", "status: agent-ready", "approved: true")
                     or line.startswith(NOTE)
+                    or line.startswith(NOTES)
                     or _is_editable(line)
                 ), (tag, line)
         # Every line ends as the file's lines did (only the last may lack one, as before).
         endings = [line[len(line.rstrip("\r\n")) :] for line in new.decode().splitlines(True)]
         assert set(endings[:-1]) <= {newline}
         assert endings[-1] == newline or (endings[-1] == "" and not final_newline)
-        assert new.decode().count(NOTE) == 1
+        assert new.decode().count(NOTE) + new.decode().count(NOTES) == 1
     finally:
         shutil.rmtree(root)

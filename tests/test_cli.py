@@ -138,7 +138,7 @@ def test_list_plain_with_no_blocks(ws: Path, inproc):
     result = inproc("list", ws / "clean", cwd=ws)
     assert (result.returncode, result.stdout, result.stderr) == (
         0,
-        "no open blocks in 1 repos\n",
+        "no open blocks in 1 repo\n",
         "",
     )
 

@@ -64,6 +64,9 @@ class HitlApp(App[int]):
         self.operator = self.config.operator_name()
         #: Messages from before start-up (answers a crash interrupted, then recovered).
         self.notices = list(notices or ())
+        #: scope -> (state, one-line message) of each GitHub source, as last polled.
+        self.github_states: dict[str, tuple[str, str]] = {}
+        self.poller = None
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -102,6 +105,8 @@ class HitlApp(App[int]):
         self._show_current()
         if self.watch_enabled:
             self.run_watcher()
+            if self.config.github:
+                self.run_github()
 
     @work(exclusive=True, group="watch", exit_on_error=False)
     async def run_watcher(self) -> None:
@@ -115,6 +120,34 @@ class HitlApp(App[int]):
             except Exception as exc:  # the watcher itself failed: say so, and start again
                 self._watch_error(exc)
                 await asyncio.sleep(2)
+
+    @work(exclusive=True, group="github", exit_on_error=False)
+    async def run_github(self) -> None:
+        """Poll the `[[github]]` sources; each shows its own state, none hides the others."""
+        from hitl_tui.github_api import resolve_token
+        from hitl_tui.github_sync import GithubPoller, watch_github
+
+        try:
+            async with GithubPoller(self.config.github, resolve_token) as poller:
+                self.poller = poller
+                await watch_github(poller, self.inbox, self._on_github, self.stop_event)
+        except HitlError as exc:  # the config's [[github]] entries are unusable
+            self.notify(printable(str(exc)), title="GitHub", severity="error", markup=False)
+
+    async def _on_github(self, result, delta: Delta | None) -> None:
+        before = self.github_states.get(result.scope)
+        self.github_states[result.scope] = (result.state, result.message)
+        if delta is not None:
+            self.apply_delta(delta, announce=before is not None)
+        else:
+            self._update_counts()
+        if result.state != "ok" and (before is None or before[0] != result.state):
+            self.notify(
+                printable(f"{result.scope}: {result.message}"),
+                title="GitHub source",
+                severity="warning",
+                markup=False,
+            )
 
     def _watch_error(self, exc: Exception) -> None:
         self.notify(
@@ -161,6 +194,15 @@ class HitlApp(App[int]):
         else:
             text = f"hitl · no open blocks · watching {_plural(watched, 'repo')}"
             bar.remove_class("has-blocks")
+        if self.github_states:
+            states = [state for state, _ in self.github_states.values()]
+            ok = states.count("ok")
+            text += f" · GitHub {ok}/{len(states)} ok"
+            trouble = [
+                f"{scope} {msg}" for scope, (st, msg) in self.github_states.items() if st != "ok"
+            ]
+            if trouble:
+                text += f" ({printable(trouble[0])})"
         bar.update(text)
         self.screen.set_class(count == 0, "empty")
         self.query_one("#empty", Static).update(
@@ -279,7 +321,10 @@ class HitlApp(App[int]):
         except HitlError as exc:
             self.notify(printable(str(exc)), severity="error", markup=False, timeout=8)
             return
-        source = source_for(self.inbox, block)
+        try:
+            source = source_for(self.inbox, block)
+        except HitlError:  # a remote block (GitHub): its planner has no editable text
+            source = None
         editable = None
         replan = None
         decision_text = getattr(source, "decision_text", None)
@@ -322,7 +367,12 @@ class HitlApp(App[int]):
                 self.notify, printable(str(exc)), severity="error", markup=False, timeout=10
             )
             return
-        delta = self.inbox.handle([block.path])
+        if plan.remote:
+            delta = self.inbox.drop(block)
+            if self.poller is not None:
+                self.call_from_thread(self.poller.refresh_soon)
+        else:
+            delta = self.inbox.handle([block.path])
         self.call_from_thread(self._answered, plan, done, delta)
 
     def _answered(self, plan: Plan, done: list[str], delta: Delta) -> None:

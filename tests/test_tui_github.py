@@ -1,0 +1,106 @@
+"""The app with `[[github]]` sources: blocks arrive beside local ones, answers go over the API."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import pytest
+
+from hitl_tui.config import Config
+from hitl_tui.inbox import Inbox
+from hitl_tui.tui.app import HitlApp
+from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen
+from hitl_tui.tui.widgets import BlockList
+from hitl_tui.workspace import Workspace
+from tests.github_fake import TOKEN, FakeGithub
+from tests.tui_support import NOW, SIZE
+
+NOTE = (
+    "Blocked (credentials): SFTP_PASSWORD is not set.\n"
+    "Needed: an operator provides SFTP_PASSWORD.\n\n"
+    "AGENT_TASK_STATUS: blocked\nAGENT_BLOCK_CATEGORY: credentials\n"
+)
+
+
+@pytest.fixture
+def fake():
+    server = FakeGithub().start()
+    server.add_issue("acme/shop", 12, title="Nightly export", labels=("blocked",))
+    server.add_comment("acme/shop", 12, NOTE)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def local(tmp_path: Path, monkeypatch) -> Path:
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    monkeypatch.delenv("GH_TOKEN", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-gh-here"))
+    repo = tmp_path / "shop"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "BLOCKED.md").write_text("## Question\nLocal question?\n## Choices\n- A) yes\n")
+    return repo
+
+
+def _app(repo: Path, github: tuple[dict, ...]) -> HitlApp:
+    config = Config(operator="Ada", bell=False, github=github)
+    return HitlApp(Inbox(Workspace.discover([repo])), config=config, clock=lambda: NOW)
+
+
+async def _until(pilot, condition, seconds: float = 10) -> None:
+    for _ in range(int(seconds / 0.05)):
+        await pilot.pause()
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+async def test_github_block_listed_and_answered_in_the_app(local: Path, fake: FakeGithub) -> None:
+    app = _app(local, ({"repo": "acme/shop", "api_url": fake.url},))
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.query_one(BlockList)
+
+        def ids() -> set[str]:
+            return {b.id for b in table.blocks.values()}
+
+        await _until(pilot, lambda: "acme/shop#12" in ids())
+        assert "shop" in ids()
+        assert "GitHub 1/1 ok" in str(app.query_one("#topbar").render())
+        await pilot.press("home")
+        for _ in table.order:
+            if table.current.id == "acme/shop#12":
+                break
+            await pilot.press("j")
+        assert table.current.id == "acme/shop#12"
+        await pilot.press("o")
+        await pilot.pause()
+        assert isinstance(app.screen, TextAnswerScreen)
+        await pilot.press(*"It is set.")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, PreviewScreen)
+        await pilot.press("enter")
+        # (the GitHub watcher runs until the app stops: wait for the answer, not for workers)
+        await _until(pilot, lambda: "acme/shop#12" not in ids())
+        assert fake.comments[("acme/shop", 12)][-1]["body"] == "It is set.\n\n— Ada, via hitl\n"
+        assert fake.labels_of("acme/shop", 12) == []
+        assert any(n.title == "Answered" for n in app._notifications)
+        assert TOKEN not in str(app.query_one("#topbar").render())
+        app.stop_event.set()
+
+
+async def test_unreachable_source_is_shown_and_hides_nothing(local: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = _app(local, ({"repo": "acme/shop", "api_url": f"http://127.0.0.1:{port}"},))
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(pilot, lambda: bool(app.github_states), seconds=20)
+        bar = str(app.query_one("#topbar").render())
+        assert "GitHub 0/1 ok" in bar and "acme/shop" in bar
+        assert {b.id for b in app.query_one(BlockList).blocks.values()} == {"shop"}
+        assert any(n.title == "GitHub source" for n in app._notifications)
+        app.stop_event.set()
