@@ -25,7 +25,10 @@ async def _ready(pilot) -> None:
         if app.loaded:
             break
     await app.workers.wait_for_complete()
-    await pilot.pause()
+    # Let class changes (the empty-inbox layout) and the first highlight settle into a frame.
+    await pilot.wait_for_scheduled_animations()
+    for _ in range(3):
+        await pilot.pause(0.05)
 
 
 def test_inbox(snap_compare, demo: Path) -> None:

@@ -205,6 +205,13 @@ class HitlApp(App[int]):
                 text += f" ({printable(trouble[0])})"
         bar.update(text)
         self.screen.set_class(count == 0, "empty")
+        # The hidden list must not keep the focus (nor the footer its keys), and gets it back.
+        blocklist = self.query_one(BlockList)
+        blocklist.can_focus = bool(count)
+        if count == 0 and blocklist.has_focus:
+            self.set_focus(None)
+        elif count and self.focused is None and self.screen is self.screen_stack[0]:
+            blocklist.focus()
         self.query_one("#empty", Static).update(
             f"No open blocks in {_plural(watched, 'repo')}.\n\nWatching for new ones; "
             "a loop that stops with a question shows up here at once."
