@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,16 @@ from hitl_tui.workspace import Workspace, labels_for
 #: Below this many repositories a scan is quicker in-process than starting workers.
 PARALLEL_MIN_REPOS = 64
 MAX_WORKERS = 4
+
+
+def default_workers() -> int:
+    """Scan workers for the app: one per core available to this process, at most MAX_WORKERS."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return min(cores, MAX_WORKERS)
+
 
 #: (source name, block file) identifies a block across re-reads; a remote block's "file" is its
 #: URL string (a GitHub issue).
@@ -54,6 +65,8 @@ class Inbox:
         self.sources: list[Source] = sources if sources is not None else default_sources()
         #: Worker processes can rebuild default sources, not ones a caller passed in.
         self._default_sources = sources is None
+        #: When the last full scan began (the watcher's catch-up compares mtimes with it).
+        self.scanned_at = 0.0
         self.blocks: dict[Key, Block] = {}
         self.labels: dict[Path, str] = {}
         self._by_repo: dict[Path, set[Key]] = {}
@@ -69,21 +82,21 @@ class Inbox:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def scan(self, workers: int | None = None) -> None:
+    def scan(self, workers: int = 1) -> None:
         """Read every repository from scratch.
 
-        A large workspace is read by `workers` processes (default: one per core) so that the
-        parsing neither waits on one core nor holds the interpreter lock the UI thread needs;
-        a small one, or one where processes cannot start, is read here.
+        With `workers` > 1 (the app asks for one per core) a large workspace is read by worker
+        processes, so that parsing does not hold the interpreter lock the UI thread needs while
+        it draws. A command-line run reads in-process: measured on 2 cores at 1,000 repos, the
+        workers' start-up and unpickling cost more than they save there.
         """
+        self.scanned_at = time.time()
         remote = {k for keys in self._remote.values() for k in keys}
         for key in [k for k in self.blocks if k not in remote]:
             del self.blocks[key]
         self._by_repo.clear()
         self.labels = labels_for(self.workspace.repos)
         repos = self.workspace.repos
-        if workers is None:
-            workers = min(os.cpu_count() or 1, MAX_WORKERS)
         found = None
         if self._default_sources and workers > 1 and len(repos) >= PARALLEL_MIN_REPOS:
             found = _scan_in_processes(repos, self.labels, workers)

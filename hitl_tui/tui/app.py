@@ -21,7 +21,7 @@ from textual.widgets import Footer, Static
 
 from hitl_tui.answering import apply_answer, plan_answer, source_for
 from hitl_tui.config import Config
-from hitl_tui.inbox import Delta, Inbox, key_of
+from hitl_tui.inbox import Delta, Inbox, default_workers, key_of
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
 from hitl_tui.textio import printable
 from hitl_tui.tui.screens import HelpScreen, HistoryScreen, PreviewScreen, TextAnswerScreen
@@ -91,7 +91,7 @@ class HitlApp(App[int]):
 
     @work(thread=True, exclusive=True, group="scan", exit_on_error=False)
     def initial_scan(self) -> None:
-        self.inbox.scan()
+        self.inbox.scan(workers=default_workers())
         blocks = self.inbox.sorted_blocks()
         self.call_from_thread(self._loaded, blocks)
 

@@ -90,7 +90,6 @@ class PreviewScreen(ModalScreen[Plan | None]):
             with Horizontal(id="preview-buttons"):
                 yield Button("Back (Esc)", id="cancel")
                 yield Button("Apply (Enter / y)", id="apply", variant="success")
-        yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#apply", Button).focus()
@@ -167,7 +166,6 @@ class TextAnswerScreen(ModalScreen[tuple[str, ...] | None]):
             with Horizontal(id="answer-buttons"):
                 yield Button("Back (Esc)", id="cancel")
                 yield Button("Preview (Ctrl+S)", id="submit", variant="primary")
-        yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#answer-1", TextArea).focus()
