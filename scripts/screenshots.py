@@ -19,12 +19,13 @@ sys.path.insert(0, str(ROOT))
 from tests.tui_support import SIZE, demo_workspace, make_app  # noqa: E402
 
 #: name -> keys pressed after start-up
+#: (the demo lists billing/T-007, billing/T-012, shop, mobile, api, docs: oldest first)
 SHOTS: dict[str, list[str]] = {
-    "inbox": [],
-    "preview": ["2"],
-    "own-words": ["o", *"Keep them for 7 years, detached; legal confirmed."],
-    "task-file": ["j", "j", "j"],
-    "raw": ["j", "r"],
+    "inbox": ["j", "j"],
+    "preview": ["j", "j", "2"],
+    "own-words": ["j", "j", "o", *"Keep them for 7 years, detached; legal confirmed."],
+    "task-file": ["j"],
+    "raw": ["end", "r"],
     "help": ["question_mark"],
 }
 

@@ -300,7 +300,7 @@ class HitlApp(App[int]):
             defaults = [(d or "") for d in defaults] + [""] * (len(questions) - len(defaults))
             title = f"Answer each question of {block.id}"
         else:
-            questions = [""]
+            questions = [block.one_line_question(400)]
             defaults = [""]
             title = (
                 f"{block.id}: {choice.option} — your text"
