@@ -217,7 +217,6 @@ def cmd_answer(args: argparse.Namespace) -> int:
     from hitl_tui.answering import plan_answer
     from hitl_tui.apply import apply_plan
     from hitl_tui.model import StaleError
-    from hitl_tui.textio import printable
 
     if _is_github_issue(args.target):
         from hitl_tui.github_sync import cli_answer
@@ -233,19 +232,32 @@ def cmd_answer(args: argparse.Namespace) -> int:
         raise StaleError(
             f"{args.target}: no open block has {args.expect[:19]}… any more (answered or changed)"
         ) from None
+    plan = plan_answer(inbox, block, answer_from_args(args, block, config.operator_name()))
+    return finish_answer(args, plan, apply_plan)
+
+
+def answer_from_args(args: argparse.Namespace, block, operator: str) -> Answer:
+    """The Answer `hitl answer` asks for, checked against the block it names."""
+    from hitl_tui.model import StaleError
+
     if args.expect and args.expect != block.fingerprint:
         raise StaleError(f"{block.id}: the block changed since {args.expect[:19]}…")
     texts = tuple(args.text or ())
     if args.text is not None and not any(t.strip() for t in texts):
         raise UsageError("--text is empty")
     choice = block.find_choice(args.choice) if args.choice is not None else None
-    answer = Answer(choice=choice, texts=texts, note=args.note, operator=config.operator_name())
-    plan = plan_answer(inbox, block, answer)
+    return Answer(choice=choice, texts=texts, note=args.note, operator=operator)
+
+
+def finish_answer(args: argparse.Namespace, plan, apply: Callable) -> int:
+    """Print the diff (--dry-run), or apply the plan and say what was done."""
+    from hitl_tui.textio import printable
+
     if args.dry_run:
         sys.stdout.write(printable(plan.diff(), keep_newlines=True))
         return 0
-    done = apply_plan(plan)
-    print(f"{printable(block.id)}: " + "; ".join(done))
+    done = apply(plan)
+    print(f"{printable(plan.block.id)}: " + "; ".join(done))
     if plan.hint:
         print(printable(plan.hint))
     return 0

@@ -602,9 +602,8 @@ def find_source(config: Any, full_name: str) -> GithubSource:
 
 def cli_answer(args: Any) -> int:
     """`hitl answer owner/name#12 --choice KEY|--text TEXT [--note] [--expect] [--dry-run]`."""
+    from hitl_tui.cli import answer_from_args, finish_answer
     from hitl_tui.config import load_config
-    from hitl_tui.model import Answer
-    from hitl_tui.textio import printable
 
     match = ISSUE_REF.match(args.target)
     if match is None:
@@ -621,19 +620,5 @@ def cli_answer(args: Any) -> int:
     block = run_sync(read)
     if block is None:
         raise StaleError(f"{full_name}#{number}: no open block (answered, closed or not blocked)")
-    if args.expect and args.expect != block.fingerprint:
-        raise StaleError(f"{block.id}: the block changed since {args.expect[:19]}…")
-    texts = tuple(args.text or ())
-    if args.text is not None and not any(t.strip() for t in texts):
-        raise UsageError("--text is empty")
-    choice = block.find_choice(args.choice) if args.choice is not None else None
-    answer = Answer(choice=choice, texts=texts, note=args.note, operator=config.operator_name())
-    plan = gh.plan(block, answer)
-    if args.dry_run:
-        sys.stdout.write(printable(plan.diff(), keep_newlines=True))
-        return 0
-    done = apply_sync(plan, secret)
-    print(f"{printable(block.id)}: " + "; ".join(done))
-    if plan.hint:
-        print(printable(plan.hint))
-    return 0
+    plan = gh.plan(block, answer_from_args(args, block, config.operator_name()))
+    return finish_answer(args, plan, lambda p: apply_sync(p, secret))
