@@ -310,6 +310,17 @@ class BlockListHeader(Widget):
         return self.blocklist.header(self.size.width).apply_style(self.rich_style)
 
 
+def _clip(text: str, limit: int) -> str:
+    """Agent text made printable and cut to `limit` characters, saying how much was left out."""
+    if len(text) <= limit:
+        return printable(text, keep_newlines=True)
+    rest = len(text) - limit
+    return (
+        printable(text[:limit], keep_newlines=True)
+        + f"\n… {rest:,} more characters: press r for the raw file"
+    )
+
+
 def _fit(text: str, width: int) -> str:
     """Exactly `width` cells: padded, or cut with an ellipsis (wide characters counted)."""
     if cell_len(text) <= width:
@@ -323,6 +334,10 @@ def _pane(title: str, id: str, classes: str = "pane") -> Static:
     return pane
 
 
+#: Choices drawn in the pane (keys reach 9; a file listing thousands is hostile or broken).
+CHOICE_LIMIT = 30
+
+
 def choice_text(block: Block) -> RenderableType:
     """Each choice with its number key, option and consequence (hanging indent), no markup."""
     grid = Table.grid(padding=(0, 1))
@@ -331,7 +346,7 @@ def choice_text(block: Block) -> RenderableType:
     if not block.choices:
         grid.add_row("", Text("No listed choices: press o to answer in your own words.", "dim"))
         return grid
-    for index, choice in enumerate(block.choices, 1):
+    for index, choice in enumerate(block.choices[:CHOICE_LIMIT], 1):
         badge = Text(f" {index} " if index <= 9 else "   ", style="bold reverse")
         body = Text.assemble((f"{printable(choice.key)}) ", "bold"), printable(choice.option))
         if choice.consequence:
@@ -339,6 +354,9 @@ def choice_text(block: Block) -> RenderableType:
         if choice.needs_text:
             body.append("\n(asks for your text)", style="dim italic")
         grid.add_row(badge, body)
+    if len(block.choices) > CHOICE_LIMIT:
+        more = len(block.choices) - CHOICE_LIMIT
+        grid.add_row("", Text(f"… {more:,} more choices: press r for the raw file", "dim"))
     grid.add_row(Text(" o ", style="bold"), Text("answer in your own words", style="dim"))
     return grid
 
@@ -364,7 +382,19 @@ class BlockDetail(Horizontal):
         raw.border_title = "Raw file"
         yield raw
 
+    #: Characters of one pane's text drawn; the rest is a press of `r` away. Wrapping a
+    #: megabyte of text on every highlight would stall the app.
+    PANE_LIMIT = 20_000
+    #: Characters of the raw file loaded into the raw view (the file is bounded at 1 MiB).
+    RAW_LIMIT = 200_000
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.block: Block | None = None
+        self._raw_of: Block | None = None
+
     def show(self, block: Block | None) -> None:
+        self.block = block
         problems = self.query_one("#problems", Static)
         if block is None:
             for pane in ("#question", "#context", "#attempted", "#choices", "#extra"):
@@ -379,33 +409,44 @@ class BlockDetail(Horizontal):
             problems.remove_class("shown")
         header = block.title and f"{printable(block.title)}\n"
         question = self.query_one("#question", Static)
-        question.update(Content((header or "") + printable(block.question, keep_newlines=True)))
+        question.update(Content((header or "") + _clip(block.question, self.PANE_LIMIT)))
         source = f"{block.source} · {block.state}"
         if block.category:
             source += f" · {block.category}"
         question.border_subtitle = Content(printable(f"{block.id} · {source}"))
         context = block.context.strip() or "(none given)"
-        self.query_one("#context", Static).update(Content(printable(context, keep_newlines=True)))
-        attempted = "\n".join(f"• {printable(a)}" for a in block.attempted) or "(none given)"
-        self.query_one("#attempted", Static).update(Content(attempted))
+        self.query_one("#context", Static).update(Content(_clip(context, self.PANE_LIMIT)))
+        attempted = "\n".join(f"• {a}" for a in block.attempted) or "(none given)"
+        self.query_one("#attempted", Static).update(Content(_clip(attempted, self.PANE_LIMIT)))
         self.query_one("#choices", Static).update(choice_text(block))
         extra = self.query_one("#extra", Static)
         if block.extra:
-            body = "\n\n".join(
-                f"{printable(s.title)}\n{printable(s.body, keep_newlines=True)}"
-                for s in block.extra
-            )
-            extra.update(Content(body))
+            body = "\n\n".join(f"{s.title}\n{s.body}" for s in block.extra)
+            extra.update(Content(_clip(body, self.PANE_LIMIT)))
             extra.add_class("shown")
         else:
             extra.remove_class("shown")
-        raw = self.query_one("#raw", TextArea)
-        raw.load_text(printable(block.raw, keep_newlines=True))
-        name = getattr(block.path, "name", None) or str(block.path)
-        raw.border_title = Content(printable(f"Raw {name}"))
+        if self.has_class("raw"):
+            self._load_raw()
         for scroll in self.query(VerticalScroll):
             scroll.scroll_home(animate=False)
 
+    def _load_raw(self) -> None:
+        """Fill the raw view, only when it is shown (a large file costs once, not per key)."""
+        block = self.block
+        if block is None or block is self._raw_of:
+            return
+        self._raw_of = block
+        raw = self.query_one("#raw", TextArea)
+        text = printable(block.raw[: self.RAW_LIMIT], keep_newlines=True)
+        if len(block.raw) > self.RAW_LIMIT or block.truncated:
+            text += "\n\n(… the rest of the file is not shown here)"
+        raw.load_text(text)
+        name = getattr(block.path, "name", None) or str(block.path)
+        raw.border_title = Content(printable(f"Raw {name}"))
+
     def toggle_raw(self) -> bool:
         self.toggle_class("raw")
+        if self.has_class("raw"):
+            self._load_raw()
         return self.has_class("raw")
