@@ -7,9 +7,11 @@ result is a Delta the UI applies without rebuilding its list.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -39,6 +41,18 @@ def default_workers() -> int:
 Key = tuple[str, Path | str]
 
 
+def _locked(method):
+    """Run an Inbox method under its lock: the watcher, an answer and the GitHub poller update
+    the inbox from different threads."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
 def key_of(block: Block) -> Key:
     return (block.source, block.path)
 
@@ -65,6 +79,7 @@ class Inbox:
         self.sources: list[Source] = sources if sources is not None else default_sources()
         #: Worker processes can rebuild default sources, not ones a caller passed in.
         self._default_sources = sources is None
+        self.lock = threading.RLock()
         #: When the last full scan began (the watcher's catch-up compares mtimes with it).
         self.scanned_at = 0.0
         self.blocks: dict[Key, Block] = {}
@@ -82,6 +97,7 @@ class Inbox:
 
     # -- reading -----------------------------------------------------------------------------
 
+    @_locked
     def scan(self, workers: int = 1) -> None:
         """Read every repository from scratch.
 
@@ -157,6 +173,7 @@ class Inbox:
         dirs.update(dict.fromkeys(self._dir_owner))
         return [d for d in dirs if os.path.isdir(d)]
 
+    @_locked
     def sorted_blocks(self) -> list[Block]:
         """Oldest first: the longest-waiting loop is answered first."""
         return sorted(self.blocks.values(), key=lambda b: (b.since, b.id))
@@ -166,6 +183,7 @@ class Inbox:
 
     # -- live updates ------------------------------------------------------------------------
 
+    @_locked
     def handle(self, paths: Iterable[Path | str]) -> Delta:
         """Apply a batch of changed paths (from the watcher) and say what changed."""
         delta = Delta()
@@ -221,6 +239,7 @@ class Inbox:
                 for source in self.sources:
                     self._scan_source(repo, source, delta)
 
+    @_locked
     def drop(self, block: Block) -> Delta:
         """Forget a remote block just answered, before its source's next poll confirms it."""
         key = key_of(block)
@@ -230,6 +249,7 @@ class Inbox:
             keys.discard(key)
         return Delta(removed=[key])
 
+    @_locked
     def replace_remote(self, source: str, scope: str, blocks: list[Block]) -> Delta:
         """Swap in the latest blocks of one remote source (one `[[github]]` entry, say)."""
         delta = Delta()

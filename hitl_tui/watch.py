@@ -36,7 +36,9 @@ def _changed_since_scan(inbox: Inbox) -> list[Path]:
     """
     since = inbox.scanned_at - 2.0  # mtime granularity and clock skew on network file systems
     paths: list[Path] = []
-    for _source, path in list(inbox.blocks):
+    with inbox.lock:
+        keys = list(inbox.blocks)
+    for _source, path in keys:
         if isinstance(path, Path) and not os.path.lexists(path):
             paths.append(path)
     for repo in inbox.workspace.repos:
