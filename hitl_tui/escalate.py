@@ -27,7 +27,7 @@ from urllib.parse import quote, urlsplit
 
 from hitl_tui import fsio
 from hitl_tui.model import MAX_PARSE_BYTES, Choice, HitlError
-from hitl_tui.sources.loopkit import BLOCKED, parse_blocked
+from hitl_tui.sources.loopkit import BLOCKED, SEPARATORS, parse_blocked
 from hitl_tui.textio import one_line, printable
 
 #: Exit code after BLOCKED.md is written, whatever the channel did: the runner's "blocked".
@@ -35,12 +35,8 @@ EXIT_BLOCKED = 2
 
 DEFAULT_TIMEOUT = 5.0
 TELEGRAM_API = "https://api.telegram.org"
-CHANNELS = ("telegram", "slack", "dial", "none")
 LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
-#: The separators a choice is split on, in the order hitl's loopkit parser tries them, so that
-#: what is written reads back as the same option and consequence.
-SEPARATORS = (" — ", "—", " – ", " -- ", " - ", ": ")
 
 #: A message field longer than this is cut: Telegram refuses messages over 4096 characters.
 FIELD_LIMIT = 600

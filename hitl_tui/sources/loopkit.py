@@ -46,7 +46,9 @@ _CHOICE = re.compile(
     (?:\*\*|__)?[).:]?\s+(.*)$""",
     re.VERBOSE,
 )
-_SEPARATORS = (" — ", "—", " – ", " -- ", " - ", ": ")
+#: Between a choice's option and its consequence, in the order they are tried (escalate
+#: writes with the same list, so that what it writes reads back the same).
+SEPARATORS = (" — ", "—", " – ", " -- ", " - ", ": ")
 
 _KNOWN = {
     "question": "question",
@@ -142,7 +144,7 @@ def _items(body: str) -> list[str]:
 
 
 def _split_option(text: str) -> tuple[str, str | None]:
-    for sep in _SEPARATORS:
+    for sep in SEPARATORS:
         option, found, consequence = text.partition(sep)
         if found and option.strip() and consequence.strip():
             return option.strip().strip("*_ ").strip(), consequence.strip()

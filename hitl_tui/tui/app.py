@@ -99,7 +99,7 @@ class HitlApp(App[int]):
         table = self.query_one(BlockList)
         table.load(blocks)
         if blocks:
-            table.move_cursor(row=0, animate=False)
+            table.move_cursor(row=0)
         self.loaded = True
         self._update_counts()
         self._show_current()

@@ -201,7 +201,7 @@ class BlockList(ScrollView, can_focus=True):
         elif self.cursor_row >= top + height:
             self.scroll_to(y=self.cursor_row - height + 1, animate=False)
 
-    def move_cursor(self, row: int, animate: bool = False) -> None:
+    def move_cursor(self, row: int) -> None:
         self._move(row)
 
     def action_cursor_down(self) -> None:
