@@ -20,6 +20,13 @@ from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 TOKEN = "ghp_FAKEtoken1234567890secretvalue"
 LOGIN = "loop-bot"
 
+#: The loop's marker comment on a blocked issue, as the tests' fakes post it.
+CREDENTIALS_NOTE = (
+    "Blocked (credentials): SFTP_PASSWORD is not set.\n"
+    "Needed: an operator provides SFTP_PASSWORD.\n\n"
+    "AGENT_TASK_STATUS: blocked\nAGENT_BLOCK_CATEGORY: credentials\n"
+)
+
 
 @dataclass
 class Request:

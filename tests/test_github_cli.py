@@ -10,13 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.github_fake import CREDENTIALS_NOTE as NOTE
 from tests.github_fake import TOKEN, FakeGithub
-
-NOTE = (
-    "Blocked (credentials): SFTP_PASSWORD is not set.\n"
-    "Needed: an operator provides SFTP_PASSWORD.\n\n"
-    "AGENT_TASK_STATUS: blocked\nAGENT_BLOCK_CATEGORY: credentials\n"
-)
 
 
 @pytest.fixture

@@ -14,14 +14,9 @@ from hitl_tui.tui.app import HitlApp
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen
 from hitl_tui.tui.widgets import BlockList
 from hitl_tui.workspace import Workspace
+from tests.github_fake import CREDENTIALS_NOTE as NOTE
 from tests.github_fake import TOKEN, FakeGithub
 from tests.tui_support import NOW, SIZE
-
-NOTE = (
-    "Blocked (credentials): SFTP_PASSWORD is not set.\n"
-    "Needed: an operator provides SFTP_PASSWORD.\n\n"
-    "AGENT_TASK_STATUS: blocked\nAGENT_BLOCK_CATEGORY: credentials\n"
-)
 
 
 @pytest.fixture
