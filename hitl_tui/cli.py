@@ -155,7 +155,7 @@ def _open_inbox(args: argparse.Namespace):
     from hitl_tui.inbox import Inbox
 
     config = load_config(args.config)
-    return config, Inbox.open(_repo_paths(args, config))
+    return config, Inbox.open(_repo_paths(args, config), cached=True)
 
 
 def _resolve(args: argparse.Namespace, inbox):
@@ -278,8 +278,12 @@ def cmd_app(args: argparse.Namespace) -> int:
     workspace = Workspace.discover(_repo_paths(args, config))
     from hitl_tui.tui.app import HitlApp
 
-    app = HitlApp(Inbox(workspace), config=config, notices=args.recovered)
-    app.run()
+    inbox = Inbox.cached(workspace)
+    app = HitlApp(inbox, config=config, notices=args.recovered)
+    try:
+        app.run()
+    finally:
+        inbox.save_cache()
     return app.return_code or 0
 
 

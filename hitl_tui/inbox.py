@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hitl_tui.model import Block, HitlError, StaleError, UsageError
+from hitl_tui.parsecache import ParseCache
 from hitl_tui.sources import default_sources
 from hitl_tui.sources.base import Source
 from hitl_tui.workspace import Workspace, labels_for
@@ -74,8 +75,15 @@ class Delta:
 class Inbox:
     """Every open block under a Workspace, keyed by (source, file)."""
 
-    def __init__(self, workspace: Workspace, sources: list[Source] | None = None) -> None:
+    def __init__(
+        self,
+        workspace: Workspace,
+        sources: list[Source] | None = None,
+        cache: ParseCache | None = None,
+    ) -> None:
         self.workspace = workspace
+        #: Parsed blocks kept between runs (`parsecache`); None parses every file.
+        self.cache = cache
         self.sources: list[Source] = sources if sources is not None else default_sources()
         #: Worker processes can rebuild default sources, not ones a caller passed in.
         self._default_sources = sources is None
@@ -85,15 +93,31 @@ class Inbox:
         self.blocks: dict[Key, Block] = {}
         self.labels: dict[Path, str] = {}
         self._by_repo: dict[Path, set[Key]] = {}
-        self._dir_owner: dict[Path, Path] = {}
+        #: Watched folder -> its repository; built when first needed (a CLI run never does).
+        self._dir_owner: dict[Path, Path] | None = None
         #: Blocks of remote sources (GitHub), by (source, scope); kept across local rescans.
         self._remote: dict[tuple[str, str], set[Key]] = {}
 
     @classmethod
-    def open(cls, paths: list[Path], sources: list[Source] | None = None) -> Inbox:
-        inbox = cls(Workspace.discover(paths), sources)
+    def open(
+        cls, paths: list[Path], sources: list[Source] | None = None, cached: bool = False
+    ) -> Inbox:
+        """The inbox of `paths`, scanned; `cached` uses and updates the operator's parse cache."""
+        workspace = Workspace.discover(paths)
+        cache = ParseCache.for_workspace(workspace.paths) if cached else None
+        inbox = cls(workspace, sources, cache)
         inbox.scan()
+        inbox.save_cache()
         return inbox
+
+    @classmethod
+    def cached(cls, workspace: Workspace) -> Inbox:
+        """An inbox using the operator's parse cache for this workspace (the CLI's and app's)."""
+        return cls(workspace, cache=ParseCache.for_workspace(workspace.paths))
+
+    def save_cache(self) -> None:
+        if self.cache is not None:
+            self.cache.save()
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -114,18 +138,34 @@ class Inbox:
         self.labels = labels_for(self.workspace.repos)
         repos = self.workspace.repos
         found = None
-        if self._default_sources and workers > 1 and len(repos) >= PARALLEL_MIN_REPOS:
+        cache = self.cache
+        # A warm cache makes the scan mostly stats: workers would cost more than they save.
+        if (
+            self._default_sources
+            and workers > 1
+            and len(repos) >= PARALLEL_MIN_REPOS
+            and (cache is None or cache.cold)
+        ):
             found = _scan_in_processes(repos, self.labels, workers)
-        if found is None:
-            for repo in repos:
-                for source in self.sources:
-                    self._scan_source(repo, source, Delta())
-        else:
-            for block in found:
-                key = key_of(block)
-                self.blocks[key] = block
-                self._by_repo.setdefault(block.repo, set()).add(key)
-        self._index_dirs()
+        if cache is not None:
+            cache.begin_scan()
+        try:
+            if found is None:
+                for repo in repos:
+                    for source in self.sources:
+                        self._scan_source(repo, source, Delta())
+            else:
+                blocks, entries = found
+                for block in blocks:
+                    key = key_of(block)
+                    self.blocks[key] = block
+                    self._by_repo.setdefault(block.repo, set()).add(key)
+                if cache is not None:
+                    cache.adopt(entries)
+        finally:
+            if cache is not None:
+                cache.end_scan()
+        self._dir_owner = None
 
     def _scan_source(self, repo: Path, source: Source, delta: Delta) -> None:
         seen: set[Key] = set()
@@ -138,8 +178,12 @@ class Inbox:
 
     def _refresh(self, repo: Path, source: Source, path: Path, delta: Delta) -> None:
         key = (source.name, path)
+        label = self.labels.get(repo, repo.name)
         try:
-            block = source.parse(repo, path, self.labels.get(repo, repo.name))
+            if self.cache is None:
+                block = source.parse(repo, path, label)
+            else:
+                block = self.cache.parse(source, repo, path, label)
         except HitlError:
             block = None
         old = self.blocks.get(key)
@@ -159,6 +203,12 @@ class Inbox:
             delta.removed.append(key)
         self._by_repo.get(repo, set()).discard(key)
 
+    def _owners(self) -> dict[Path, Path]:
+        if self._dir_owner is None:
+            self._index_dirs()
+            assert self._dir_owner is not None
+        return self._dir_owner
+
     def _index_dirs(self) -> None:
         owner: dict[Path, Path] = {}
         for repo in self.workspace.repos:
@@ -167,10 +217,11 @@ class Inbox:
                     owner.setdefault(folder, repo)
         self._dir_owner = owner
 
+    @_locked
     def watch_dirs(self) -> list[Path]:
         """Every folder to watch, non-recursively: the roots, and each source's folders."""
         dirs = dict.fromkeys(self.workspace.roots)
-        dirs.update(dict.fromkeys(self._dir_owner))
+        dirs.update(dict.fromkeys(self._owners()))
         return [d for d in dirs if os.path.isdir(d)]
 
     @_locked
@@ -189,12 +240,13 @@ class Inbox:
         delta = Delta()
         touched: set[Path] = set()
         roots = set(self.workspace.roots)
+        owners = self._owners()
         for path in paths:
             if not isinstance(path, Path):
                 continue  # a remote block's URL: its source's poller refreshes it
             if path.parent in roots or path in roots:
                 touched.add(path)
-            repo = self._dir_owner.get(path.parent) or self._dir_owner.get(path)
+            repo = owners.get(path.parent) or owners.get(path)
             if repo is None:
                 continue
             if path == repo and not os.path.isdir(repo):
@@ -296,20 +348,25 @@ class Inbox:
         raise UsageError(f"no open block with id {target!r} (see 'hitl list')")
 
 
-def scan_chunk(repos: list[Path], labels: dict[Path, str]) -> list[Block]:
-    """A worker's share of a scan: the very code path of a scan in-process."""
-    inbox = Inbox(Workspace(paths=tuple(repos), repos=list(repos), roots=[]))
+def scan_chunk(repos: list[Path], labels: dict[Path, str]) -> tuple[list[Block], list]:
+    """A worker's share of a scan: the very code path of a scan in-process.
+
+    Returns the blocks, and the parse-cache entries made on the way (for the parent's cache).
+    """
+    cache = ParseCache()
+    inbox = Inbox(Workspace(paths=tuple(repos), repos=list(repos), roots=[]), cache=cache)
     inbox.labels = labels
     for repo in repos:
         for source in inbox.sources:
             inbox._scan_source(repo, source, Delta())
-    return list(inbox.blocks.values())
+    return list(inbox.blocks.values()), cache.entries()
 
 
 def _scan_in_processes(
     repos: list[Path], labels: dict[Path, str], workers: int
-) -> list[Block] | None:
-    """Every block of `repos`, read by `workers` worker processes; None if they cannot run."""
+) -> tuple[list[Block], list] | None:
+    """Every block of `repos` and their cache entries, read by `workers` worker processes; None
+    if they cannot run."""
     import pickle
     import subprocess
 
@@ -330,13 +387,16 @@ def _scan_in_processes(
                 stderr=subprocess.DEVNULL,
             )
             procs.append((proc, json.dumps(request).encode()))
-        found: list[Block] = []
+        blocks: list[Block] = []
+        entries: list = []
         for proc, request in procs:
             out, _ = proc.communicate(request, timeout=120)
             if proc.returncode != 0:
                 return None
-            found.extend(pickle.loads(out))
-        return found
+            got_blocks, got_entries = pickle.loads(out)
+            blocks.extend(got_blocks)
+            entries.extend(got_entries)
+        return blocks, entries
     except Exception:  # no processes here (a sandbox, a limit): read in-process instead
         for proc, _ in procs:
             proc.kill()

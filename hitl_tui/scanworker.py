@@ -2,9 +2,9 @@
 
 Started as a plain subprocess (not multiprocessing), so that it never re-imports the parent's
 `__main__` (a script embedding hitl without a main guard would run again in every worker).
-It reads `{"repos": [...], "labels": {...}}` as JSON on stdin and writes the pickled list of
-Blocks on stdout; the parent started it with its own interpreter and code, so the pickle is
-trusted.
+It reads `{"repos": [...], "labels": {...}}` as JSON on stdin and writes the pickled Blocks and
+parse-cache entries on stdout; the parent started it with its own interpreter and code, so the
+pickle is trusted.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ def main() -> int:
     request = json.load(sys.stdin.buffer)
     repos = [Path(r) for r in request["repos"]]
     labels = {Path(r): label for r, label in request["labels"].items()}
-    blocks = scan_chunk(repos, labels)
-    sys.stdout.buffer.write(pickle.dumps(blocks, protocol=pickle.HIGHEST_PROTOCOL))
+    found = scan_chunk(repos, labels)
+    sys.stdout.buffer.write(pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL))
     return 0
 
 

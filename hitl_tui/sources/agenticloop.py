@@ -42,6 +42,7 @@ from hitl_tui.textio import BOM, TextDoc, heading_of, normalise_heading, one_lin
 NAME = "agenticloop"
 PROJECT = Path(".agenticloop") / "project.md"
 DEFAULT_TEMPLATE = ".agenticloop/tasks/{taskId}.md"
+DEFAULT_FOLDER = DEFAULT_TEMPLATE.rpartition("/")[0]
 #: A header larger than this is not parsed (it is shown as a broken block).
 MAX_FRONTMATTER = 256 * 1024
 #: Deepest `[`/`{` nesting parsed; real headers nest two or three levels.
@@ -648,6 +649,10 @@ def read_layout(repo: Path) -> Layout:
     project = repo / PROJECT
     project_time = _mtime(project)
     since = project_time or _mtime(os.path.join(repo, ".agenticloop")) or EPOCH
+    if since is EPOCH:
+        # No .agenticloop at all (most repos of a mixed fleet): the default folder, which
+        # cannot lead anywhere because none of it exists.
+        return Layout("files", repo / DEFAULT_FOLDER)
     meta: dict = {}
     problem: str | None = None
     stamp = "layout"
@@ -688,16 +693,32 @@ def _task_folder(repo: Path, template: object) -> tuple[Path | None, str | None]
         return None, f"task_file_template {shown!r} is an absolute path"
     # Strings, not Paths: this runs for every repository at every scan.
     top = os.fspath(repo)
-    folder = Path(os.path.normpath(os.path.join(top, head))) if head else repo
-    if not fsio.is_inside(folder, repo):
+    where = os.path.normpath(os.path.join(top, head)) if head else top
+    if not _real_inside(where, top):  # both absolute and normalised, like realpath's results
         return None, f"task_file_template {shown!r} points outside the repository"
-    existing = os.fspath(folder)
+    folder = Path(where) if where != top else repo
+    existing = where
     while not os.path.lexists(existing) and existing != top:
         existing = os.path.dirname(existing)
-    # The repo itself is inside itself: only a folder below it needs both resolved.
-    if existing != top and not _real_inside(os.path.realpath(existing), os.path.realpath(top)):
+    # The repo itself is inside itself: only a folder below it can lead out, through a symlink.
+    if (
+        existing != top
+        and _has_symlink_below(top, existing)
+        and not _real_inside(os.path.realpath(existing), os.path.realpath(top))
+    ):
         return None, f"{head or '.'} leads outside the repository (a symlink)"
     return folder, None
+
+
+def _has_symlink_below(top: str, inner: str) -> bool:
+    """Whether a folder on the way from `top` down to `inner` (normalised, below it) is a
+    symlink. A few lstats: os.path.realpath costs a dozen, and this runs for every repo."""
+    here = top
+    for part in inner[len(top) :].strip(os.sep).split(os.sep):
+        here = os.path.join(here, part)
+        if os.path.islink(here):
+            return True
+    return False
 
 
 def _real_inside(child: str, parent: str) -> bool:
@@ -772,6 +793,11 @@ class AgenticloopSource:
         return inside and (path == folder or path in folder.parents)
 
     # -- parsing ---------------------------------------------------------------------------
+
+    def cacheable(self, repo: Path, path: Path) -> bool:
+        # A task's block is its file's bytes, mtime and the label. project.md's block is the
+        # layout, which depends on other files: always read afresh.
+        return path.name != PROJECT.name or path != repo / PROJECT
 
     def parse(self, repo: Path, path: Path, label: str) -> Block | None:
         if path.name == PROJECT.name and path == repo / PROJECT:

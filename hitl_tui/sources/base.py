@@ -36,6 +36,11 @@ class Source(Protocol):
         """The block in `path`, or None when the file is gone or holds no open block."""
         ...
 
+    # Optional: `cacheable(repo, path) -> bool`, true when `parse` depends on nothing but the
+    # file's bytes, its stat and the label (and finds no block where there is no file), so
+    # that `parsecache` may reuse an earlier result while the file's stat is unchanged. A
+    # source without it is parsed afresh every time.
+
     def plan(self, block: Block, answer: Answer) -> Plan:
         """The exact file changes that answer `block`; raises HitlError when it cannot."""
         ...

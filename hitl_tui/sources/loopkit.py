@@ -244,6 +244,10 @@ class LoopkitSource:
     def layout_changed(self, repo: Path, path: Path) -> bool:
         return False
 
+    def cacheable(self, repo: Path, path: Path) -> bool:
+        # The block is BLOCKED.md's bytes, mtime and the label; a symlink is never cached.
+        return True
+
     def parse(self, repo: Path, path: Path, label: str) -> Block | None:
         path = repo / BLOCKED
         try:

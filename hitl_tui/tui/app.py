@@ -92,8 +92,11 @@ class HitlApp(App[int]):
     @work(thread=True, exclusive=True, group="scan", exit_on_error=False)
     def initial_scan(self) -> None:
         self.inbox.scan(workers=default_workers())
+        if self.watch_enabled:
+            self.inbox.watch_dirs()  # maps each watched folder to its repo: here, not on the UI
         blocks = self.inbox.sorted_blocks()
         self.call_from_thread(self._loaded, blocks)
+        self.inbox.save_cache()
 
     def _loaded(self, blocks: list[Block]) -> None:
         table = self.query_one(BlockList)

@@ -1,0 +1,302 @@
+"""The parse cache: a warm scan equals a cold one, and anything changed is read again.
+
+Most tests set RACY_NS to 0: files written by a test are seconds old at most, and the racy rule
+(not caching a file changed in the last 2 s) would keep them out of the cache. One test checks
+the rule itself with its real value.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hitl_tui import fsio, parsecache
+from hitl_tui.inbox import PARALLEL_MIN_REPOS, Inbox
+from hitl_tui.parsecache import ParseCache
+from hitl_tui.workspace import Workspace
+from tests.conftest import FIXTURES
+
+BLOCKED = "## Question\nShip {what}?\n## Choices\n- A) yes\n- B) no\n"
+TASK = """\
+---
+task_id: T-{n:03d}
+status: {status}
+block_category: credentials
+when: 2026-11-20
+---
+
+# T-{n:03d} - Task {n}
+
+## Comments
+- 2026-11-20: Blocked (credentials): Needed: a token {n}.
+"""
+
+
+@pytest.fixture(autouse=True)
+def _not_racy(monkeypatch):
+    monkeypatch.setattr(parsecache, "RACY_NS", 0)
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Path:
+    """Both sample repos, a few more of each kind, and a repo with no block."""
+    root = tmp_path / "fleet"
+    shutil.copytree(FIXTURES / "loopkit-shop", root / "shop")
+    shutil.copytree(FIXTURES / "agenticloop-billing", root / "billing")
+    for name in ("shop", "billing"):
+        (root / name / ".git").mkdir()
+    for i in range(3):
+        repo = root / f"loop-{i}"
+        (repo / ".git").mkdir(parents=True)
+        (repo / "BLOCKED.md").write_text(BLOCKED.format(what=f"loop {i}"))
+        tasks = root / f"tasks-{i}" / ".agenticloop" / "tasks"
+        tasks.mkdir(parents=True)
+        for n in range(3):
+            status = "blocked" if n else "agent-ready"
+            (tasks / f"T-{n:03d}.md").write_text(TASK.format(n=n, status=status))
+    (root / "idle" / ".git").mkdir(parents=True)
+    return root
+
+
+def listing(inbox: Inbox) -> list[dict]:
+    return [b.to_json() for b in inbox.sorted_blocks()]
+
+
+def cold_listing(root: Path) -> list[dict]:
+    return listing(Inbox.open([root]))
+
+
+def test_a_warm_scan_reads_no_block_file_and_lists_the_same(fleet: Path, monkeypatch) -> None:
+    first = Inbox.open([fleet], cached=True)
+    assert first.cache is not None and first.cache.hits == 0
+    cold = listing(first)
+    assert len(cold) >= 9
+
+    read_file = fsio.read_file
+
+    def no_block_reading(path, *args, **kwargs):
+        # project.md is a layout, read by every scan (it is small and one per repo).
+        assert path.name == "project.md", f"a warm scan read {path}"
+        return read_file(path, *args, **kwargs)
+
+    monkeypatch.setattr(fsio, "read_file", no_block_reading)
+    warm = Inbox.open([fleet], cached=True)
+    assert warm.cache is not None
+    assert warm.cache.misses == 0 and warm.cache.hits == len(first.cache)
+    assert listing(warm) == cold
+    # Every field, including the ones --json leaves out, survives the round trip.
+    for block in warm.sorted_blocks():
+        twin = first.blocks[(block.source, block.path)]
+        assert block == twin and block.meta == twin.meta and block.raw == twin.raw
+
+
+def test_a_file_rewritten_in_place_is_read_again(fleet: Path) -> None:
+    """Same size, same mtime, new bytes: the ctime gives it away."""
+    path = fleet / "loop-0" / "BLOCKED.md"
+    Inbox.open([fleet], cached=True)
+    st = path.stat()
+    path.write_text(BLOCKED.format(what="loop X"))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+
+    warm = Inbox.open([fleet], cached=True)
+    block = warm.resolve(str(path))
+    assert block.question == "Ship loop X?"
+    assert block.fingerprint == fsio.read_file(path).fingerprint
+    assert listing(warm) == cold_listing(fleet)
+
+
+def test_answered_and_new_blocks_show_on_the_next_run(fleet: Path) -> None:
+    Inbox.open([fleet], cached=True)
+    (fleet / "loop-1" / "BLOCKED.md").unlink()
+    task = fleet / "tasks-2" / ".agenticloop" / "tasks" / "T-000.md"
+    task.write_text(TASK.format(n=0, status="blocked"))
+    (fleet / "idle" / "BLOCKED.md").write_text(BLOCKED.format(what="idle"))
+    warm = Inbox.open([fleet], cached=True)
+    ids = {b.id for b in warm.blocks.values()}
+    assert "loop-1" not in ids and "idle" in ids and "tasks-2/T-000" in ids
+    assert listing(warm) == cold_listing(fleet)
+
+
+def test_entries_of_deleted_files_are_dropped(fleet: Path) -> None:
+    first = Inbox.open([fleet], cached=True)
+    assert first.cache is not None
+    before = len(first.cache)
+    shutil.rmtree(fleet / "tasks-0")
+    again = Inbox.open([fleet], cached=True)
+    assert again.cache is not None and len(again.cache) == before - 3
+    assert len(Inbox.open([fleet], cached=True).cache or ()) == before - 3
+
+
+def test_a_recent_change_is_not_cached(fleet: Path, monkeypatch) -> None:
+    monkeypatch.setattr(parsecache, "RACY_NS", 2_000_000_000)
+    path = fleet / "loop-2" / "BLOCKED.md"
+    old = 1_700_000_000
+    for file in fleet.rglob("*.md"):
+        os.utime(file, (old, old))  # sets ctime to now, which is what the rule looks at
+    first = Inbox.open([fleet], cached=True)
+    assert first.cache is not None and len(first.cache) == 0
+    path.write_text(BLOCKED.format(what="later"))
+    second = Inbox.open([fleet], cached=True)
+    assert second.resolve(str(path)).question == "Ship later?"
+
+
+def test_a_new_label_is_not_served_from_the_cache(fleet: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    (other / "loop-0" / ".git").mkdir(parents=True)
+    (other / "loop-0" / "BLOCKED.md").write_text(BLOCKED.format(what="twin"))
+    Inbox.open([fleet, other], cached=True)
+    # The same two folders, listed apart: the labels lose their disambiguation.
+    alone = Inbox.open([fleet], cached=True)
+    assert alone.resolve(str(fleet / "loop-0" / "BLOCKED.md")).id == "loop-0"
+    together = Inbox.open([fleet, other], cached=True)
+    assert {b.id for b in together.blocks.values()} == {
+        b.id for b in Inbox.open([fleet, other]).blocks.values()
+    }
+
+
+def test_a_symlinked_block_file_is_always_read(fleet: Path) -> None:
+    repo = fleet / "loop-0"
+    (repo / "docs").mkdir()
+    (repo / "BLOCKED.md").rename(repo / "docs" / "real.md")
+    (repo / "BLOCKED.md").symlink_to("docs/real.md")
+    Inbox.open([fleet], cached=True)
+    (repo / "docs" / "real.md").write_text(BLOCKED.format(what="via the link"))
+    warm = Inbox.open([fleet], cached=True)
+    assert warm.resolve(str(repo / "BLOCKED.md")).question == "Ship via the link?"
+
+
+def test_another_version_of_hitl_starts_empty(fleet: Path, monkeypatch) -> None:
+    Inbox.open([fleet], cached=True)
+    monkeypatch.setattr(parsecache, "code_stamp", lambda: "another build")
+    again = Inbox.open([fleet], cached=True)
+    assert again.cache is not None and again.cache.hits == 0 and again.cache.misses > 0
+
+
+def _shards(root: Path) -> list[Path]:
+    cache = ParseCache.for_workspace((root,))
+    assert cache.folder is not None
+    return sorted(cache.folder.glob("shard-*.pickle"))
+
+
+def test_corrupt_or_planted_cache_files_read_as_empty(fleet: Path, tmp_path: Path) -> None:
+    expected = cold_listing(fleet)
+    Inbox.open([fleet], cached=True)
+    shards = _shards(fleet)
+    assert shards
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    shards[0].write_bytes(b"\x80\x05garbage")
+    shards[1].write_bytes(b"")
+    for shard in shards[2:]:
+        shard.write_bytes(pickle.dumps((parsecache.FORMAT, parsecache.code_stamp(), Evil())))
+    inbox = Inbox.open([fleet], cached=True)
+    assert not marker.exists()
+    assert listing(inbox) == expected
+    assert inbox.cache is not None and inbox.cache.hits == 0
+
+
+def test_entries_that_are_not_what_freeze_wrote_are_parsed_again(fleet: Path) -> None:
+    Inbox.open([fleet], cached=True)
+    for shard in _shards(fleet):
+        fmt, stamp, entries = pickle.loads(shard.read_bytes())
+        broken = {}
+        for key, (sig, label, state) in entries.items():
+            if state is not None:  # a choice with six fields: not what freeze wrote
+                fields = list(state)
+                fields[parsecache._CHOICES] = ((1, 2, 3, 4, 5, 6),)
+                state = tuple(fields)
+            broken[key] = (sig, label, state)
+        shard.write_bytes(pickle.dumps((fmt, stamp, broken)))
+    again = Inbox.open([fleet], cached=True)
+    assert listing(again) == cold_listing(fleet)
+    # Every file that held a block was parsed again (those without one still hit).
+    assert again.cache is not None and again.cache.misses == sum(
+        1 for b in again.blocks.values() if b.path.name != "project.md"
+    )
+
+
+def test_a_stale_entry_cannot_make_an_answer_write(fleet: Path, monkeypatch) -> None:
+    """Forge the worst case: an entry whose signature matches but whose block is old."""
+    path = fleet / "loop-0" / "BLOCKED.md"
+    prompt = fleet / "loop-0" / "PROMPT.md"
+    Inbox.open([fleet], cached=True)
+    for shard in _shards(fleet):
+        fmt, stamp, entries = pickle.loads(shard.read_bytes())
+        for key, (sig, label, state) in list(entries.items()):
+            if key[1] == str(path):
+                fields = list(state)
+                fields[parsecache._FIELDS.index("fingerprint")] = "sha256:" + "0" * 64
+                entries[key] = (sig, label, tuple(fields))
+        shard.write_bytes(pickle.dumps((fmt, stamp, entries)))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    before = path.read_bytes()
+    run = subprocess.run(
+        [sys.executable, "-m", "hitl_tui", "answer", "--choice", "A", str(path), str(fleet)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert run.returncode == 3, run.stderr
+    assert "changed since it was read" in run.stderr
+    assert path.read_bytes() == before and not prompt.exists()
+
+
+def test_worker_processes_fill_the_cache(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(parsecache, "RACY_NS", 2_000_000_000)
+    root = tmp_path / "many"
+    for i in range(PARALLEL_MIN_REPOS + 2):
+        repo = root / f"r{i:03d}"
+        (repo / ".git").mkdir(parents=True)
+        if i % 2:
+            (repo / "BLOCKED.md").write_text(BLOCKED.format(what=i))
+    time.sleep(parsecache.RACY_NS / 1e9 + 0.1)  # the workers keep the real racy rule
+    first = Inbox.cached(Workspace.discover([root]))
+    first.scan(workers=2)
+    assert first.cache is not None and first.cache.hits == 0
+    first.save_cache()
+    second = Inbox.cached(Workspace.discover([root]))
+    assert second.cache is not None and not second.cache.cold
+    second.scan(workers=2)  # warm: read in-process, from the cache
+    assert second.cache.misses == 0
+    assert second.cache.hits == len(list(root.glob("*/BLOCKED.md"))) > 0
+    assert listing(second) == listing(first) == cold_listing(root)
+
+
+def test_live_updates_of_a_cached_inbox(fleet: Path) -> None:
+    Inbox.open([fleet], cached=True)
+    inbox = Inbox.cached(Workspace.discover([fleet]))
+    inbox.scan()
+    path = fleet / "loop-0" / "BLOCKED.md"
+    path.write_text(BLOCKED.format(what="now"))
+    delta = inbox.handle([path])
+    assert [b.question for b in delta.changed] == ["Ship now?"]
+    path.unlink()
+    assert inbox.handle([path]).removed == [("loopkit", path)]
+
+
+def test_list_json_is_the_same_cold_and_warm(fleet: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-m", "hitl_tui", "list", "--json", str(fleet)],
+            capture_output=True,
+            check=True,
+            env=env,
+        ).stdout
+        for _ in range(2)
+    ]
+    assert json.loads(runs[0]) == json.loads(runs[1]) == cold_listing(fleet)
+    assert _shards(fleet)
