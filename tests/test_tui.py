@@ -131,6 +131,76 @@ async def test_edited_decision_is_what_gets_written(tmp_path: Path) -> None:
     assert "users must contact support. per legal\n  Second line\n" in prompt
 
 
+async def test_the_preview_screen_is_reused_with_nothing_left_from_before(tmp_path: Path) -> None:
+    """One preview screen serves every answer: each open shows only its own block's plan."""
+    root = demo_workspace(tmp_path)
+    shop_before = {p: p.read_bytes() for p in (root / "shop").iterdir() if p.is_file()}
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        await _select(pilot, app, "shop")
+        await pilot.press("3")
+        await pilot.pause()
+        first = app.screen
+        await pilot.press("e")
+        area = first.query_one("#decision", TextArea)
+        area.move_cursor(area.document.end)
+        await pilot.press(*" per legal")
+        await pilot.pause()
+        assert "per legal" in str(first.query_one("#diff", Static).render())
+        await pilot.press("escape")
+        await pilot.pause()
+
+        await _select(pilot, app, "mobile")
+        await pilot.press("1")
+        await pilot.pause()
+        assert app.screen is first  # the same screen, loaded with mobile's plan
+        title = str(first.query_one("#preview-title", Static).render())
+        diff = str(first.query_one("#diff", Static).render())
+        assert "Answer mobile with A)" in title
+        assert "Ship the [b]bold[/b]" in diff and "per legal" not in diff
+        assert "per legal" not in first.query_one("#decision", TextArea).text
+        assert first.query_one("#apply").has_focus
+        await pilot.press("y")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert not (root / "mobile" / "BLOCKED.md").exists()
+
+        # Back to shop: its decision text is generated afresh, not the abandoned edit.
+        await pilot.press("g")
+        await _select(pilot, app, "shop")
+        await pilot.press("3")
+        await pilot.pause()
+        assert app.screen is first
+        assert "per legal" not in first.query_one("#decision", TextArea).text
+        assert "per legal" not in str(first.query_one("#diff", Static).render())
+        await pilot.press("escape")
+        await pilot.pause()
+    after = {p: p.read_bytes() for p in (root / "shop").iterdir() if p.is_file()}
+    assert after == shop_before
+
+
+async def test_an_edit_undone_by_hand_previews_the_generated_plan(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        await _select(pilot, app, "shop")
+        await pilot.press("2")
+        await pilot.pause()
+        screen = app.screen
+        generated = str(screen.query_one("#diff", Static).render())
+        await pilot.press("e")
+        area = screen.query_one("#decision", TextArea)
+        area.move_cursor(area.document.end)
+        await pilot.press("x")
+        await pilot.pause()
+        assert str(screen.query_one("#diff", Static).render()) != generated
+        await pilot.press("backspace")
+        await pilot.pause()
+        assert str(screen.query_one("#diff", Static).render()) == generated
+
+
 async def test_own_words_answer(tmp_path: Path) -> None:
     root = demo_workspace(tmp_path)
     app = make_app([root])

@@ -67,6 +67,8 @@ class HitlApp(App[int]):
         #: scope -> (state, one-line message) of each GitHub source, as last polled.
         self.github_states: dict[str, tuple[str, str]] = {}
         self.poller = None
+        #: One preview screen, built on first use and kept installed (see PreviewScreen).
+        self._preview_screen: PreviewScreen | None = None
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -358,7 +360,12 @@ class HitlApp(App[int]):
 
         what = answer.choice.label() if answer.choice else "your own words"
         title = f"Answer {block.id} with {what}"
-        self.push_screen(PreviewScreen(plan, editable, replan, title), self._confirmed)
+        if self._preview_screen is None:
+            self._preview_screen = PreviewScreen(plan, editable, replan, title)
+            self.install_screen(self._preview_screen, "preview")
+        else:
+            self._preview_screen.load(plan, editable, replan, title)
+        self.push_screen("preview", self._confirmed)
 
     def _confirmed(self, plan: Plan | None) -> None:
         if plan is not None:
