@@ -243,12 +243,15 @@ async def app_measurements(root: Path, trials: int, free_repos: list[Path]) -> d
 
         # Keypress: a key event posted, to the screen update that shows its result.
         result["move"] = [await keypress(app, "j" if i % 2 == 0 else "k") for i in range(40)]
+        # Each open starts from an idle app, as an operator's does: 250 ms after the Escape
+        # that closed the last preview (whose own follow-up work is the Escape's cost).
         opens = []
         for _ in range(10):
             opens.append(
                 await keypress(app, "1", until=lambda: isinstance(app.screen, PreviewScreen))
             )
             await keypress(app, "escape", until=lambda: not isinstance(app.screen, PreviewScreen))
+            await asyncio.sleep(0.25)
         result["open"] = opens
 
         # Detection: a BLOCKED.md written into a quiet repo, to its row in the app.
@@ -439,7 +442,7 @@ def main() -> int:
         rows.append(
             Row(
                 f"3b. open a preview, 10 / {app['blocks']} blocks",
-                f"{ms(base_open)} / {ms(big_open)}",
+                f"{ms(base_open)} / {ms(big_open)} (first of a session: {ms(app['open'][0])})",
                 "<= 50 ms and <= 2x",
                 big_open <= 0.050 and big_open <= 2 * base_open + 0.002,
             )
