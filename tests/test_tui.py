@@ -47,6 +47,28 @@ async def _select(pilot, app, block_id: str) -> None:
     raise AssertionError(f"{block_id} is not in the list")
 
 
+async def _open(pilot, app, block_id: str, key: str):
+    """Highlight `block_id`, press `key` (a choice's number), and return the screen it opens."""
+    await _select(pilot, app, block_id)
+    await pilot.press(key)
+    await pilot.pause()
+    return app.screen
+
+
+async def _type_in_decision(pilot, screen, *keys: str) -> None:
+    """Press e in a preview and type `keys` at the end of its decision text."""
+    await pilot.press("e")
+    area = screen.query_one("#decision", TextArea)
+    assert area.has_focus
+    area.move_cursor(area.document.end)
+    await pilot.press(*keys)
+    await pilot.pause()
+
+
+def _diff(screen) -> str:
+    return str(screen.query_one("#diff", Static).render())
+
+
 async def test_start_highlights_oldest_and_shows_four_panes(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
@@ -112,18 +134,10 @@ async def test_edited_decision_is_what_gets_written(tmp_path: Path) -> None:
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
         await _settle(pilot, app)
-        await _select(pilot, app, "shop")
-        await pilot.press("3")
-        await pilot.pause()
-        await pilot.press("e")
-        area = app.screen.query_one("#decision", TextArea)
-        assert area.has_focus
-        area.move_cursor(area.document.end)
-        await pilot.press(*" per legal", "enter")
-        await pilot.press(*"Second line")
-        await pilot.pause()
-        assert "+  Second line" in str(app.screen.query_one("#diff", Static).render())
-        app.screen.query_one("#apply").focus()
+        screen = await _open(pilot, app, "shop", "3")
+        await _type_in_decision(pilot, screen, *" per legal", "enter", *"Second line")
+        assert "+  Second line" in _diff(screen)
+        screen.query_one("#apply").focus()
         await pilot.press("enter")
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -138,27 +152,15 @@ async def test_the_preview_screen_is_reused_with_nothing_left_from_before(tmp_pa
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
         await _settle(pilot, app)
-        await _select(pilot, app, "shop")
-        await pilot.press("3")
-        await pilot.pause()
-        first = app.screen
-        await pilot.press("e")
-        area = first.query_one("#decision", TextArea)
-        area.move_cursor(area.document.end)
-        await pilot.press(*" per legal")
-        await pilot.pause()
-        assert "per legal" in str(first.query_one("#diff", Static).render())
+        first = await _open(pilot, app, "shop", "3")
+        await _type_in_decision(pilot, first, *" per legal")
+        assert "per legal" in _diff(first)
         await pilot.press("escape")
         await pilot.pause()
 
-        await _select(pilot, app, "mobile")
-        await pilot.press("1")
-        await pilot.pause()
-        assert app.screen is first  # the same screen, loaded with mobile's plan
-        title = str(first.query_one("#preview-title", Static).render())
-        diff = str(first.query_one("#diff", Static).render())
-        assert "Answer mobile with A)" in title
-        assert "Ship the [b]bold[/b]" in diff and "per legal" not in diff
+        assert await _open(pilot, app, "mobile", "1") is first  # loaded with mobile's plan
+        assert "Answer mobile with A)" in str(first.query_one("#preview-title", Static).render())
+        assert "Ship the [b]bold[/b]" in _diff(first) and "per legal" not in _diff(first)
         assert "per legal" not in first.query_one("#decision", TextArea).text
         assert first.query_one("#apply").has_focus
         await pilot.press("y")
@@ -168,12 +170,9 @@ async def test_the_preview_screen_is_reused_with_nothing_left_from_before(tmp_pa
 
         # Back to shop: its decision text is generated afresh, not the abandoned edit.
         await pilot.press("g")
-        await _select(pilot, app, "shop")
-        await pilot.press("3")
-        await pilot.pause()
-        assert app.screen is first
+        assert await _open(pilot, app, "shop", "3") is first
         assert "per legal" not in first.query_one("#decision", TextArea).text
-        assert "per legal" not in str(first.query_one("#diff", Static).render())
+        assert "per legal" not in _diff(first)
         await pilot.press("escape")
         await pilot.pause()
     after = {p: p.read_bytes() for p in (root / "shop").iterdir() if p.is_file()}
@@ -185,20 +184,13 @@ async def test_an_edit_undone_by_hand_previews_the_generated_plan(tmp_path: Path
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
         await _settle(pilot, app)
-        await _select(pilot, app, "shop")
-        await pilot.press("2")
-        await pilot.pause()
-        screen = app.screen
-        generated = str(screen.query_one("#diff", Static).render())
-        await pilot.press("e")
-        area = screen.query_one("#decision", TextArea)
-        area.move_cursor(area.document.end)
-        await pilot.press("x")
-        await pilot.pause()
-        assert str(screen.query_one("#diff", Static).render()) != generated
+        screen = await _open(pilot, app, "shop", "2")
+        generated = _diff(screen)
+        await _type_in_decision(pilot, screen, "x")
+        assert _diff(screen) != generated
         await pilot.press("backspace")
         await pilot.pause()
-        assert str(screen.query_one("#diff", Static).render()) == generated
+        assert _diff(screen) == generated
 
 
 async def test_own_words_answer(tmp_path: Path) -> None:

@@ -25,7 +25,13 @@ from hitl_tui.config import Config
 from hitl_tui.inbox import Delta, Inbox, default_workers, key_of
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
 from hitl_tui.textio import printable
-from hitl_tui.tui.screens import HelpScreen, HistoryScreen, PreviewScreen, TextAnswerScreen
+from hitl_tui.tui.screens import (
+    HelpScreen,
+    HistoryScreen,
+    Preview,
+    PreviewScreen,
+    TextAnswerScreen,
+)
 from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader
 
 
@@ -365,11 +371,12 @@ class HitlApp(App[int]):
 
         what = answer.choice.label() if answer.choice else "your own words"
         title = f"Answer {block.id} with {what}"
+        preview = Preview(plan, title, editable, replan)
         if self._preview_screen is None:
-            self._preview_screen = PreviewScreen(plan, editable, replan, title)
+            self._preview_screen = PreviewScreen(preview)
             self.install_screen(self._preview_screen, "preview")
         else:
-            self._preview_screen.load(plan, editable, replan, title)
+            self._preview_screen.load(preview)
         self.push_screen("preview", self._confirmed)
 
     def _confirmed(self, plan: Plan | None) -> None:

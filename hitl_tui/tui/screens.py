@@ -6,6 +6,7 @@ Each is a `ModalScreen[T]` that ends in `dismiss(value)`; the app decides what t
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
@@ -39,6 +40,17 @@ def diff_text(diff: str) -> Text:
     return text
 
 
+@dataclass(frozen=True)
+class Preview:
+    """What a preview shows: a plan under a title and, when its source has one, the decision
+    text the operator may edit, with `replan` to plan the answer again from the edited text."""
+
+    plan: Plan
+    title: str
+    editable: str | None = None
+    replan: Callable[[str], Plan] | None = None
+
+
 class PreviewScreen(ModalScreen[Plan | None]):
     """The exact diff of every file the answer changes. Enter or y applies, Escape goes back.
 
@@ -68,29 +80,17 @@ class PreviewScreen(ModalScreen[Plan | None]):
         Binding("e", "edit", "Edit decision"),
     ]
 
-    def __init__(
-        self,
-        plan: Plan,
-        editable: str | None,
-        replan: Callable[[str], Plan] | None,
-        title: str,
-    ) -> None:
+    def __init__(self, preview: Preview) -> None:
         super().__init__()
-        self.load(plan, editable, replan, title)
+        self.load(preview)
 
-    def load(
-        self,
-        plan: Plan,
-        editable: str | None,
-        replan: Callable[[str], Plan] | None,
-        title: str,
-    ) -> None:
-        """Show `plan` (the decision text `editable` in the box, when the source has one)."""
-        self.plan = plan
-        self.planned = plan  # for the decision text as generated
-        self.editable = editable
-        self.replan = replan
-        self.title_text = title
+    def load(self, preview: Preview) -> None:
+        """Show `preview`: its plan, and its decision text in the box when it has one."""
+        self.plan = preview.plan
+        self.planned = preview.plan  # for the decision text as generated
+        self.editable = preview.editable
+        self.replan = preview.replan
+        self.title_text = preview.title
         self.error: str | None = None
         if self.is_mounted:
             self._fill()
