@@ -434,7 +434,9 @@ def main() -> int:
             )
         small = tmp / "small"
         small.mkdir()
-        build_fleet(small, 20, 10, git_dirs=2, nm_dirs=2)
+        # The same mix as the big fleet (a BLOCKED.md, then task files, in the same order), so
+        # that the two figures differ in the number of blocks, not in what the panes show.
+        build_fleet(small, 4, 10, git_dirs=2, nm_dirs=2)
         small_app = asyncio.run(app_measurements(small, 3, [small / "repo-0001"]))
         base_move = statistics.median(small_app["move"])
         base_open = statistics.median(small_app["open"])
