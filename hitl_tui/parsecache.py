@@ -13,100 +13,200 @@ Why a cached Block is the Block a parse would give:
   stored only when the file was last changed more than RACY_NS before its parse began (git's
   rule for racily clean index entries), and only when its signature did not move during the parse.
 - Only files that their source parses from their own bytes alone are cached (`Source.cacheable`):
-  regular files, not symlinks, not a layout file that other files depend on.
-- Entries carry a stamp of hitl's own code: another version, or an edited checkout, starts empty.
+  regular files, not symlinks, not a layout file that other files depend on. And only what a
+  successful read gave: a file that could not be read (EIO, EACCES) may be readable next time
+  with the same signature, so such a block is never stored.
+- Entries carry a stamp of hitl's own code and of PyYAML: another version starts empty.
 
 And why a stale entry still could not corrupt a repository: every answer reads the files again
 and compares their fingerprints with the Block's before it writes anything.
 
-On disk: one folder per workspace under the state folder, holding SHARDS pickle files, one per
-group of repositories, so that an answer rewrites a sixteenth of the cache. The files are loaded
-by an unpickler that admits only builtins, paths and date types: a corrupt or planted file
-reads as an empty cache (or a miss), never as code. Writes are a temp file and a rename; a
-cache lost in a crash is rebuilt by the next scan.
+On disk: one folder per workspace under the state folder, holding SHARDS JSON files, one per
+group of repositories, so that an answer rewrites a sixteenth of the cache. JSON, not pickle: a
+corrupt or planted file can hold nothing but data, its nesting is bounded by the decoder, and
+every field is type-checked before it becomes a Block (anything else is a miss, parsed afresh).
+Only a regular file of ours, not writable by others, under MAX_SHARD_BYTES, is read at all.
+Writes are a temp file and a rename; a cache lost in a crash is rebuilt by the next scan.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
 import functools
 import hashlib
-import io
+import json
 import os
-import pickle
 import stat
 import sys
+import tempfile
 import threading
 import time
 import zlib
+from datetime import date, datetime
 from pathlib import Path
+
+import yaml
 
 from hitl_tui import __version__
 from hitl_tui.model import Block, Choice, Section
 
-FORMAT = 1
+FORMAT = 2
 SHARDS = 16
 #: A file changed this recently before its parse may change again without a new signature.
 RACY_NS = 2_000_000_000
 #: Workspace folders nobody has used for this long are removed when another is saved.
 STALE_SECONDS = 30 * 24 * 3600
+#: A shard larger than this is not ours (5,000 blocks make about 5 MB in all).
+MAX_SHARD_BYTES = 256 << 20
 
 Sig = tuple[int, int, int, int, int]
 #: (source name, file path) -> (signature, label, the block's fields or None)
 EntryKey = tuple[str, str]
-Entry = tuple[Sig, str, tuple | None]
+Entry = tuple[Sig, str, list | None]
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(Block))
-_REPO, _PATH = _FIELDS.index("repo"), _FIELDS.index("path")
-_CHOICES, _EXTRA = _FIELDS.index("choices"), _FIELDS.index("extra")
+_INDEX = {name: i for i, name in enumerate(_FIELDS)}
+_STR = tuple(_INDEX[n] for n in ("id", "source", "state", "question", "context", "fingerprint"))
+_STR += (_INDEX["raw"],)
+_OPTIONAL_STR = tuple(_INDEX[n] for n in ("category", "title"))
+_STR_LISTS = tuple(_INDEX[n] for n in ("attempted", "problems", "questions"))
 
 
-def freeze(block: Block) -> tuple:
-    """A Block's fields as plain data (no classes of ours, no paths): quick to (un)pickle."""
+class Uncacheable(Exception):
+    """A value the cache cannot store exactly (the block is parsed afresh each time instead)."""
+
+
+def freeze(block: Block) -> list:
+    """A Block's fields as plain data, its `meta` as it is (encoded for JSON when saved, decoded
+    when loaded). Raises Uncacheable for a value the file could not carry exactly."""
     state = [getattr(block, name) for name in _FIELDS]
-    state[_REPO] = state[_PATH] = None
-    state[_CHOICES] = tuple((c.key, c.option, c.consequence, c.needs_text) for c in block.choices)
-    state[_EXTRA] = tuple((s.title, s.body) for s in block.extra)
-    return tuple(state)
+    state[_INDEX["repo"]] = state[_INDEX["path"]] = None
+    for i in _STR_LISTS:
+        state[i] = list(state[i])
+    state[_INDEX["choices"]] = [
+        [c.key, c.option, c.consequence, c.needs_text] for c in block.choices
+    ]
+    state[_INDEX["extra"]] = [[s.title, s.body] for s in block.extra]
+    state[_INDEX["since"]] = block.since.isoformat()
+    _encode(block.meta)  # kept as it is until saved; fail now if it could not be
+    return state
 
 
-def thaw(state: tuple, repo: Path, path: Path) -> Block:
-    """The Block `freeze` took apart, for the file `path` in `repo`."""
-    block = object.__new__(Block)
-    put = object.__setattr__
-    for name, value in zip(_FIELDS, state, strict=True):
-        put(block, name, value)
-    put(block, "repo", repo)
-    put(block, "path", path)
-    put(block, "choices", tuple(Choice(*c) for c in state[_CHOICES]))
-    put(block, "extra", tuple(Section(*s) for s in state[_EXTRA]))
-    return block
+def _row(key: EntryKey, entry: Entry) -> list:
+    """An entry as written to disk: the block's facts for the planner encoded for JSON."""
+    (source, name), (sig, label, state) = key, entry
+    if state is not None:
+        state = list(state)
+        state[_INDEX["meta"]] = _encode(state[_INDEX["meta"]])
+    return [source, name, list(sig), label, state]
 
 
-#: What a cache file may name besides builtins: the types a task's YAML header can hold.
-_ALLOWED = {
-    ("pathlib", "PosixPath"),
-    ("pathlib", "WindowsPath"),
-    ("datetime", "datetime"),
-    ("datetime", "date"),
-    ("datetime", "time"),
-    ("datetime", "timedelta"),
-    ("datetime", "timezone"),
-}
+def thaw(state: object, repo: Path, path: Path) -> Block:
+    """The Block `freeze` took apart, for `path` in `repo`; ValueError if it is not that."""
+    if not isinstance(state, list) or len(state) != len(_FIELDS):
+        raise ValueError("not a block")
+    for i in _STR:
+        if type(state[i]) is not str:
+            raise ValueError(_FIELDS[i])
+    for i in _OPTIONAL_STR:
+        if state[i] is not None and type(state[i]) is not str:
+            raise ValueError(_FIELDS[i])
+    fields = dict(zip(_FIELDS, state, strict=True))
+    for i in _STR_LISTS:
+        items = state[i]
+        if not isinstance(items, list) or not all(type(x) is str for x in items):
+            raise ValueError(_FIELDS[i])
+        fields[_FIELDS[i]] = tuple(items)
+    choices = []
+    for c in state[_INDEX["choices"]]:
+        if not (isinstance(c, list) and len(c) == 4 and type(c[0]) is str and type(c[1]) is str):
+            raise ValueError("choices")
+        if (c[2] is not None and type(c[2]) is not str) or type(c[3]) is not bool:
+            raise ValueError("choices")
+        choices.append(Choice(*c))
+    extra = []
+    for x in state[_INDEX["extra"]]:
+        if not (isinstance(x, list) and len(x) == 2 and all(type(v) is str for v in x)):
+            raise ValueError("extra")
+        extra.append(Section(*x))
+    since = state[_INDEX["since"]]
+    when = datetime.fromisoformat(since) if type(since) is str else None
+    if when is None or when.tzinfo is None:
+        raise ValueError("since")
+    if type(state[_INDEX["truncated"]]) is not bool or not isinstance(fields["meta"], dict):
+        raise ValueError("truncated or meta")
+    fields.update(repo=repo, path=path, choices=tuple(choices), extra=tuple(extra), since=when)
+    return Block(**fields)
 
 
-class _Unpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str):
-        if (module, name) not in _ALLOWED:
-            raise pickle.UnpicklingError(f"{module}.{name} has no place in a parse cache")
-        return super().find_class(module, name)
+# -- values JSON has no word for ---------------------------------------------------------------
+#
+# A task's YAML header may hold dates, sets, bytes and keys that are not strings; the planner's
+# facts hold tuples. Each is written as {"$": kind, "v": ...} and read back exactly.
+
+
+def _encode(value: object) -> object:
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if type(value) is list:
+        return [_encode(v) for v in value]
+    if type(value) is tuple:
+        return {"$": "tuple", "v": [_encode(v) for v in value]}
+    if type(value) is dict:
+        if all(type(k) is str for k in value) and "$" not in value:
+            return {k: _encode(v) for k, v in value.items()}
+        return {"$": "dict", "v": [[_encode(k), _encode(v)] for k, v in value.items()]}
+    if type(value) is datetime:
+        return {"$": "datetime", "v": value.isoformat()}
+    if type(value) is date:
+        return {"$": "date", "v": value.isoformat()}
+    if type(value) in (set, frozenset):
+        return {"$": type(value).__name__, "v": [_encode(v) for v in value]}
+    if type(value) is bytes:
+        return {"$": "bytes", "v": base64.b64encode(value).decode("ascii")}
+    raise Uncacheable(type(value).__name__)
+
+
+def _decoded(obj: dict) -> object:
+    """json.loads' object_hook: a tagged value back to its type (raises on anything odd)."""
+    kind = obj.get("$")
+    if kind is None:
+        return obj
+    v = obj["v"]
+    if kind == "tuple":
+        return tuple(v)
+    if kind == "dict":
+        return {_hashable(k): val for k, val in v}
+    if kind == "datetime":
+        return datetime.fromisoformat(v)
+    if kind == "date":
+        return date.fromisoformat(v)
+    if kind == "set":
+        return {_hashable(x) for x in v}
+    if kind == "frozenset":
+        return frozenset(_hashable(x) for x in v)
+    if kind == "bytes":
+        return base64.b64decode(v.encode("ascii"), validate=True)
+    raise ValueError(f"unknown tag {kind!r}")
+
+
+def _hashable(key: object) -> object:
+    # Keys come from YAML scalars. A tuple key (only a planted file has one) could nest deep
+    # enough for hash() to overflow the C stack: refuse all of them.
+    if type(key) in (str, int, float, bool, date, datetime, bytes) or key is None:
+        return key
+    raise ValueError("a key that is not a scalar")
 
 
 @functools.cache
 def code_stamp() -> str:
-    """hitl's version, the interpreter's, and the size and mtime of each of hitl's modules."""
-    digest = hashlib.sha256(f"{FORMAT} {__version__} {sys.version}".encode())
+    """What decides a parse besides the file: hitl's modules (size and mtime), its version,
+    the interpreter's and PyYAML's (with or without libyaml)."""
+    libyaml = getattr(yaml, "__with_libyaml__", False)
+    seed = f"{FORMAT} {__version__} {sys.version} yaml {yaml.__version__} {libyaml}"
+    digest = hashlib.sha256(seed.encode())
     package = Path(__file__).resolve().parent
     for folder in (package, package / "sources"):
         with contextlib.suppress(OSError):
@@ -121,20 +221,47 @@ def signature(st: os.stat_result) -> Sig:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _valid(entries: object) -> bool:
-    if not isinstance(entries, dict):
-        return False
-    for key, entry in entries.items():
-        if not (isinstance(key, tuple) and len(key) == 2 and isinstance(entry, tuple)):
-            return False
-        if len(entry) != 3 or not isinstance(entry[1], str):
-            return False
-        sig, _, state = entry
-        if not (isinstance(sig, tuple) and len(sig) == 5 and all(type(n) is int for n in sig)):
-            return False
-        if state is not None and not (isinstance(state, tuple) and len(state) == len(_FIELDS)):
-            return False
-    return True
+def _entries_of(loaded: object, stamp: str) -> dict[EntryKey, Entry] | None:
+    """The entries of a decoded shard, or None when it is not a shard of this build."""
+    if not isinstance(loaded, dict) or loaded.get("format") != FORMAT:
+        return None
+    if loaded.get("stamp") != stamp or not isinstance(loaded.get("entries"), list):
+        return None
+    entries: dict[EntryKey, Entry] = {}
+    for row in loaded["entries"]:
+        if not (isinstance(row, list) and len(row) == 5):
+            return None
+        source, name, sig, label, state = row
+        if not (type(source) is str and type(name) is str and type(label) is str):
+            return None
+        if not (isinstance(sig, list) and len(sig) == 5 and all(type(n) is int for n in sig)):
+            return None
+        if state is not None and not isinstance(state, list):
+            return None
+        entries[(source, name)] = (tuple(sig), label, state)
+    return entries
+
+
+def _read_shard(path: Path) -> bytes | None:
+    """A shard's bytes, if it is a regular file of ours that nobody else may write."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SHARD_BYTES:
+            return None
+        if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+            return None
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(MAX_SHARD_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 class ParseCache:
@@ -216,12 +343,24 @@ class ParseCache:
         except OSError:
             after = None
         changed = max(before.st_mtime_ns, before.st_ctime_ns)
-        # A block of another file or repo (never so today) would be thawed wrongly: not stored.
-        own = block is None or (block.path == path and block.repo == repo)
+        state = None
+        keep = after == sig and changed < started - RACY_NS
+        if keep and block is not None:
+            # Only what the bytes say: a failed read ("unreadable") may succeed next time
+            # without the file changing; a block of another file would be thawed wrongly.
+            keep = (
+                block.fingerprint.startswith("sha256:")
+                and block.path == path
+                and block.repo == repo
+            )
+            try:
+                state = freeze(block) if keep else None
+            except Uncacheable:
+                keep = False
         with self._lock:
             self.misses += 1
-            if after == sig and changed < started - RACY_NS and own:
-                self._entries[shard][key] = (sig, label, None if block is None else freeze(block))
+            if keep:
+                self._entries[shard][key] = (sig, label, state)
             else:
                 self._entries[shard].pop(key, None)
             self._dirty.add(shard)
@@ -258,27 +397,20 @@ class ParseCache:
 
     def _shard_path(self, shard: int) -> Path:
         assert self.folder is not None
-        return self.folder / f"shard-{shard:02d}.pickle"
+        return self.folder / f"shard-{shard:02d}.json"
 
     def _load(self) -> None:
         stamp = code_stamp()
         for shard in range(SHARDS):
-            try:
-                data = self._shard_path(shard).read_bytes()
-            except OSError:
+            data = _read_shard(self._shard_path(shard))
+            if data is None:
                 continue
             try:
-                loaded = _Unpickler(io.BytesIO(data)).load()
-            except Exception:  # corrupt, truncated, planted: an empty shard
+                entries = _entries_of(json.loads(data, object_hook=_decoded), stamp)
+            except Exception:  # corrupt, truncated, nested too deep, planted: an empty shard
                 continue
-            if (
-                isinstance(loaded, tuple)
-                and len(loaded) == 3
-                and loaded[0] == FORMAT
-                and loaded[1] == stamp
-                and _valid(loaded[2])
-            ):
-                self._entries[shard] = loaded[2]
+            if entries is not None:
+                self._entries[shard] = entries
 
     def save(self) -> None:
         """Write the shards that changed. Never raises: a cache that cannot be saved is rebuilt."""
@@ -287,7 +419,7 @@ class ParseCache:
         with self._lock:
             if self._previous is not None:
                 return  # mid-scan: the scan's end decides what changed
-            dirty = {shard: dict(self._entries[shard]) for shard in self._dirty}
+            dirty = {shard: list(self._entries[shard].items()) for shard in self._dirty}
             self._dirty.clear()
         if not dirty:
             return
@@ -297,32 +429,23 @@ class ParseCache:
             return
         stamp = code_stamp()
         for shard, entries in dirty.items():
-            data = _dumps(stamp, entries)
-            target = self._shard_path(shard)
-            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
             try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+                rows = [_row(key, entry) for key, entry in entries]
+                data = json.dumps({"format": FORMAT, "stamp": stamp, "entries": rows}).encode()
+            except (Uncacheable, TypeError, ValueError, RecursionError):
+                continue  # freeze() checked every value it kept; this is belt and braces
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=".shard-", dir=self.folder)  # mode 0600
+            except OSError:
+                return
+            try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(data)
-                os.replace(tmp, target)
+                os.replace(tmp, self._shard_path(shard))
             except OSError:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
         _remove_stale_siblings(self.folder)
-
-
-def _dumps(stamp: str, entries: dict[EntryKey, Entry]) -> bytes:
-    try:
-        return pickle.dumps((FORMAT, stamp, entries), protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:  # one block holds something unpicklable (an odd YAML value): skip it
-        kept = {}
-        for key, entry in entries.items():
-            try:
-                pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception:
-                continue
-            kept[key] = entry
-        return pickle.dumps((FORMAT, stamp, kept), protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _remove_stale_siblings(folder: Path) -> None:

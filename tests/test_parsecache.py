@@ -7,9 +7,10 @@ the rule itself with its real value.
 
 from __future__ import annotations
 
+import errno
 import json
+import math
 import os
-import pickle
 import shutil
 import subprocess
 import sys
@@ -184,48 +185,128 @@ def test_another_version_of_hitl_starts_empty(fleet: Path, monkeypatch) -> None:
 def _shards(root: Path) -> list[Path]:
     cache = ParseCache.for_workspace((root,))
     assert cache.folder is not None
-    return sorted(cache.folder.glob("shard-*.pickle"))
+    return sorted(cache.folder.glob("shard-*.json"))
 
 
-def test_corrupt_or_planted_cache_files_read_as_empty(fleet: Path, tmp_path: Path) -> None:
+def _rewrite_rows(root: Path, change) -> None:
+    """Apply `change(row)` to every entry row of every shard (a row: source, path, sig,
+    label, the block's fields or None) and write the shards back as they were found."""
+    for shard in _shards(root):
+        data = json.loads(shard.read_bytes())
+        data["entries"] = [change(row) for row in data["entries"]]
+        shard.write_text(json.dumps(data))
+        shard.chmod(0o600)
+
+
+def test_corrupt_or_planted_cache_files_read_as_empty(fleet: Path) -> None:
     expected = cold_listing(fleet)
     Inbox.open([fleet], cached=True)
-    shards = _shards(fleet)
-    assert shards
-    marker = tmp_path / "pwned"
+    folder = ParseCache.for_workspace((fleet,)).folder
+    assert folder is not None and _shards(fleet)
+    deep = "[" * 200_000 + "]" * 200_000
+    stamp = parsecache.code_stamp()
+    # A tuple used as a key, nested deep enough to overflow the C stack if it were hashed.
+    nested: object = 1
+    for _ in range(100):
+        nested = {"$": "tuple", "v": [nested]}
+    tuple_key = {"$": "dict", "v": [[nested, 1]]}
+    row = ["x", "y", [1] * 5, "z", [tuple_key]]
+    planted = {"format": parsecache.FORMAT, "stamp": stamp, "entries": [row]}
 
-    class Evil:
-        def __reduce__(self):
-            return (os.system, (f"touch {marker}",))
+    def fifo(path: Path) -> None:
+        os.mkfifo(path)  # would block a plain open: opened non-blocking, and not a file
 
-    shards[0].write_bytes(b"\x80\x05garbage")
-    shards[1].write_bytes(b"")
-    for shard in shards[2:]:
-        shard.write_bytes(pickle.dumps((parsecache.FORMAT, parsecache.code_stamp(), Evil())))
+    def zeros(path: Path) -> None:
+        path.symlink_to("/dev/zero")  # would never end: not followed
+
+    def shared(path: Path) -> None:
+        path.write_text(json.dumps(planted))
+        path.chmod(0o666)  # writable by anyone: not trusted
+
+    plants = [
+        lambda p: p.write_bytes(b"\x80\x05garbage"),
+        lambda p: p.write_bytes(b""),
+        lambda p: p.write_text(deep),
+        lambda p: p.write_text(json.dumps(planted)),
+        zeros,
+        fifo,
+        shared,
+    ]
+    for n in range(parsecache.SHARDS):
+        shard = folder / f"shard-{n:02d}.json"
+        shard.unlink(missing_ok=True)
+        plants[n % len(plants)](shard)
     inbox = Inbox.open([fleet], cached=True)
-    assert not marker.exists()
     assert listing(inbox) == expected
     assert inbox.cache is not None and inbox.cache.hits == 0
 
 
 def test_entries_that_are_not_what_freeze_wrote_are_parsed_again(fleet: Path) -> None:
     Inbox.open([fleet], cached=True)
-    for shard in _shards(fleet):
-        fmt, stamp, entries = pickle.loads(shard.read_bytes())
-        broken = {}
-        for key, (sig, label, state) in entries.items():
-            if state is not None:  # a choice with six fields: not what freeze wrote
-                fields = list(state)
-                fields[parsecache._CHOICES] = ((1, 2, 3, 4, 5, 6),)
-                state = tuple(fields)
-            broken[key] = (sig, label, state)
-        shard.write_bytes(pickle.dumps((fmt, stamp, broken)))
+    since = parsecache._INDEX["since"]
+    bad = [
+        ("choices", [[1, 2, 3, 4, 5, 6]]),
+        ("since", "2020-01-01T00:00:00"),  # no timezone: would not sort with the others
+        ("attempted", "not a list"),
+        ("meta", [1, 2]),
+        ("truncated", 0),
+    ]
+
+    def spoil(row):
+        if row[4] is not None:
+            field, value = bad[hash(row[1]) % len(bad)]
+            row[4][parsecache._INDEX[field]] = value
+        return row
+
+    _rewrite_rows(fleet, spoil)
     again = Inbox.open([fleet], cached=True)
     assert listing(again) == cold_listing(fleet)
+    assert all(b.since.tzinfo is not None for b in again.blocks.values())
+    assert since is not None
     # Every file that held a block was parsed again (those without one still hit).
     assert again.cache is not None and again.cache.misses == sum(
         1 for b in again.blocks.values() if b.path.name != "project.md"
     )
+
+
+def test_a_failed_read_is_not_cached(fleet: Path, monkeypatch) -> None:
+    """EIO today (a network file system), readable tomorrow with the very same stat."""
+    path = fleet / "loop-0" / "BLOCKED.md"
+    read_file = fsio.read_file
+
+    def failing(file, *args, **kwargs):
+        if file == path:
+            raise OSError(errno.EIO, "Input/output error")
+        return read_file(file, *args, **kwargs)
+
+    monkeypatch.setattr(fsio, "read_file", failing)
+    assert Inbox.open([fleet], cached=True).resolve(str(path)).fingerprint == "unreadable"
+    monkeypatch.setattr(fsio, "read_file", read_file)
+    assert Inbox.open([fleet], cached=True).resolve(str(path)).question == "Ship loop 0?"
+
+
+def test_yaml_values_come_back_exactly(fleet: Path) -> None:
+    """A header's dates, sets, bytes, non-string keys and NaN survive the file."""
+    task = fleet / "tasks-0" / ".agenticloop" / "tasks" / "T-009.md"
+    task.write_text(
+        TASK.format(n=9, status="blocked").replace(
+            "when: 2026-11-20\n",
+            "when: 2026-11-20\nat: 2026-11-20T10:00:00Z\ntags: !!set {a, b}\n"
+            "blob: !!binary aGVsbG8=\nodd: {1: one, true: yes, null: nothing}\n"
+            "nan: .nan\nbig: 123456789012345678901234567890\nnested: [[1, [2, [3]]]]\n"
+            "$: dollar\n",
+        )
+    )
+    first = Inbox.open([fleet], cached=True)
+    fresh = first.resolve(str(task))
+    warm = Inbox.open([fleet], cached=True)
+    assert warm.cache is not None and warm.cache.misses == 0
+    cached = warm.resolve(str(task))
+    assert cached == fresh
+    header, again = fresh.meta["header"], cached.meta["header"]
+    assert again.pop("nan") != again.get("nan") and math.isnan(header.pop("nan"))
+    assert again == header and cached.meta["defaults"] == fresh.meta["defaults"]
+    assert {k: type(v) for k, v in again.items()} == {k: type(v) for k, v in header.items()}
 
 
 def test_a_stale_entry_cannot_make_an_answer_write(fleet: Path, monkeypatch) -> None:
@@ -233,14 +314,13 @@ def test_a_stale_entry_cannot_make_an_answer_write(fleet: Path, monkeypatch) -> 
     path = fleet / "loop-0" / "BLOCKED.md"
     prompt = fleet / "loop-0" / "PROMPT.md"
     Inbox.open([fleet], cached=True)
-    for shard in _shards(fleet):
-        fmt, stamp, entries = pickle.loads(shard.read_bytes())
-        for key, (sig, label, state) in list(entries.items()):
-            if key[1] == str(path):
-                fields = list(state)
-                fields[parsecache._FIELDS.index("fingerprint")] = "sha256:" + "0" * 64
-                entries[key] = (sig, label, tuple(fields))
-        shard.write_bytes(pickle.dumps((fmt, stamp, entries)))
+
+    def forge(row):
+        if row[1] == str(path):
+            row[4][parsecache._INDEX["fingerprint"]] = "sha256:" + "0" * 64
+        return row
+
+    _rewrite_rows(fleet, forge)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     before = path.read_bytes()
     run = subprocess.run(

@@ -179,6 +179,23 @@ async def test_the_preview_screen_is_reused_with_nothing_left_from_before(tmp_pa
     assert after == shop_before
 
 
+async def test_undo_in_a_reused_preview_cannot_replay_an_abandoned_edit(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        screen = await _open(pilot, app, "shop", "3")
+        generated = _diff(screen)
+        await _type_in_decision(pilot, screen, "Z", "backspace")  # back to the same text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert await _open(pilot, app, "shop", "3") is screen
+        await pilot.press("e", "ctrl+z")
+        await pilot.pause()
+        area = screen.query_one("#decision", TextArea)
+        assert "Z" not in area.text and _diff(screen) == generated
+
+
 async def test_an_edit_undone_by_hand_previews_the_generated_plan(tmp_path: Path) -> None:
     root = demo_workspace(tmp_path)
     app = make_app([root])

@@ -121,8 +121,9 @@ class PreviewScreen(ModalScreen[Plan | None]):
         self.query_one("#preview-error", Static).update("")
         area = self.query_one("#decision", TextArea)
         area.display = self.editable is not None
-        if self.editable is not None and area.text != self.editable:
-            area.load_text(self.editable)
+        # Always: load_text also forgets the last preview's undo history and cursor, which
+        # would otherwise replay an abandoned edit into this plan (ctrl+z).
+        area.load_text(self.editable or "")
         self.query_one("#apply", Button).focus()
 
     def action_edit(self) -> None:
