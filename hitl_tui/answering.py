@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 from hitl_tui.inbox import Inbox
 from hitl_tui.model import Answer, Block, HitlError, Plan
 from hitl_tui.sources.base import Source
@@ -20,7 +23,26 @@ def plan_answer(inbox: Inbox, block: Block, answer: Answer) -> Plan:
         from hitl_tui.sources import github
 
         return github.plan(block, answer)
-    return source_for(inbox, block).plan(block, answer)
+    source = source_for(inbox, block)
+    return source.plan(as_on_disk(source, block), answer)
+
+
+def as_on_disk(source: Source, block: Block) -> Block:
+    """`block` parsed again from its file, when the file still holds the same bytes.
+
+    What an answer writes must follow from the bytes it replaces, never from a Block that came
+    out of the parse cache (or out of a long-open app). If the file changed, `block` is returned
+    as it is, and the planner's own fingerprint check refuses it (StaleError).
+    """
+    if not isinstance(block.path, Path) or not isinstance(block.repo, Path):
+        return block
+    try:
+        fresh = source.parse(block.repo, block.path, block.id)
+    except HitlError:
+        return block
+    if fresh is None or fresh.fingerprint != block.fingerprint:
+        return block
+    return replace(fresh, id=block.id)
 
 
 def apply_answer(inbox: Inbox, plan: Plan) -> list[str]:

@@ -18,8 +18,9 @@ Why a cached Block is the Block a parse would give:
   with the same signature, so such a block is never stored.
 - Entries carry a stamp of hitl's own code and of PyYAML: another version starts empty.
 
-And why a stale entry still could not corrupt a repository: every answer reads the files again
-and compares their fingerprints with the Block's before it writes anything.
+And why even a wrong entry could not change what is written: every answer parses the block file
+again and plans from the bytes it replaces (`answering.as_on_disk`), then compares fingerprints
+once more under the lock before it writes anything.
 
 On disk: one folder per workspace under the state folder, holding SHARDS JSON files, one per
 group of repositories, so that an answer rewrites a sixteenth of the cache. JSON, not pickle: a
@@ -38,6 +39,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -58,8 +60,16 @@ SHARDS = 16
 RACY_NS = 2_000_000_000
 #: Workspace folders nobody has used for this long are removed when another is saved.
 STALE_SECONDS = 30 * 24 * 3600
-#: A shard larger than this is not ours (5,000 blocks make about 5 MB in all).
-MAX_SHARD_BYTES = 256 << 20
+#: A shard larger than this is not read (5,000 blocks make about 7 MB in all, 16 shards).
+MAX_SHARD_BYTES = 32 << 20
+#: A block whose text is longer than this is parsed afresh each time, not cached (keeps the
+#: shards small; block files are a few KiB).
+MAX_CACHED_RAW = 16 << 10
+#: Python's ints hash modulo 2**61 - 1: a set of multiples of it would take quadratic time to
+#: build. Keys and set members beyond this are refused (no YAML header needs them).
+MAX_KEY_INT = (1 << 61) - 2
+#: json refuses to write ints of more than 4,300 digits.
+MAX_INT_BITS = 14_000
 
 Sig = tuple[int, int, int, int, int]
 #: (source name, file path) -> (signature, label, the block's fields or None)
@@ -148,6 +158,8 @@ def thaw(state: object, repo: Path, path: Path) -> Block:
 
 
 def _encode(value: object) -> object:
+    if type(value) is int and value.bit_length() > MAX_INT_BITS:
+        raise Uncacheable("an int too long for JSON")
     if value is None or type(value) in (bool, int, float, str):
         return value
     if type(value) is list:
@@ -157,13 +169,13 @@ def _encode(value: object) -> object:
     if type(value) is dict:
         if all(type(k) is str for k in value) and "$" not in value:
             return {k: _encode(v) for k, v in value.items()}
-        return {"$": "dict", "v": [[_encode(k), _encode(v)] for k, v in value.items()]}
+        return {"$": "dict", "v": [[_encode(_key(k)), _encode(v)] for k, v in value.items()]}
     if type(value) is datetime:
         return {"$": "datetime", "v": value.isoformat()}
     if type(value) is date:
         return {"$": "date", "v": value.isoformat()}
     if type(value) in (set, frozenset):
-        return {"$": type(value).__name__, "v": [_encode(v) for v in value]}
+        return {"$": type(value).__name__, "v": [_encode(_key(v)) for v in value]}
     if type(value) is bytes:
         return {"$": "bytes", "v": base64.b64encode(value).decode("ascii")}
     raise Uncacheable(type(value).__name__)
@@ -193,11 +205,22 @@ def _decoded(obj: dict) -> object:
 
 
 def _hashable(key: object) -> object:
-    # Keys come from YAML scalars. A tuple key (only a planted file has one) could nest deep
-    # enough for hash() to overflow the C stack: refuse all of them.
+    """A dict key or set member read back. Only scalars, and no int whose hash a planted file
+    could make collide with thousands of others (see MAX_KEY_INT); a tuple key nested deep
+    enough would overflow the C stack when hashed."""
+    if type(key) is int and abs(key) > MAX_KEY_INT:
+        raise ValueError("an int key out of range")
     if type(key) in (str, int, float, bool, date, datetime, bytes) or key is None:
         return key
     raise ValueError("a key that is not a scalar")
+
+
+def _key(key: object) -> object:
+    """_hashable, for writing: a key the reader would refuse is not cached at all."""
+    try:
+        return _hashable(key)
+    except ValueError:
+        raise Uncacheable("a key the cache does not keep") from None
 
 
 @functools.cache
@@ -283,7 +306,7 @@ class ParseCache:
         if folder is not None:
             self._load()
             with contextlib.suppress(OSError):
-                os.utime(folder)  # in use: not stale (see _remove_stale_siblings)
+                os.utime(folder)  # in use: not stale (see _sweep)
 
     @classmethod
     def for_workspace(cls, paths: tuple[Path, ...] | list[Path]) -> ParseCache:
@@ -350,6 +373,7 @@ class ParseCache:
             # without the file changing; a block of another file would be thawed wrongly.
             keep = (
                 block.fingerprint.startswith("sha256:")
+                and len(block.raw) <= MAX_CACHED_RAW
                 and block.path == path
                 and block.repo == repo
             )
@@ -426,18 +450,23 @@ class ParseCache:
         try:
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         except OSError:
-            return
+            return self._redo(dirty)
         stamp = code_stamp()
         for shard, entries in dirty.items():
+            rows = []
+            for key, entry in entries:
+                try:
+                    rows.append(_row(key, entry))
+                except (Uncacheable, RecursionError):
+                    continue  # freeze() checked what it kept; an entry that fails is left out
             try:
-                rows = [_row(key, entry) for key, entry in entries]
                 data = json.dumps({"format": FORMAT, "stamp": stamp, "entries": rows}).encode()
-            except (Uncacheable, TypeError, ValueError, RecursionError):
-                continue  # freeze() checked every value it kept; this is belt and braces
+            except (TypeError, ValueError, RecursionError):
+                continue  # _row() encoded every value; this is belt and braces
             try:
-                fd, tmp = tempfile.mkstemp(prefix=".shard-", dir=self.folder)  # mode 0600
+                fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=self.folder)  # mode 0600
             except OSError:
-                return
+                return self._redo(dirty)
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(data)
@@ -445,19 +474,44 @@ class ParseCache:
             except OSError:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
-        _remove_stale_siblings(self.folder)
+                self._redo({shard: entries})
+        _sweep(self.folder)
+
+    def _redo(self, shards: dict) -> None:
+        """Shards that could not be written: try again at the next save."""
+        with self._lock:
+            self._dirty.update(shards)
 
 
-def _remove_stale_siblings(folder: Path) -> None:
-    """Drop caches of workspaces not opened for STALE_SECONDS (their shards were saved then)."""
-    cutoff = time.time() - STALE_SECONDS
+TEMP_PREFIX = ".shard-"
+_SHARD_NAME = re.compile(r"shard-\d\d\.json|\.shard-.+")
+_WORKSPACE_NAME = re.compile(r"[0-9a-f]{16}")
+
+
+def _sweep(folder: Path) -> None:
+    """Temp files a killed save left here (an hour old), and the caches of workspaces nobody
+    has opened for STALE_SECONDS. Only names this module writes are ever removed."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if (
+                entry.name.startswith(TEMP_PREFIX)
+                and entry.is_file(follow_symlinks=False)
+                and entry.stat(follow_symlinks=False).st_mtime < now - 3600
+            ):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
     with contextlib.suppress(OSError):
         for entry in os.scandir(folder.parent):
-            if entry.path == os.fspath(folder) or not entry.is_dir(follow_symlinks=False):
+            if entry.path == os.fspath(folder) or not _WORKSPACE_NAME.fullmatch(entry.name):
                 continue
-            if entry.stat(follow_symlinks=False).st_mtime < cutoff:
-                for shard in os.scandir(entry.path):
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            if entry.stat(follow_symlinks=False).st_mtime >= now - STALE_SECONDS:
+                continue
+            for shard in os.scandir(entry.path):
+                if _SHARD_NAME.fullmatch(shard.name):
                     with contextlib.suppress(OSError):
                         os.unlink(shard.path)
-                with contextlib.suppress(OSError):
-                    os.rmdir(entry.path)
+            with contextlib.suppress(OSError):
+                os.rmdir(entry.path)  # only if nothing else was in it

@@ -241,6 +241,61 @@ def test_corrupt_or_planted_cache_files_read_as_empty(fleet: Path) -> None:
     assert inbox.cache is not None and inbox.cache.hits == 0
 
 
+def test_a_shard_of_colliding_int_keys_is_refused_at_once(fleet: Path) -> None:
+    """Python hashes ints modulo 2**61 - 1: a set of 60,000 of its multiples would take minutes
+    to build. The first such member makes the shard unreadable instead."""
+    folder = ParseCache.for_workspace((fleet,)).folder
+    assert folder is not None
+    folder.mkdir(parents=True)
+    members = [k * ((1 << 61) - 1) for k in range(1, 60_001)]
+    planted = {"format": parsecache.FORMAT, "stamp": parsecache.code_stamp(), "entries": []}
+    planted["x"] = {"$": "set", "v": members}
+    shard = folder / "shard-00.json"
+    shard.write_text(json.dumps(planted))
+    shard.chmod(0o600)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    run = subprocess.run(
+        [sys.executable, "-m", "hitl_tui", "list", "--json", str(fleet)],
+        capture_output=True,
+        env=env,
+        timeout=20,
+    )
+    assert run.returncode == 0 and json.loads(run.stdout) == cold_listing(fleet)
+
+
+def test_a_value_json_cannot_hold_leaves_the_rest_of_its_shard_cached(fleet: Path) -> None:
+    """A header int of 4,000 hex digits parses, but json writes no int that long."""
+    tasks = fleet / "tasks-1" / ".agenticloop" / "tasks"
+    huge = tasks / "T-009.md"
+    huge.write_text(
+        TASK.format(n=9, status="blocked").replace("when:", f"n: 0x{'f' * 4000}\nwhen:")
+    )
+    first = Inbox.open([fleet], cached=True)
+    assert first.resolve(str(huge)).meta["header"]["n"] > 1 << 15000
+    again = Inbox.open([fleet], cached=True)
+    assert again.cache is not None and again.cache.misses == 1  # that one task, parsed again
+    assert listing(again) == listing(first)
+
+
+def test_housekeeping_removes_only_what_the_cache_wrote(fleet: Path, tmp_path: Path) -> None:
+    Inbox.open([fleet], cached=True)
+    own = ParseCache.for_workspace((fleet,)).folder
+    assert own is not None
+    old = 1_600_000_000
+    leftover = own / ".shard-killed-mid-save"
+    leftover.write_text("{")
+    os.utime(leftover, (old, old))
+    idle = own.parent / "0123456789abcdef"
+    idle.mkdir()
+    (idle / "shard-03.json").write_text("{}")
+    (idle / "notes.txt").write_text("not ours")
+    os.utime(idle, (old, old))
+    (fleet / "loop-2" / "BLOCKED.md").unlink()  # something to save
+    Inbox.open([fleet], cached=True)
+    assert not leftover.exists()
+    assert not (idle / "shard-03.json").exists() and (idle / "notes.txt").exists()
+
+
 def test_entries_that_are_not_what_freeze_wrote_are_parsed_again(fleet: Path) -> None:
     Inbox.open([fleet], cached=True)
     since = parsecache._INDEX["since"]
@@ -332,6 +387,41 @@ def test_a_stale_entry_cannot_make_an_answer_write(fleet: Path, monkeypatch) -> 
     assert run.returncode == 3, run.stderr
     assert "changed since it was read" in run.stderr
     assert path.read_bytes() == before and not prompt.exists()
+
+
+def test_what_an_answer_writes_follows_the_file_not_the_cache(fleet: Path, tmp_path) -> None:
+    """A planted entry with the file's true fingerprint but other facts (A approves the change)
+    must not change a byte of what `hitl answer` writes."""
+    twin = tmp_path / "twin"
+    shutil.copytree(fleet, twin, symlinks=True)
+    task = Path(".agenticloop") / "tasks" / "T-001.md"
+    Inbox.open([fleet], cached=True)
+
+    def plant(row):
+        if row[1] == str(fleet / "tasks-0" / task):
+            meta = row[4][parsecache._INDEX["meta"]]
+            meta.update(approval_gate=True, choice_kinds={"A": "approve", "B": "keep"})
+        return row
+
+    _rewrite_rows(fleet, plant)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+
+    args = ["answer", "--choice", "A", "--note", "token set"]
+
+    def answer(root: Path, state: Path) -> bytes:
+        run = subprocess.run(
+            [sys.executable, "-m", "hitl_tui", *args, str(root / "tasks-0" / task), str(root)],
+            capture_output=True,
+            text=True,
+            env={**env, "HITL_STATE_DIR": str(state)},
+        )
+        assert run.returncode == 0, run.stderr
+        return (root / "tasks-0" / task).read_bytes()
+
+    planted = answer(fleet, Path(os.environ["HITL_STATE_DIR"]))
+    clean = answer(twin, tmp_path / "clean-state")
+    assert b"approved: true" not in planted
+    assert planted == clean
 
 
 def test_worker_processes_fill_the_cache(tmp_path: Path, monkeypatch) -> None:
