@@ -38,6 +38,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import operator
 import os
 import re
 import stat
@@ -82,6 +83,13 @@ _STR = tuple(_INDEX[n] for n in ("id", "source", "state", "question", "context",
 _STR += (_INDEX["raw"],)
 _OPTIONAL_STR = tuple(_INDEX[n] for n in ("category", "title"))
 _STR_LISTS = tuple(_INDEX[n] for n in ("attempted", "problems", "questions"))
+_LIST_NAMES = tuple(_FIELDS[i] for i in _STR_LISTS)
+_LENGTH = len(_FIELDS)
+_CHOICES, _EXTRA, _SINCE = _INDEX["choices"], _INDEX["extra"], _INDEX["since"]
+_TRUNCATED, _META = _INDEX["truncated"], _INDEX["meta"]
+_get_str = operator.itemgetter(*_STR)
+_get_optional = operator.itemgetter(*_OPTIONAL_STR)
+_get_lists = operator.itemgetter(*_STR_LISTS)
 
 
 class Uncacheable(Exception):
@@ -114,41 +122,62 @@ def _row(key: EntryKey, entry: Entry) -> list:
 
 
 def thaw(state: object, repo: Path, path: Path) -> Block:
-    """The Block `freeze` took apart, for `path` in `repo`; ValueError if it is not that."""
-    if not isinstance(state, list) or len(state) != len(_FIELDS):
+    """The Block `freeze` took apart, for `path` in `repo`; ValueError if it is not that.
+
+    Every field's type is checked (the file may have been tampered with). This runs once per
+    cached block at every start, so it is written for speed: no generators, no keyword call.
+    """
+    if type(state) is not list or len(state) != _LENGTH:
         raise ValueError("not a block")
-    for i in _STR:
-        if type(state[i]) is not str:
-            raise ValueError(_FIELDS[i])
-    for i in _OPTIONAL_STR:
-        if state[i] is not None and type(state[i]) is not str:
-            raise ValueError(_FIELDS[i])
-    fields = dict(zip(_FIELDS, state, strict=True))
-    for i in _STR_LISTS:
-        items = state[i]
-        if not isinstance(items, list) or not all(type(x) is str for x in items):
-            raise ValueError(_FIELDS[i])
-        fields[_FIELDS[i]] = tuple(items)
+    for value in _get_str(state):
+        if type(value) is not str:
+            raise ValueError("a text field")
+    for value in _get_optional(state):
+        if value is not None and type(value) is not str:
+            raise ValueError("an optional text field")
+    lists = []
+    for items in _get_lists(state):
+        if type(items) is not list:
+            raise ValueError("a list field")
+        for x in items:
+            if type(x) is not str:
+                raise ValueError("a list field")
+        lists.append(tuple(items))
     choices = []
-    for c in state[_INDEX["choices"]]:
-        if not (isinstance(c, list) and len(c) == 4 and type(c[0]) is str and type(c[1]) is str):
+    for c in state[_CHOICES]:
+        if type(c) is not list or len(c) != 4:
             raise ValueError("choices")
-        if (c[2] is not None and type(c[2]) is not str) or type(c[3]) is not bool:
+        key, option, consequence, needs_text = c
+        if type(key) is not str or type(option) is not str or type(needs_text) is not bool:
             raise ValueError("choices")
-        choices.append(Choice(*c))
+        if consequence is not None and type(consequence) is not str:
+            raise ValueError("choices")
+        choices.append(Choice(key, option, consequence, needs_text))
     extra = []
-    for x in state[_INDEX["extra"]]:
-        if not (isinstance(x, list) and len(x) == 2 and all(type(v) is str for v in x)):
+    for x in state[_EXTRA]:
+        if type(x) is not list or len(x) != 2 or type(x[0]) is not str or type(x[1]) is not str:
             raise ValueError("extra")
-        extra.append(Section(*x))
-    since = state[_INDEX["since"]]
-    when = datetime.fromisoformat(since) if type(since) is str else None
-    if when is None or when.tzinfo is None:
+        extra.append(Section(x[0], x[1]))
+    since = state[_SINCE]
+    if type(since) is not str:
         raise ValueError("since")
-    if type(state[_INDEX["truncated"]]) is not bool or not isinstance(fields["meta"], dict):
+    when = datetime.fromisoformat(since)
+    if when.tzinfo is None:
+        raise ValueError("since")
+    if type(state[_TRUNCATED]) is not bool or type(state[_META]) is not dict:
         raise ValueError("truncated or meta")
-    fields.update(repo=repo, path=path, choices=tuple(choices), extra=tuple(extra), since=when)
-    return Block(**fields)
+    block = object.__new__(Block)
+    put = object.__setattr__
+    for name, value in zip(_FIELDS, state, strict=True):
+        put(block, name, value)
+    put(block, "repo", repo)
+    put(block, "path", path)
+    put(block, "since", when)
+    put(block, "choices", tuple(choices))
+    put(block, "extra", tuple(extra))
+    for name, value in zip(_LIST_NAMES, lists, strict=True):
+        put(block, name, value)
+    return block
 
 
 # -- values JSON has no word for ---------------------------------------------------------------
