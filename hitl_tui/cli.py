@@ -189,8 +189,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         add_to_inbox(_config, inbox)  # one stderr line per source it could not read
     blocks = inbox.sorted_blocks()
     if args.json:
-        # One element per line, each through the C encoder (indent= would use the slow one).
-        items = ",\n".join(json.dumps(b.to_json(), ensure_ascii=False) for b in blocks)
+        # One element per line, each through the C encoder (indent= would use the slow one),
+        # with one encoder for all of them (json.dumps would build one per block).
+        encode = json.JSONEncoder(ensure_ascii=False).encode
+        items = ",\n".join(encode(b.to_json()) for b in blocks)
         sys.stdout.write(f"[\n{items}\n]\n" if blocks else "[]\n")
         return 0
     if not blocks:
