@@ -376,7 +376,15 @@ def _telegram(text: str, env: Mapping[str, str], timeout: float) -> None:
 
 def _slack(text: str, env: Mapping[str, str], timeout: float) -> None:
     webhook = _need(env, "LOOPKIT_HITL_SLACK_WEBHOOK")
-    _post(webhook, "LOOPKIT_HITL_SLACK_WEBHOOK", timeout, json={"text": text})
+    body = {"text": slack_literal(text), "mrkdwn": False}
+    _post(webhook, "LOOPKIT_HITL_SLACK_WEBHOOK", timeout, json=body)
+
+
+def slack_literal(text: str) -> str:
+    """The agent's text as Slack shows it literally: `<!channel>` would notify everyone and
+    `<https://x|label>` would disguise a link, so &, < and > are escaped (Slack's own rule);
+    `mrkdwn: false` beside it keeps *stars* and _underscores_ as typed."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _post(url: str, where: str, timeout: float, **body: object) -> None:

@@ -201,8 +201,26 @@ def test_slack_gets_the_exact_json_and_the_file_is_canonical(repo: Path, chat: F
     assert request.path == HOOK_PATH
     assert request.content_type == "application/json"
     body = json.loads(request.body)
-    assert list(body) == ["text"]
+    assert list(body) == ["text", "mrkdwn"] and body["mrkdwn"] is False
     check_message(body["text"])
+
+
+def test_slack_shows_agent_text_literally(repo: Path, chat: FakeChat) -> None:
+    """Slack reads <!channel> as "notify everyone" and <url|label> as a disguised link."""
+    env = clean_env(LOOPKIT_HITL_CHANNEL="slack", LOOPKIT_HITL_SLACK_WEBHOOK=chat.url + HOOK_PATH)
+    question = "Ping <!channel> and open <https://evil.example|the docs> & *now*?"
+    args = list(ARGS)
+    args[args.index("--question") + 1] = question
+    result = run(args, repo, env)
+    assert result.returncode == 2, result.stderr
+    [request] = chat.requests
+    text = json.loads(request.body)["text"]
+    assert (
+        "Q: Ping &lt;!channel&gt; and open &lt;https://evil.example|the docs&gt; &amp; *now*?"
+        in text
+    )
+    assert "<" not in text and ">" not in text
+    assert question in (repo / "BLOCKED.md").read_text()  # the file keeps the words as written
 
 
 def test_telegram_gets_the_token_in_the_path_and_a_form(repo: Path, chat: FakeChat) -> None:
