@@ -9,8 +9,10 @@ And, for loopkit, an answer to any such block is written and then undone byte fo
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -159,15 +161,22 @@ def test_loopkit_answer_and_undo_any_bytes(blocked: bytes, prompt: bytes, plan: 
         assert snapshot(repo) == before
 
 
-@SETTINGS
-@given(mixed(AGENTICLOOP_BITS))
-def test_agenticloop_parse_any_bytes(data: bytes):
+@contextlib.contextmanager
+def task_file(data: bytes) -> Iterator[tuple[Path, Path]]:
+    """A throwaway repo whose one task file, T-007.md, holds `data`: (repo, path)."""
     with tempfile.TemporaryDirectory() as folder:
         repo = Path(folder)
         tasks = repo / ".agenticloop" / "tasks"
         tasks.mkdir(parents=True)
         path = tasks / "T-007.md"
         path.write_bytes(data)
+        yield repo, path
+
+
+@SETTINGS
+@given(mixed(AGENTICLOOP_BITS))
+def test_agenticloop_parse_any_bytes(data: bytes):
+    with task_file(data) as (repo, path):
         source = AgenticloopSource()
         assert path in source.block_files(repo)
         block = source.parse(repo, path, "repo")
@@ -183,12 +192,7 @@ def test_agenticloop_parse_any_bytes(data: bytes):
 def test_agenticloop_blocked_header_with_any_body(header: bytes, body: bytes):
     """A header that says blocked, then anything: a block, with its raw text, never a crash."""
     data = b"---\nstatus: blocked\n" + header + b"---\n" + body
-    with tempfile.TemporaryDirectory() as folder:
-        repo = Path(folder)
-        tasks = repo / ".agenticloop" / "tasks"
-        tasks.mkdir(parents=True)
-        path = tasks / "T-007.md"
-        path.write_bytes(data)
+    with task_file(data) as (repo, path):
         block = AgenticloopSource().parse(repo, path, "repo")
         assert block is not None
         check_block(block, data, path)
