@@ -21,9 +21,9 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from hitl_tui import fsio
-from hitl_tui.model import FileChange, HitlError, Plan, StaleError
+from hitl_tui.model import FileChange, HitlError, Plan, StaleError, fingerprint
 from hitl_tui.paths import state_dir
+from hitl_tui.repofs import ConcurrentWrite, NotAFile, RepoDir
 
 #: Called between the steps of an answer with the step's name; tests inject faults here.
 #: Steps: "checked" (before the journal entry), then "<action>:<file>" after each file.
@@ -38,13 +38,24 @@ class LockBusy(HitlError):
     exit_code = 1
 
 
+def lock_key(repo: Path) -> str:
+    """One key per repository folder, however it is named: its device and inode (a repo
+    renamed while one process answers, or reached through a symlink, is still one lock);
+    its real path when it cannot be stat'ed."""
+    try:
+        st = os.stat(repo)
+        ident = f"{st.st_dev}:{st.st_ino}".encode()
+    except OSError:
+        ident = os.fsencode(os.path.realpath(repo))
+    return hashlib.sha256(ident).hexdigest()[:24]
+
+
 @contextlib.contextmanager
 def repo_lock(repo: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
     """Hold an exclusive lock for `repo` for the duration of the block (timeout 0: try once)."""
     folder = state_dir() / "locks"
     folder.mkdir(parents=True, exist_ok=True)
-    key = hashlib.sha256(os.fsencode(os.path.realpath(repo))).hexdigest()[:24]
-    fd = os.open(folder / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(folder / f"{lock_key(repo)}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -62,89 +73,103 @@ def repo_lock(repo: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
         os.close(fd)
 
 
-def check_expectations(plan: Plan, only: Path | None = None) -> None:
-    """Raise StaleError unless every file (or just `only`) still has the bytes the plan read.
+def check_expectations(plan: Plan, rd: RepoDir | None = None) -> None:
+    """Raise StaleError unless every file still has the bytes the plan read.
 
     The block file is checked first, so a block answered by someone else says so.
     """
-    paths = sorted(plan.expect, key=lambda p: p != plan.block.path)
-    for path in paths:
-        expected = plan.expect[path]
-        if only is not None and path != only:
-            continue
-        try:
-            now = fsio.current_fingerprint(path)
-        except OSError:
-            now = "unreadable"
-        if now == expected:
-            continue
-        name = _rel(plan, path)
-        if path == plan.block.path:
-            if now is None:
-                raise StaleError(f"{plan.block.id}: the block is gone ({name} was removed)")
-            raise StaleError(f"{plan.block.id}: the block changed since you read it ({name})")
-        raise StaleError(f"{plan.block.id}: {name} changed since the preview; review it again")
+    own = rd is None
+    if rd is None:
+        rd = RepoDir(plan.block.repo)
+    try:
+        paths = sorted(plan.expect, key=lambda p: p != plan.block.path)
+        for path in paths:
+            expected = plan.expect[path]
+            data = rd.read(rd.spot(path))
+            now = data if data is None or isinstance(data, NotAFile) else fingerprint(data)
+            if now == expected:
+                continue
+            name = rd.rel(path)
+            if path == plan.block.path:
+                if now is None:
+                    raise StaleError(f"{plan.block.id}: the block is gone ({name} was removed)")
+                raise StaleError(f"{plan.block.id}: the block changed since you read it ({name})")
+            raise StaleError(f"{plan.block.id}: {name} changed since the preview; review it again")
+    finally:
+        if own:
+            rd.close()
 
 
 def apply_plan(plan: Plan, hook: StepHook | None = None) -> list[str]:
     """Write every change of `plan` in order; returns one line per file saying what was done.
 
-    Nothing is written unless every expected fingerprint still matches. Raises StaleError,
+    Nothing is written unless every expected fingerprint still matches, and each file is
+    replaced only if it still holds the bytes the plan read (see `repofs`). Raises StaleError,
     UnsafePathError or HitlError (with the OS reason) otherwise; in every such case the repo
-    is left with the bytes it had before (or, if even that fails, the next start restores it).
+    is left with the bytes it had before, plus whatever the loop wrote meanwhile (or, if even
+    that fails, the next start restores it).
     """
     from hitl_tui import journal
 
     repo = plan.block.repo
-    targets = [(change, fsio.resolve_for_write(repo, change.path)) for change in plan.changes]
     done: list[str] = []
     with repo_lock(repo):
         # A crashed answer in this repo is finished or rolled back before anything else.
         done.extend(journal.recover(repo, locked=True))
-        check_expectations(plan)
-        for change, target in targets:
-            _check_writable(plan, change, target)
-        _step(hook, "checked")
-        try:
-            entry = journal.begin(plan)
-        except OSError as exc:
-            raise HitlError(
-                f"cannot write the journal in {journal.journal_dir()}: {_reason(exc)} "
-                "(nothing was written)"
-            ) from None
-        current: FileChange | None = None
-        try:
-            for change, target in targets:
-                current = change
-                if change.new is None:
-                    # The block is removed last, and only if it is still the one that was read
-                    # (the files written just before it no longer have their old bytes).
-                    check_expectations(plan, only=change.path)
-                _write(change, target)
-                done.append(f"{change.action}d {_rel(plan, change.path)}")
-                _step(hook, f"{change.action}:{_rel(plan, change.path)}")
-        except Exception as exc:
-            raise _failed(plan, entry, current, exc) from None
-        try:
-            journal.commit(entry)
-        except OSError as exc:
-            # Every file is written; the next start finds the last step done and finishes it.
-            done.append(f"(the journal could not record the end: {_reason(exc)})")
+        with RepoDir(repo) as rd:
+            spots = [rd.spot(change.path) for change in plan.changes]
+            check_expectations(plan, rd)
+            for spot in spots:
+                if not rd.writable(spot):
+                    raise HitlError(
+                        f"cannot write {spot.rel}: permission denied (nothing was written)"
+                    )
+            _step(hook, "checked")
+            try:
+                entry = journal.begin(plan, identity=rd.identity)
+            except OSError as exc:
+                raise HitlError(
+                    f"cannot write the journal in {journal.journal_dir()}: {_reason(exc)} "
+                    "(nothing was written)"
+                ) from None
+            current: FileChange | None = None
+            try:
+                for change, spot in zip(plan.changes, spots, strict=True):
+                    current = change
+                    # Each file is replaced only if it still holds the bytes the plan read; the
+                    # block is removed last, and only if it is still the one that was read.
+                    rd.replace(spot, change.old, change.new)
+                    done.append(f"{change.action}d {spot.rel}")
+                    _step(hook, f"{change.action}:{spot.rel}")
+            except Exception as exc:
+                raise _failed(plan, entry, current, exc, rd) from None
+            try:
+                journal.commit(entry)
+            except OSError as exc:
+                # Every file is written; the next start finds the last step done and finishes it.
+                done.append(f"(the journal could not record the end: {_reason(exc)})")
     return done
 
 
-def _failed(plan: Plan, entry: str, change: FileChange | None, exc: Exception) -> HitlError:
+def _failed(
+    plan: Plan, entry: str, change: FileChange | None, exc: Exception, rd: RepoDir
+) -> HitlError:
     """Roll back a half-applied answer; the error to raise says what happened."""
     from hitl_tui import journal
 
-    if isinstance(exc, StaleError):
+    if isinstance(exc, ConcurrentWrite):
+        if change is not None and change.path == plan.block.path:
+            problem = f"{plan.block.id}: the block changed while it was being answered ({exc})"
+        else:
+            problem = f"{plan.block.id}: {exc} (is the loop still running?)"
+    elif isinstance(exc, StaleError):
         problem = str(exc)
     elif isinstance(exc, OSError) and change is not None:
-        problem = f"could not write {_rel(plan, change.path)}: {_reason(exc)}"
+        problem = f"could not write {rd.rel(change.path)}: {_reason(exc)}"
     else:
         problem = f"{plan.block.id}: {type(exc).__name__}: {exc}"
     try:
-        restored = journal.roll_back(entry, problem)
+        restored = journal.roll_back(entry, problem, rd)
     except (OSError, HitlError) as again:
         return HitlError(
             f"{problem}; rolling back failed too ({_reason(again)}): hitl will finish the "
@@ -157,33 +182,9 @@ def _failed(plan: Plan, entry: str, change: FileChange | None, exc: Exception) -
     return HitlError(message)
 
 
-def _check_writable(plan: Plan, change: FileChange, target: Path) -> None:
-    """Refuse up front a file or folder we may not write (a read-only PROMPT.md, say)."""
-    folder_ok = os.access(target.parent, os.W_OK | os.X_OK)
-    file_ok = change.old is None or not os.path.lexists(target) or os.access(target, os.W_OK)
-    if not (folder_ok and file_ok):
-        raise HitlError(
-            f"cannot write {_rel(plan, change.path)}: permission denied (nothing was written)"
-        )
-
-
-def _write(change: FileChange, target: Path) -> None:
-    if change.new is None:
-        fsio.remove_file(change.path)
-    else:
-        fsio.atomic_write(target, change.new)
-
-
 def _step(hook: StepHook | None, name: str) -> None:
     if hook is not None:
         hook(name)
-
-
-def _rel(plan: Plan, path: Path) -> str:
-    try:
-        return str(path.relative_to(plan.block.repo))
-    except ValueError:
-        return str(path)
 
 
 def _reason(exc: BaseException) -> str:

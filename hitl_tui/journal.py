@@ -39,10 +39,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hitl_tui import fsio
+from hitl_tui import fsio, repofs
 from hitl_tui.apply import LOCK_TIMEOUT, LockBusy, repo_lock
 from hitl_tui.model import HitlError, Plan, StaleError, UsageError
 from hitl_tui.paths import state_dir
+from hitl_tui.repofs import ConcurrentWrite, RepoDir
 from hitl_tui.textio import one_line
 
 VERSION = 1
@@ -129,6 +130,8 @@ class Entry:
     undone_time: datetime | None = None
     undone_operator: str | None = None
     answer: dict = field(default_factory=dict, compare=False, hash=False)
+    #: The repository folder's (device, inode) when it was answered; None in old records.
+    repo_id: tuple[int, int] | None = None
 
     @property
     def undone(self) -> bool:
@@ -304,7 +307,18 @@ def _entry(begin: dict, end: dict | None) -> Entry:
         ended_by=None if end is None else end.get("by"),
         undoes=begin.get("undoes"),
         answer=answer if isinstance(answer, dict) else {},
+        repo_id=_repo_id(begin.get("repo_id")),
     )
+
+
+def _repo_id(value: object) -> tuple[int, int] | None:
+    if (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(type(v) is int and 0 <= v < 1 << 64 for v in value)
+    ):
+        return value[0], value[1]
+    return None
 
 
 # -- blobs ---------------------------------------------------------------------------------
@@ -373,18 +387,20 @@ def _mkstemp(folder: Path) -> tuple[int, str]:
     return tempfile.mkstemp(prefix=fsio.TEMP_PREFIX, suffix=".tmp", dir=folder)
 
 
-def _clean_temps(folder: Path) -> None:
-    """Remove temp files an interrupted atomic write left behind (never following links)."""
+def _clean_temps(folder: int) -> None:
+    """Remove temp files an interrupted write left behind (never following links). `folder`
+    is an open folder; the loop's own files, and conflict copies, are never touched."""
     try:
-        entries = list(os.scandir(folder))
+        names = os.listdir(folder)
     except OSError:
         return
-    for entry in entries:
-        if not (entry.name.startswith(fsio.TEMP_PREFIX) and entry.name.endswith(".tmp")):
+    for name in names:
+        if not (name.startswith(fsio.TEMP_PREFIX) and name.endswith(".tmp")):
             continue
         with contextlib.suppress(OSError):
-            if entry.is_file(follow_symlinks=False):
-                os.unlink(entry.path)
+            st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode):
+                os.unlink(name, dir_fd=folder)
 
 
 def _mode_of(path: Path) -> int | None:
@@ -397,22 +413,22 @@ def _mode_of(path: Path) -> int | None:
 # -- steps and states ----------------------------------------------------------------------
 
 
-def _current(step: FileStep) -> str | None:
+def _current(rd: RepoDir, step: FileStep) -> str | None:
     """sha256 hex of the file now, None when absent, "?" when it is something else."""
     try:
-        now = fsio.current_fingerprint(step.path)
-    except OSError:
+        data = rd.read(rd.spot(step.path))
+    except (OSError, HitlError):
         return "?"
-    if now is None:
+    if data is None:
         return None
-    if not now.startswith("sha256:"):
+    if not isinstance(data, bytes):
         return "?"
-    return now.removeprefix("sha256:")
+    return _sha(data)
 
 
-def _state(step: FileStep) -> str:
+def _state(rd: RepoDir, step: FileStep) -> str:
     """ "old", "new", "both" (the step changes nothing) or "other" (it moved on)."""
-    now = _current(step)
+    now = _current(rd, step)
     is_old = now == step.old_sha256
     is_new = now == step.new_sha256
     if is_old and is_new:
@@ -424,17 +440,19 @@ def _state(step: FileStep) -> str:
     return "other"
 
 
-def _put(repo: Path, step: FileStep, side: str) -> None:
-    """Give the file of `step` its `side` ("old" or "new") bytes."""
-    sha = step.old_sha256 if side == "old" else step.new_sha256
-    mode = step.old_mode if side == "old" else step.new_mode
-    if sha is None:
-        with contextlib.suppress(FileNotFoundError):
-            fsio.remove_file(step.path)
-        return
-    data = _load_blob(sha)
-    target = fsio.resolve_for_write(repo, step.path)
-    _write_file(target, data, mode)
+def _put(rd: RepoDir, step: FileStep, side: str) -> None:
+    """Give the file of `step` its `side` ("old" or "new") bytes, if it still has the other.
+
+    Like every write to a repository, the replace checks what it replaces (repofs): a file
+    the loop changed meanwhile is left with the loop's bytes (ConcurrentWrite).
+    """
+    sha, mode = (
+        (step.old_sha256, step.old_mode) if side == "old" else (step.new_sha256, step.new_mode)
+    )
+    other = step.new_sha256 if side == "old" else step.old_sha256
+    data = None if sha is None else _load_blob(sha)
+    expected = None if other is None else _load_blob(other)
+    rd.replace(rd.spot(step.path), expected, data, mode)
 
 
 def _rel(repo: Path, path: Path) -> str:
@@ -444,18 +462,18 @@ def _rel(repo: Path, path: Path) -> str:
         return str(path)
 
 
-def _temp_folders(repo: Path, steps: tuple[FileStep, ...]) -> set[Path]:
-    folders = {step.path.parent for step in steps}
+def _temp_folders(rd: RepoDir, steps: tuple[FileStep, ...]) -> set[int]:
+    folders = set()
     for step in steps:
         with contextlib.suppress(HitlError, OSError):
-            folders.add(fsio.resolve_for_write(repo, step.path).parent)
+            folders.add(rd.spot(step.path).folder)
     return folders
 
 
 # -- begin, commit, roll back (used by apply.apply_plan) ---------------------------------------
 
 
-def begin(plan: Plan) -> str:
+def begin(plan: Plan, identity: tuple[int, int] | None = None) -> str:
     """Journal `plan` before its first write: the old and new bytes of each file, then a record.
 
     Raises OSError when the state folder cannot take it (nothing was written to the repo).
@@ -485,6 +503,8 @@ def begin(plan: Plan) -> str:
         "undoes": None,
         "operator": answer.operator,
         "repo": str(block.repo),
+        # The repository folder's device and inode: recovery finds it if it was moved.
+        "repo_id": list(identity) if identity else None,
         "block": {
             "id": block.id,
             "source": block.source,
@@ -517,34 +537,57 @@ def _end_rollback(entry_id: str, by: str, reason: str) -> None:
     _append({**record, "reason": reason})
 
 
-def roll_back(entry_id: str, reason: str) -> list[str]:
+def roll_back(entry_id: str, reason: str, rd: RepoDir) -> list[str]:
     """Restore every file of a failed, still-locked entry; returns the files restored.
 
     Raises OSError or HitlError when a file cannot be restored: the entry then stays open and
     the next start recovers it.
     """
     entry = _entries(_read_records())[entry_id]
-    restored = _roll_back_files(entry)
+    restored, moved = _roll_back_files(entry, rd)
     _end_rollback(entry_id, "apply", reason)
-    return restored
+    return restored + [f"{name} kept as the loop wrote it" for name in moved]
 
 
-def _roll_back_files(entry: Entry) -> list[str]:
-    restored = []
+def _roll_back_files(entry: Entry, rd: RepoDir) -> tuple[list[str], list[str]]:
+    """Give every file that has its new bytes its old ones back, last first.
+
+    Returns (restored, moved): a file the loop changed after hitl wrote it is not restored
+    (that would drop the loop's bytes); it is named in `moved`.
+    """
+    restored, moved = [], []
     for step in reversed(entry.files):
-        if _state(step) == "new":
-            _put(entry.repo, step, "old")
-            restored.append(_rel(entry.repo, step.path))
-    for folder in _temp_folders(entry.repo, entry.files):
+        if _state(rd, step) != "new":
+            continue
+        try:
+            _put(rd, step, "old")
+        except ConcurrentWrite:
+            moved.append(_rel(entry.repo, step.path))
+            continue
+        restored.append(_rel(entry.repo, step.path))
+    for folder in _temp_folders(rd, entry.files):
         _clean_temps(folder)
-    return restored
+    return restored, moved
 
 
 # -- recovery ------------------------------------------------------------------------------
 
 
 def _same_repo(a: Path, b: Path) -> bool:
-    return os.path.realpath(a) == os.path.realpath(b)
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _locate(entry: Entry) -> Path | None:
+    """Where the entry's repository is now: its recorded path, or where it was moved to (found
+    by the folder's device and inode); None when it cannot be found."""
+    if entry.repo_id is None:  # journaled before hitl recorded the folder's identity
+        return entry.repo if os.path.isdir(entry.repo) else None
+    if repofs.same_folder(entry.repo, entry.repo_id):
+        return entry.repo
+    return repofs.find_moved(entry.repo, entry.repo_id)
 
 
 def recover(repo: Path | None = None, *, locked: bool = False) -> list[str]:
@@ -559,14 +602,21 @@ def recover(repo: Path | None = None, *, locked: bool = False) -> list[str]:
     pending = [e for e in _entries(_read_records()).values() if e.status == "in progress"]
     messages = []
     for entry in pending:
-        if repo is not None and not _same_repo(entry.repo, repo):
+        if not entry.files:  # no files (GitHub): nothing to lock or restore
+            if repo is None or str(entry.repo) == str(repo):
+                messages.append(_recover_one(entry.id, None))
             continue
-        if locked or not entry.files:  # no files (GitHub): nothing to lock or restore
-            messages.append(_recover_one(entry.id))
+        where = _locate(entry)
+        if repo is not None and not _same_repo(where or entry.repo, repo):
+            continue
+        if locked:
+            messages.append(_recover_one(entry.id, where))
             continue
         try:
-            with repo_lock(entry.repo, timeout=0):
-                messages.append(_recover_one(entry.id))
+            # The lock is the folder's (device and inode): the same one a live process holds
+            # on a repository that was renamed under it.
+            with repo_lock(where or entry.repo, timeout=0):
+                messages.append(_recover_one(entry.id, where))
         except LockBusy:
             continue  # a live process is writing it right now
         except HitlError as exc:
@@ -574,7 +624,7 @@ def recover(repo: Path | None = None, *, locked: bool = False) -> list[str]:
     return [m for m in messages if m]
 
 
-def _recover_one(entry_id: str) -> str:
+def _recover_one(entry_id: str, where: Path | None) -> str:
     """What was done, in one line; empty when another process recovered it meanwhile."""
     entry = _entries(_read_records()).get(entry_id)
     if entry is None or entry.status != "in progress":
@@ -585,29 +635,55 @@ def _recover_one(entry_id: str) -> str:
         # Nothing written to files (a GitHub answer, journaled after it was sent): close it.
         commit(entry.id, by="recovery")
         return f"recorded {name}: {entry.summary}"
-    if not os.path.isdir(entry.repo):
+    if where is None:
         _end_rollback(entry.id, "recovery", "the repository is gone")
-        return f"{name}: the repository {entry.repo} is gone; nothing to recover"
-    steps = entry.files
-    states = [_state(step) for step in steps]
-    pairs = list(zip(steps, states, strict=True))
-    deciding = [state for step, state in pairs if step.old_sha256 != step.new_sha256]
-    forward = not deciding or deciding[-1] == "new"
-    moved = [_rel(entry.repo, step.path) for step, state in pairs if state == "other"]
+        return f"{name}: {_gone(entry)}"
     try:
-        if forward:
-            for step, state in pairs:
-                if state == "old":
-                    _put(entry.repo, step, "new")
-            for folder in _temp_folders(entry.repo, steps):
-                _clean_temps(folder)
-            commit(entry.id, by="recovery")
-        else:
-            _roll_back_files(entry)
-            _end_rollback(entry.id, "recovery", "interrupted before its last step")
+        with RepoDir(entry.repo, located=where) as rd:
+            message = _recover_in(entry, name, rd)
     except (OSError, HitlError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return f"could not recover {name}: {reason}; hitl will try again at the next start"
+    if where != entry.repo:
+        message += f" (the repository had moved to {where})"
+    return message
+
+
+def _gone(entry: Entry) -> str:
+    """Exactly what is left where, for an answer whose repository cannot be found."""
+    kept = ", ".join(
+        f"{_rel(entry.repo, step.path)} (old bytes: {_blob_path(step.old_sha256)})"
+        if step.old_sha256
+        else f"{_rel(entry.repo, step.path)} (did not exist before)"
+        for step in entry.files
+    )
+    return (
+        f"the repository {entry.repo} is gone (deleted, or moved where hitl cannot find it); "
+        f"if it still exists, these files may hold the answer half-written: {kept}"
+    )
+
+
+def _recover_in(entry: Entry, name: str, rd: RepoDir) -> str:
+    steps = entry.files
+    pairs = [(step, _state(rd, step)) for step in steps]
+    deciding = [state for step, state in pairs if step.old_sha256 != step.new_sha256]
+    forward = not deciding or deciding[-1] == "new"
+    moved = [_rel(entry.repo, step.path) for step, state in pairs if state == "other"]
+    if forward:
+        for step, state in pairs:
+            if state != "old":
+                continue
+            try:
+                _put(rd, step, "new")
+            except ConcurrentWrite:
+                moved.append(_rel(entry.repo, step.path))
+        for folder in _temp_folders(rd, steps):
+            _clean_temps(folder)
+        commit(entry.id, by="recovery")
+    else:
+        _restored, changed = _roll_back_files(entry, rd)
+        moved.extend(changed)
+        _end_rollback(entry.id, "recovery", "interrupted before its last step")
     tail = f" ({', '.join(moved)} changed since and was left as it is)" if moved else ""
     if forward:
         return f"finished {name}: {entry.summary}{tail}"
@@ -651,16 +727,18 @@ def undo(
         from hitl_tui.config import load_config
 
         operator = load_config().operator_name()
-    with repo_lock(entry.repo, timeout=LOCK_TIMEOUT):
-        recover(entry.repo, locked=True)
+    where = _locate(entry)
+    if where is None:
+        raise StaleError(f"cannot undo {entry.id}: the repository {entry.repo} is gone")
+    with repo_lock(where, timeout=LOCK_TIMEOUT), RepoDir(entry.repo, located=where) as rd:
+        recover(where, locked=True)
         entry = _entries(_read_records())[entry.id]
         _check_undoable(entry)
         for step in entry.files:
-            state = _state(step)
+            state = _state(rd, step)
             if state not in ("new", "both"):
-                raise StaleError(_moved_on(entry, step))
-            if step.old_sha256 is not None:
-                fsio.resolve_for_write(entry.repo, step.path)
+                raise StaleError(_moved_on(entry, step, rd))
+            rd.spot(step.path)  # refuses a path that now leads out of the repository
         steps = [
             FileStep(
                 s.path,
@@ -682,6 +760,7 @@ def undo(
             "undoes": entry.id,
             "operator": operator,
             "repo": str(entry.repo),
+            "repo_id": list(rd.identity),
             "block": {
                 "id": entry.block_id,
                 "source": entry.block_source,
@@ -702,22 +781,31 @@ def undo(
         restored = []
         try:
             for step in steps:
-                _put(entry.repo, step, "new")
+                # Each file gets its old bytes only if it still holds what the answer wrote: a
+                # BLOCKED.md the loop wrote meanwhile (its next question) is never replaced.
+                _put(rd, step, "new")
                 restored.append(_rel(entry.repo, step.path))
                 if hook:
                     hook(f"{step.action}:{_rel(entry.repo, step.path)}")
         except (OSError, HitlError) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            if isinstance(exc, ConcurrentWrite):
+                reason = f"{exc} (the loop moved on)"
+            else:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             undo_entry = _entries(_read_records())[undo_id]
             try:
-                _roll_back_files(undo_entry)
+                _restored, moved = _roll_back_files(undo_entry, rd)
                 _end_rollback(undo_id, "apply", reason)
             except (OSError, HitlError):
                 raise HitlError(
                     f"could not undo {entry.id}: {reason}; hitl will finish or roll it back "
                     "at the next start"
                 ) from None
-            raise HitlError(f"could not undo {entry.id}: {reason}; nothing was changed") from None
+            tail = f" ({', '.join(moved)} kept as the loop wrote it)" if moved else ""
+            message = f"cannot undo {entry.id}: {reason}; nothing was changed{tail}"
+            if isinstance(exc, StaleError):
+                raise StaleError(message) from None
+            raise HitlError(message) from None
         commit(undo_id)
         if hook:
             hook("committed")
@@ -745,9 +833,9 @@ def _check_undoable(entry: Entry) -> None:
         raise UsageError(f"{entry.id} is still in progress")
 
 
-def _moved_on(entry: Entry, step: FileStep) -> str:
+def _moved_on(entry: Entry, step: FileStep, rd: RepoDir) -> str:
     name = _rel(entry.repo, step.path)
-    now = _current(step)
+    now = _current(rd, step)
     if step.new_sha256 is None and now is not None:
         why = f"{name} exists again (the loop wrote a new one)"
     elif now is None:

@@ -40,13 +40,25 @@ from hitl_tui.sources import loopkit
 
 calls = [0]
 
-def path_of(arg):
+def path_of(arg, folder=None):
     if isinstance(arg, int):
         try:
             return os.readlink(f"/proc/self/fd/{arg}")
         except OSError:
             return ""
-    return os.fsdecode(arg) if isinstance(arg, (str, bytes, os.PathLike)) else ""
+    if not isinstance(arg, (str, bytes, os.PathLike)):
+        return ""
+    name = os.fsdecode(arg)
+    if folder is not None and not os.path.isabs(name):
+        name = os.path.join(path_of(folder), name)
+    return name
+
+def where_of(name, args, kwargs):
+    # The paths a call works on, made absolute where they are relative to a folder fd.
+    if name == "renameat2":
+        return f"{path_of(args[1], args[0])} {path_of(args[3], args[2])}"
+    dirs = [kwargs.get("src_dir_fd", kwargs.get("dir_fd")), kwargs.get("dst_dir_fd")]
+    return " ".join(path_of(a, d) for a, d in zip(args[:2], dirs))
 
 def wrap(name, real):
     def fake(*args, **kwargs):
@@ -57,7 +69,7 @@ def wrap(name, real):
             time.sleep(spec["slow"])
         fail = spec.get("fail")
         if fail and fail["func"] == name:
-            where = " ".join(path_of(a) for a in args[:2])
+            where = where_of(name, args, kwargs)
             if fail["match"] in where:
                 fail["seen"] = fail.get("seen", 0) + 1
                 if fail["seen"] == fail.get("nth", 1):
@@ -68,11 +80,13 @@ def wrap(name, real):
 
 for name in COUNTED:
     setattr(os, name, wrap(name, getattr(os, name)))
+import hitl_tui.repofs as repofs
+repofs.renameat2 = wrap("renameat2", repofs.renameat2)
 
 if spec.get("deny_access"):
     real_access = os.access
     def access(path, mode, *a, **k):
-        if os.fspath(path).endswith(spec["deny_access"]) and mode & os.W_OK:
+        if path_of(path, k.get("dir_fd")).endswith(spec["deny_access"]) and mode & os.W_OK:
             return False
         return real_access(path, mode, *a, **k)
     os.access = access
@@ -417,7 +431,7 @@ CASES: list[Case] = [
         answer_rc=1,
         message="could not write IMPLEMENTATION_PLAN.md: permission denied; nothing was changed",
         fault=lambda repo: {
-            "fail": {"func": "replace", "match": "/IMPLEMENTATION_PLAN.md", "errno": "EPERM"}
+            "fail": {"func": "renameat2", "match": "/IMPLEMENTATION_PLAN.md", "errno": "EPERM"}
         },
     ),
     Case(
@@ -452,7 +466,7 @@ CASES: list[Case] = [
         _shop_with(),
         answer_rc=1,
         message="could not write BLOCKED.md: permission denied; nothing was changed",
-        fault=lambda repo: {"fail": {"func": "unlink", "match": "/BLOCKED.md", "errno": "EACCES"}},
+        fault=lambda repo: {"fail": {"func": "rename", "match": "/BLOCKED.md", "errno": "EACCES"}},
     ),
     Case(
         "repo renamed between reading and writing",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import apply, fsio, journal
+from hitl_tui import apply, fsio, journal, repofs
 from hitl_tui.answering import plan_answer
 from hitl_tui.apply import apply_plan, repo_lock
 from hitl_tui.cli import main
@@ -64,13 +64,13 @@ def answered(repo: Path) -> dict:
 def test_answer_is_journaled_before_its_first_write(shop: Path, monkeypatch):
     old = {name: (shop / name).read_bytes() for name in os.listdir(shop) if name.endswith(".md")}
     seen: list[list[dict]] = []
-    real = fsio.atomic_write
+    real = repofs.RepoDir.replace
 
-    def watching(path: Path, data: bytes) -> None:
+    def watching(self, spot, expected, new, mode=None) -> None:
         seen.append(records())
-        real(path, data)
+        real(self, spot, expected, new, mode)
 
-    monkeypatch.setattr(fsio, "atomic_write", watching)
+    monkeypatch.setattr(repofs.RepoDir, "replace", watching)
     plan = plan_for(shop, note="legal asked")
     apply_plan(plan)
 
