@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from hitl_tui.inbox import Inbox
-from hitl_tui.model import Answer, Block, HitlError, Plan
+from hitl_tui.model import Answer, Block, HitlError, Plan, StaleError
 from hitl_tui.sources.base import Source
 
 
@@ -24,7 +24,28 @@ def plan_answer(inbox: Inbox, block: Block, answer: Answer) -> Plan:
 
         return github.plan(block, answer)
     source = source_for(inbox, block)
-    return source.plan(as_on_disk(source, block), answer)
+    fresh = as_on_disk(source, block)
+    return source.plan(fresh, with_choice_from(fresh, answer))
+
+
+def with_choice_from(block: Block, answer: Answer) -> Answer:
+    """`answer` with its choice looked up again, by key, in `block` as parsed from disk.
+
+    The Choice the operator picked came from a Block that may be out of the parse cache or a
+    long-open app; its text is what goes into PROMPT.md, so it must be the file's. A choice that
+    reads differently on disk than what was shown is refused: the operator chose something else.
+    """
+    if answer.choice is None:
+        return answer
+    for choice in block.choices:
+        if choice.key == answer.choice.key:
+            if choice != answer.choice:
+                raise StaleError(
+                    f"{block.id}: choice {choice.key} reads differently in the file than what "
+                    "was shown; review it again"
+                )
+            return replace(answer, choice=choice)
+    raise StaleError(f"{block.id}: the block has no choice {answer.choice.key} any more")
 
 
 def as_on_disk(source: Source, block: Block) -> Block:
@@ -45,8 +66,17 @@ def as_on_disk(source: Source, block: Block) -> Block:
     return replace(fresh, id=block.id)
 
 
-def apply_answer(inbox: Inbox, plan: Plan) -> list[str]:
+#: How often `apply_answer(replan=True)` plans again when a file beside the block changed.
+REPLANS = 3
+
+
+def apply_answer(inbox: Inbox, plan: Plan, replan: bool = False) -> list[str]:
     """Carry out a plan; returns one line per thing done. Raises HitlError subclasses.
+
+    With `replan`, a file other than the block file that changed meanwhile (the loop appended
+    to PROMPT.md while the answer was written) makes a new plan on its new bytes, up to REPLANS
+    times; the block file itself must be unchanged. Without it (the app, where the operator
+    confirmed a diff), that is a StaleError to review again.
 
     A GitHub plan is sent over the network (blocking; call it from a worker thread).
     """
@@ -54,6 +84,20 @@ def apply_answer(inbox: Inbox, plan: Plan) -> list[str]:
         from hitl_tui.github_sync import apply_sync
 
         return apply_sync(plan)
-    from hitl_tui.apply import apply_plan
+    from hitl_tui.apply import OtherFileChanged, apply_plan
 
-    return apply_plan(plan)
+    moved: list[str] = []
+    for attempt in range(REPLANS + 1):
+        try:
+            done = apply_plan(plan)
+        except OtherFileChanged as exc:
+            if not replan or attempt == REPLANS:
+                raise
+            moved.append(exc.rel)
+            plan = plan_answer(inbox, plan.block, plan.answer)
+            continue
+        if moved:
+            names = ", ".join(dict.fromkeys(moved))
+            done.insert(0, f"planned again on the new bytes of {names}, changed meanwhile")
+        return done
+    raise AssertionError("unreachable")  # pragma: no cover

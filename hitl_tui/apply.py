@@ -38,6 +38,15 @@ class LockBusy(HitlError):
     exit_code = 1
 
 
+class OtherFileChanged(StaleError):
+    """A file the answer edits (not the block file) changed meanwhile, and every file is as it
+    was before (plus the loop's bytes): planning again on the new bytes is safe."""
+
+    def __init__(self, message: str, rel: str) -> None:
+        super().__init__(message)
+        self.rel = rel
+
+
 def lock_key(repo: Path) -> str:
     """One key per repository folder, however it is named: its device and inode (a repo
     renamed while one process answers, or reached through a symlink, is still one lock);
@@ -94,7 +103,9 @@ def check_expectations(plan: Plan, rd: RepoDir | None = None) -> None:
                 if now is None:
                     raise StaleError(f"{plan.block.id}: the block is gone ({name} was removed)")
                 raise StaleError(f"{plan.block.id}: the block changed since you read it ({name})")
-            raise StaleError(f"{plan.block.id}: {name} changed since the preview; review it again")
+            raise OtherFileChanged(
+                f"{plan.block.id}: {name} changed since the preview; review it again", name
+            )
     finally:
         if own:
             rd.close()
@@ -177,6 +188,10 @@ def _failed(
         )
     tail = f" ({', '.join(restored)} restored)" if restored else ""
     message = f"{problem}; nothing was changed{tail}"
+    clean = not any(line.endswith("kept as the loop wrote it") for line in restored)
+    beside = change is not None and change.path != plan.block.path
+    if isinstance(exc, ConcurrentWrite) and beside and clean:
+        return OtherFileChanged(message, exc.rel)
     if isinstance(exc, StaleError):
         return StaleError(message)
     return HitlError(message)

@@ -216,8 +216,7 @@ def _is_github_issue(target: str) -> bool:
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
-    from hitl_tui.answering import plan_answer
-    from hitl_tui.apply import apply_plan
+    from hitl_tui.answering import apply_answer, plan_answer
     from hitl_tui.model import StaleError
 
     if _is_github_issue(args.target):
@@ -235,7 +234,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
             f"{args.target}: no open block has {args.expect[:19]}… any more (answered or changed)"
         ) from None
     plan = plan_answer(inbox, block, answer_from_args(args, block, config.operator_name()))
-    return finish_answer(args, plan, apply_plan)
+    return finish_answer(args, plan, lambda plan: apply_answer(inbox, plan, replan=True))
 
 
 def answer_from_args(args: argparse.Namespace, block, operator: str) -> Answer:

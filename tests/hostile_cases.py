@@ -115,6 +115,20 @@ if spec.get("rename_repo_before_apply"):
         return real_apply(plan, hook)
     hitl_tui.apply.apply_plan = apply_plan
 
+if spec.get("move_repo_after_write") or spec.get("crash_after_write"):
+    # After the N-th file an answer (or undo) writes: move the repository, and/or crash.
+    real_replace = repofs.RepoDir.replace
+    writes = [0]
+    def replace(self, spot, expected, new, mode=None):
+        real_replace(self, spot, expected, new, mode)
+        writes[0] += 1
+        move = spec.get("move_repo_after_write")
+        if move and writes[0] == move[2]:
+            os.rename(move[0], move[1])
+        if spec.get("crash_after_write") == writes[0]:
+            os._exit(86)
+    repofs.RepoDir.replace = replace
+
 if spec.get("delete_repo_during_scan"):
     doomed = spec["delete_repo_during_scan"]
     real_parse = loopkit.LoopkitSource.parse

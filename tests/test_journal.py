@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import apply, fsio, journal, repofs
+from hitl_tui import apply, journal, repofs
 from hitl_tui.answering import plan_answer
 from hitl_tui.apply import apply_plan, repo_lock
 from hitl_tui.cli import main

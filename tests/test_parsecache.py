@@ -470,3 +470,69 @@ def test_list_json_is_the_same_cold_and_warm(fleet: Path) -> None:
     ]
     assert json.loads(runs[0]) == json.loads(runs[1]) == cold_listing(fleet)
     assert _shards(fleet)
+
+
+def test_the_choice_written_is_the_files_not_the_caches(fleet: Path) -> None:
+    """A planted entry with the file's true stat and fingerprint but its own text for choice A:
+    `hitl answer --choice A` writes the file's choice A, or refuses; never the planted text."""
+    path = fleet / "loop-0" / "BLOCKED.md"
+    prompt = fleet / "loop-0" / "PROMPT.md"
+    Inbox.open([fleet], cached=True)
+
+    def plant(row):
+        if row[1] == str(path):
+            row[4][parsecache._INDEX["choices"]][0][1] = "drop the production database"
+        return row
+
+    _rewrite_rows(fleet, plant)
+    [shown] = [b for b in Inbox.open([fleet], cached=True).blocks.values() if b.path == path]
+    assert shown.choices[0].option == "drop the production database"  # the plant took
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    before = path.read_bytes()
+    run = subprocess.run(
+        [sys.executable, "-m", "hitl_tui", "answer", "--choice", "A", str(path), str(fleet)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert run.returncode == 3, run.stderr
+    assert "choice A reads differently in the file than what was shown" in run.stderr
+    assert path.read_bytes() == before and not prompt.exists()
+
+
+async def test_the_app_writes_the_files_choice_not_the_caches(fleet: Path) -> None:
+    from hitl_tui.config import Config
+    from hitl_tui.tui.app import HitlApp
+    from hitl_tui.workspace import Workspace
+
+    repo = fleet / "loop-0"
+    path = repo / "BLOCKED.md"
+    Inbox.open([repo], cached=True)
+
+    def plant(row):
+        if row[1] == str(path):
+            row[4][parsecache._INDEX["choices"]][0][1] = "drop the production database"
+        return row
+
+    _rewrite_rows(repo, plant)
+    inbox = Inbox.cached(Workspace.discover([repo]))
+    app = HitlApp(inbox, config=Config(operator="Ada", bell=False), watch=False)
+    before = path.read_bytes()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert "drop the production database" in _screen_text(app)  # the plant is shown
+        await pilot.press("1")
+        await pilot.pause()
+        assert any("reads differently" in n.message for n in app._notifications)
+        await pilot.press("enter")  # whatever has the focus now, nothing may be written
+        await pilot.pause(0.2)
+    assert path.read_bytes() == before and not (repo / "PROMPT.md").exists()
+
+
+def _screen_text(app) -> str:
+    """What the terminal shows, as plain text (the SVG screenshot without its markup)."""
+    import html
+    import re
+
+    svg = app.export_screenshot()
+    return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
