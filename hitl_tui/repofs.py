@@ -301,6 +301,7 @@ class RepoDir:
                 now = _read_at(spot.folder, spot.name)
                 if now != expected:
                     raise ConcurrentWrite(spot.rel, _what_changed(now)) from None
+                start = time.perf_counter_ns()
                 os.rename(tmp, spot.name, src_dir_fd=spot.folder, dst_dir_fd=spot.folder)
                 self.windows.append(time.perf_counter_ns() - start)
                 tmp = ""
