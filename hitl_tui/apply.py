@@ -7,7 +7,9 @@ kernel drops the lock when a process dies, so a crash never leaves the repo lock
 Every answer is journaled (`journal.begin`) before its first write and marked done after its
 last, so a crash in between is finished or rolled back by `journal.recover` on the next start.
 A write that fails half-way (disk full, permission denied) or a block that changes under us
-rolls back what was already written: an answer is applied entirely or not at all.
+rolls back what was already written: an answer is applied entirely or not at all. Every file is
+written through `repofs`, which replaces it only if it still holds the bytes the plan read, at
+the moment of the write: a loop still writing keeps its bytes.
 """
 
 from __future__ import annotations
