@@ -87,7 +87,7 @@ def answer_many(repo: Path, count: int, monkeypatch, per_segment: bool = True) -
 def keep_all():
     journalstore.set_retention(None)
     yield
-    journalstore._keep = journalstore._UNSET
+    journalstore.reset()
 
 
 # -- start-up reads no history -------------------------------------------------------------
@@ -229,7 +229,7 @@ def test_retention_prunes_old_segments_and_their_blobs_never_an_open_answer(
 ):
     config = Path(os.environ["HITL_CONFIG"])
     config.write_text('journal_keep = "30d"\n')
-    journalstore._keep = journalstore._UNSET  # read from the config, as a command does
+    journalstore.reset()  # the retention is read from the config, as a command does
     a = copy_shop(tmp_path / "a")
     old_ids = answer_many(a, 4, monkeypatch)
     # An answer crashed mid-way, long ago, and never recovered since: it must survive.
@@ -309,7 +309,7 @@ def test_the_single_file_layout_keeps_working(shop: Path, tmp_path: Path, monkey
     try:
         journal.commit(journal.begin(plan_for(copy_shop(tmp_path / "b"))))
     finally:
-        journalstore._keep = journalstore._UNSET
+        journalstore.reset()
     assert seg_names()[0].startswith("journal-000001-")
     assert [e.id for e in journal.history()][1:] == [d["id"] for d in data]
 
@@ -486,13 +486,15 @@ def test_a_crash_at_any_point_of_rotation_and_pruning(tmp_path: Path, monkeypatc
         age(name, 100)  # past the default retention (90 days)
     monkeypatch.setattr(journalstore, "SEGMENT_BYTES", 4 * 1024 * 1024)
     assert journalstore.SEGMENT_BYTES == 4 * 1024 * 1024
-    real_fsync = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: None)
-    plan = plan_for(a)
+    journal.commit(journal.begin(plan_for(a)))
+    # Pad the active file to just under the cap with a well-formed record that names no entry:
+    # the next answer's end record pushes it past, and that command rotates and prunes.
     active = jdir() / "journal.jsonl"
-    while not active.exists() or active.stat().st_size < journalstore.SEGMENT_BYTES - 6000:
-        journal.commit(journal.begin(plan))
-    monkeypatch.setattr(os, "fsync", real_fsync)
+    pad = {"v": 1, "type": "rollback", "id": "padding", "time": GOOD_TIME, "reason": ""}
+    room = journalstore.SEGMENT_BYTES - 100 - active.stat().st_size - len(json.dumps(pad)) - 1
+    pad["reason"] = "x" * room
+    with open(active, "a") as out:
+        out.write(json.dumps(pad) + "\n")
     copy_shop(template / "shop")
 
     def trial(name: str, fault: dict):
@@ -511,6 +513,7 @@ def test_a_crash_at_any_point_of_rotation_and_pruning(tmp_path: Path, monkeypatc
     kept_ids = {e.id for e in journal.history(limit=0)}
     assert not kept_ids & set(old_ids)
 
+    states = set()
     for n in range(max(1, total - 45), total + 1):
         repo, run = trial(f"crash-{n}", {"crash_at": n})
         assert run.returncode in (0, 86), (n, run.err)
@@ -523,6 +526,14 @@ def test_a_crash_at_any_point_of_rotation_and_pruning(tmp_path: Path, monkeypatc
         blobs = {p.name for p in (jdir() / "blobs").iterdir()}
         assert named_blobs() <= blobs, n
         assert journalstore.skipped_report() is None, n
+        states.add(tuple(name[:14] for name in seg_names()))
         journalstore.apply_retention()  # the next pass finishes what was cut short
-        assert {e.id for e in journal.history(limit=0)} == set(ids), n
+        assert {e.id for e in journal.history(limit=0)} == set(ids) - set(old_ids), n
         assert {p.name for p in (jdir() / "blobs").iterdir()} == named_blobs(), n
+    # The sweep crossed the moments of interest: before the rotation, between the rotation and
+    # the pruning, half-way through pruning, and after it.
+    old_names = ("journal-000001", "journal-000002", "journal-000003")
+    assert old_names in states
+    assert (*old_names, "journal-000004") in states
+    assert ("journal-000004",) in states
+    assert len(states) >= 4, states
