@@ -155,7 +155,15 @@ def _open_inbox(args: argparse.Namespace):
     from hitl_tui.inbox import Inbox
 
     config = load_config(args.config)
+    _use_config(config)
     return config, Inbox.open(_repo_paths(args, config), cached=True)
+
+
+def _use_config(config) -> None:
+    """What the rest of the command takes from the config beyond its arguments."""
+    from hitl_tui import journalstore
+
+    journalstore.set_retention(config.journal_keep)
 
 
 def _resolve(args: argparse.Namespace, inbox):
@@ -276,6 +284,7 @@ def cmd_app(args: argparse.Namespace) -> int:
     from hitl_tui.workspace import Workspace
 
     config = load_config(args.config)
+    _use_config(config)
     workspace = Workspace.discover(_repo_paths(args, config))
     from hitl_tui.tui.app import HitlApp
 
@@ -311,6 +320,9 @@ def _load_extras() -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = bool(os.environ.get("HITL_DEBUG"))
+    from hitl_tui import journalstore
+
+    journalstore.reset()  # a command reports the malformed records it read itself
     recovered = _recover(debug)
     try:
         _load_extras()
@@ -338,6 +350,17 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"hitl: internal error: {type(exc).__name__}: {_one_line(str(exc))}", file=sys.stderr)
         return 1
+    finally:
+        _report_skipped()
+
+
+def _report_skipped() -> None:
+    """One line for the malformed journal records this command skipped (see journalstore)."""
+    from hitl_tui import journalstore
+
+    report = journalstore.skipped_report()
+    if report:
+        print(f"hitl: {_one_line(report)}", file=sys.stderr)
 
 
 def _recover(debug: bool) -> list[str]:

@@ -4,21 +4,28 @@
 repos = ["~/loops", "~/work/api"]   # repositories, or folders of repositories
 operator = "Ada"                     # who answers (default: git user.name, else the login)
 bell = true                          # ring the terminal bell when a block arrives
+journal_keep = "90d"                 # how long the answer journal is kept ("12w", "forever")
 ```
 """
 
 from __future__ import annotations
 
 import getpass
+import re
 import subprocess
 import tomllib
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 from hitl_tui.model import HitlError, UsageError
 from hitl_tui.paths import config_file
 
-KNOWN_KEYS = {"repos", "operator", "bell", "github"}
+KNOWN_KEYS = {"repos", "operator", "bell", "github", "journal_keep"}
+#: How long closed journal segments are kept, by default (see journalstore: retention).
+JOURNAL_KEEP = timedelta(days=90)
+_DURATION = re.compile(r"\s*(\d{1,6})\s*([hdw])\s*\Z")
+_UNITS = {"h": "hours", "d": "days", "w": "weeks"}
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,8 @@ class Config:
     bell: bool = True
     github: tuple[dict, ...] = ()
     path: Path | None = None
+    #: None: the journal is kept forever.
+    journal_keep: timedelta | None = JOURNAL_KEEP
     extra: dict = field(default_factory=dict)
 
     def operator_name(self) -> str:
@@ -84,6 +93,20 @@ def load_config(explicit: str | Path | None = None) -> Config:
     github = data.get("github", [])
     if isinstance(github, dict):
         github = [github]
+    keep = _journal_keep(path, data.get("journal_keep", "90d"))
     base = path.parent
     resolved = tuple((base / Path(r).expanduser()).absolute() for r in repos)
-    return Config(resolved, operator, bell, tuple(github), path)
+    return Config(resolved, operator, bell, tuple(github), path, journal_keep=keep)
+
+
+def _journal_keep(path: Path, value: object) -> timedelta | None:
+    """`"90d"`, `"12w"`, `"48h"` or `"forever"`."""
+    if isinstance(value, str) and value.strip().lower() == "forever":
+        return None
+    match = _DURATION.match(value) if isinstance(value, str) else None
+    if match is None or int(match.group(1)) == 0:
+        raise UsageError(
+            f'{path}: \'journal_keep\' must be a duration such as "90d" (days), "12w" '
+            f'(weeks), "48h" (hours) or "forever"; got {value!r}'
+        )
+    return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})

@@ -1,9 +1,12 @@
 """The answer journal: every answer is recorded before its first write, so that a crash can be
 finished or rolled back on the next start, and an answer can be undone byte for byte.
 
-Everything lives in the operator's state folder, never in a repository:
+Everything lives in the operator's state folder, never in a repository (`journalstore` keeps
+it: segments, rotation, retention, the open index; see its docstring):
 
-    journal/journal.jsonl   one JSON record per line, append-only
+    journal/journal.jsonl   one JSON record per line, append-only (the active segment)
+    journal/journal-*.jsonl closed segments, read newest first; pruned past `journal_keep`
+    journal/open/<id>       the begin record of each entry still in progress
     journal/blobs/<sha256>  the bytes of each file before and after an answer, content-addressed
     journal/journal.lock    flock held while appending a record
 
@@ -30,7 +33,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
-import json
+import itertools
 import os
 import secrets
 import stat
@@ -39,7 +42,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hitl_tui import fsio, repofs
+from hitl_tui import fsio, journalstore, repofs
 from hitl_tui.apply import LOCK_TIMEOUT, LockBusy, repo_lock
 from hitl_tui.model import HitlError, Plan, StaleError, UsageError
 from hitl_tui.paths import state_dir
@@ -165,11 +168,18 @@ class Entry:
         }
 
 
-def history(include_undos: bool = False) -> list[Entry]:
-    """Every journaled answer, newest first (undo entries too when asked)."""
-    entries = _entries(_read_records())
-    shown = [e for e in entries.values() if include_undos or e.kind == "answer"]
-    return sorted(shown, key=lambda e: (e.time, e.id), reverse=True)
+def history(include_undos: bool = False, limit: int = 0, skip: int = 0) -> list[Entry]:
+    """Journaled answers, newest first (undo entries too when asked): `limit` of them (0: all)
+    after the `skip` newest. Reads only as far back as it needs."""
+    shown = newest_first(include_undos)
+    return list(itertools.islice(shown, skip, skip + limit if limit > 0 else None))
+
+
+def newest_first(include_undos: bool = False) -> Iterator[Entry]:
+    """Journaled answers, newest first (in journal order), read lazily."""
+    for entry in _entries(_read_records()).newest_first():
+        if include_undos or entry.kind == "answer":
+            yield entry
 
 
 # -- records -------------------------------------------------------------------------------
@@ -196,44 +206,13 @@ def _journal_lock() -> Iterator[None]:
 
 
 def _append(record: dict) -> None:
-    """Append one record durably. A torn last line (a crash mid-append) is skipped on read."""
-    record = {"v": VERSION, **record}
-    line = json.dumps(record, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
-    with _journal_lock():
-        fd = os.open(journal_file(), os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
-                line = b"\n" + line
-            view = memoryview(line)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if not size:
-            fsio.fsync_dir(journal_dir())  # the new journal file's name is durable too
+    """Append one record durably (a begin record's open file first: see journalstore)."""
+    journalstore.append({"v": VERSION, **record})
 
 
-def _read_records() -> list[dict]:
-    try:
-        data = journal_file().read_bytes()
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise HitlError(f"cannot read the journal {journal_file()}: {exc.strerror}") from None
-    records = []
-    for line in data.split(b"\n"):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and isinstance(record.get("id"), str) and record.get("type"):
-            records.append(record)
-    return records
+def _read_records() -> None:
+    """The journal, to fold with `_entries`; nothing is read until an entry is looked up."""
+    return None
 
 
 def _parse_time(value: object) -> datetime:
@@ -243,32 +222,65 @@ def _parse_time(value: object) -> datetime:
         return datetime.fromtimestamp(0, UTC)
 
 
-def _entries(records: list[dict]) -> dict[str, Entry]:
-    """Fold records into entries, in journal order."""
-    begins: dict[str, dict] = {}
-    ends: dict[str, dict] = {}
-    for record in records:
-        if record["type"] == "begin" and record["id"] not in begins:
-            begins[record["id"]] = record
-        elif record["type"] in ("commit", "rollback") and record["id"] not in ends:
-            ends[record["id"]] = record
-    entries: dict[str, Entry] = {}
-    for entry_id, begin in begins.items():
-        try:
-            entries[entry_id] = _entry(begin, ends.get(entry_id))
-        except (KeyError, TypeError, ValueError):
-            continue
-    # An undo that committed marks the answer it undid.
-    for undo in list(entries.values()):
-        target = entries.get(undo.undoes or "")
-        if undo.kind == "undo" and undo.status == "done" and target is not None:
-            entries[target.id] = _replace(
-                target,
-                undone_by=undo.id,
-                undone_time=undo.time,
-                undone_operator=undo.operator,
-            )
-    return entries
+class _Entries:
+    """The journal's entries, folded from its records lazily: an id is looked up reading newest
+    first only back to its begin record (an entry still open: only the segments since it
+    began), and `newest_first` stops wherever its caller stops."""
+
+    def get(self, entry_id: str, default: Entry | None = None) -> Entry | None:
+        opened = journalstore.open_entry(entry_id)
+        if opened is not None:
+            since, begin = opened
+            folded = journalstore.find(entry_id, since)
+            if folded is None or folded.end is None:
+                return _entry(begin, None)
+            journalstore.remove_stale_open(entry_id)  # ended: a crash came before its removal
+        else:
+            folded = journalstore.find(entry_id)
+            if folded is None:
+                return default
+        return _folded(folded) or default
+
+    def __getitem__(self, entry_id: str) -> Entry:
+        entry = self.get(entry_id)
+        if entry is None:
+            raise KeyError(entry_id)
+        return entry
+
+    def newest_first(self) -> Iterator[Entry]:
+        for folded in journalstore.newest_first():
+            entry = _folded(folded)
+            if entry is not None:
+                yield entry
+
+    def values(self) -> list[Entry]:
+        return list(self.newest_first())
+
+
+def _entries(records: object = None) -> _Entries:
+    """Every entry of the journal, looked up lazily (`records` is what `_read_records` gave)."""
+    return _Entries()
+
+
+def _folded(folded: journalstore.Folded) -> Entry | None:
+    try:
+        entry = _entry(folded.begin, folded.end)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    if folded.undo is not None:  # an undo that committed marks the answer it undid
+        undo = folded.undo
+        entry = _replace(
+            entry,
+            undone_by=undo["id"],
+            undone_time=_parse_time(undo.get("time")),
+            undone_operator=str(undo.get("operator", "")),
+        )
+    return entry
+
+
+def _open_entries() -> list[Entry]:
+    """The entries still in progress, from the open index alone (no segment is read)."""
+    return [_entry(begin, None) for _, begin in journalstore.open_entries()]
 
 
 def _replace(entry: Entry, **changes) -> Entry:
@@ -282,7 +294,7 @@ def _where(value: object, remote: bool) -> Path | str:
 
 
 def _entry(begin: dict, end: dict | None) -> Entry:
-    block = begin.get("block") or {}
+    block = begin.get("block") or {}  # every field's type was checked by journalstore.problem
     # A remote answer (GitHub) has no file steps; its repo and path are a name and a URL.
     remote = not begin.get("files") and "://" in str(block.get("path", ""))
     answer = begin.get("answer") or {}
@@ -480,6 +492,11 @@ def begin(plan: Plan, identity: tuple[int, int] | None = None) -> str:
     """
     now = _now()
     entry_id = _new_id(now)
+    with journalstore.storing_blobs():  # no blob is pruned until the open file names it
+        return _begin(plan, now, entry_id, identity)
+
+
+def _begin(plan: Plan, now: datetime, entry_id: str, identity: tuple[int, int] | None) -> str:
     steps = []
     for change in plan.changes:
         old_sha = None if change.old is None else _store_blob(change.old)
@@ -597,9 +614,7 @@ def recover(repo: Path | None = None, *, locked: bool = False) -> list[str]:
     a repository's lock (`repo` given, `locked` True). An answer whose repository lock is held
     by a live process is still being written and is left alone.
     """
-    if not journal_file().exists():
-        return []
-    pending = [e for e in _entries(_read_records()).values() if e.status == "in progress"]
+    pending = _open_entries()  # from journal/open/ alone: start-up never reads the history
     messages = []
     for entry in pending:
         if not entry.files:  # no files (GitHub): nothing to lock or restore
@@ -695,17 +710,21 @@ def _recover_in(entry: Entry, name: str, rd: RepoDir) -> str:
 # -- undo ------------------------------------------------------------------------------------
 
 
-def _pick(entries: dict[str, Entry], entry_id: str | None) -> Entry:
-    answers = [e for e in entries.values() if e.kind == "answer"]
+def _pick(entries: _Entries, entry_id: str | None) -> Entry:
+    """The last answer not undone yet, or the one `entry_id` names (a unique prefix is enough),
+    reading newest first and stopping as soon as it is found (a prefix reads to the end)."""
     if entry_id is None:
-        done = [e for e in answers if e.status == "done" and not e.undone and not _remote(e)]
-        if not done:
-            raise UsageError("nothing to undo: no answer in the journal (see 'hitl history')")
-        return max(done, key=lambda e: (e.time, e.id))
+        for e in entries.newest_first():
+            if e.kind == "answer" and e.status == "done" and not e.undone and not _remote(e):
+                return e
+        raise UsageError("nothing to undo: no answer in the journal (see 'hitl history')")
     wanted = entry_id.strip()
-    found = [e for e in entries.values() if e.id == wanted] or [
-        e for e in answers if e.id.startswith(wanted)
-    ]
+    found = []
+    for e in entries.newest_first() if wanted else ():
+        if e.id == wanted:
+            return e
+        if e.kind == "answer" and e.id.startswith(wanted):
+            found.append(e)
     if not wanted or not found:
         raise UsageError(f"no answer {entry_id!r} in the journal (see 'hitl history')")
     if len(found) > 1:

@@ -11,6 +11,9 @@ import sys
 
 from hitl_tui import cli
 
+#: Answers a page of `hitl history`.
+PAGE = 50
+
 UNDO_EPILOG = """\
 ID is an answer's id from 'hitl history' (a unique prefix is enough); without it, the most
 recent answer that is not undone yet.
@@ -27,6 +30,12 @@ HISTORY_EPILOG = """\
 One line per answer, newest first: when (local time), id, who, repository and block, what was
 answered, and whether it was undone. --json prints one array with every recorded detail
 (the block, the answer, each file's old and new sha256).
+
+It shows 50 answers a page (-n N; --page 2 the 50 before them; -n 0 every one). The journal
+keeps answers for `journal_keep` in the config (default "90d"): older ones are pruned, with the
+saved bytes only they named, when the journal is rotated.
+
+A malformed journal record is skipped and named on stderr; the rest is shown.
 """
 
 
@@ -50,7 +59,15 @@ def build_history() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--json", action="store_true", help="print one JSON array")
-    p.add_argument("-n", "--limit", type=int, default=0, metavar="N", help="only the N most recent")
+    p.add_argument(
+        "-n",
+        "--limit",
+        type=int,
+        default=PAGE,
+        metavar="N",
+        help=f"N a page (default {PAGE}; 0: all)",
+    )
+    p.add_argument("--page", type=int, default=1, metavar="K", help="the K-th page (default 1)")
     p.add_argument("--all", action="store_true", help="also list the undo entries themselves")
     return p
 
@@ -60,24 +77,42 @@ def run_undo(args: argparse.Namespace) -> int:
     from hitl_tui.config import load_config
     from hitl_tui.textio import printable
 
-    operator = load_config(args.config).operator_name()
-    print(printable(journal.undo(args.id, operator=operator)))
+    config = load_config(args.config)
+    cli._use_config(config)
+    print(printable(journal.undo(args.id, operator=config.operator_name())))
     return 0
 
 
 def run_history(args: argparse.Namespace) -> int:
     from hitl_tui import journal
+    from hitl_tui.model import UsageError
     from hitl_tui.textio import printable
 
-    entries = journal.history(include_undos=args.all)
-    if args.limit > 0:
-        entries = entries[: args.limit]
+    if args.page < 1 or args.limit < 0:
+        raise UsageError("--page must be 1 or more, and -n/--limit 0 or more")
+    if args.limit and args.page > 1 and args.page * args.limit > 10**9:
+        raise UsageError("--page is past any journal")
+    size = args.limit
+    skip = (args.page - 1) * size
+    # One more than the page: whether there are older ones to point to.
+    entries = journal.history(include_undos=args.all, limit=size + 1 if size else 0, skip=skip)
+    more = bool(size) and len(entries) > size
+    entries = entries[:size] if size else entries
+    again = " ".join(
+        ["hitl history"]
+        + (["--json"] if args.json else [])
+        + (["--all"] if args.all else [])
+        + ([f"-n {size}"] if size != PAGE else [])
+        + [f"--page {args.page + 1}"]
+    )
     if args.json:
         json.dump([e.to_json() for e in entries], sys.stdout, ensure_ascii=False, indent=2)
         sys.stdout.write("\n")
+        if more:
+            print(f"hitl: older answers: {again}", file=sys.stderr)
         return 0
     if not entries:
-        print("no answers in the journal yet")
+        print("no answers in the journal yet" if args.page == 1 else "no answers on this page")
         return 0
     for e in entries:
         when = e.time.astimezone().strftime("%Y-%m-%d %H:%M")
@@ -92,6 +127,8 @@ def run_history(args: argparse.Namespace) -> int:
             f"{when}  {e.id}  {e.operator}  {e.block_id} ({e.block_source})  {answered}  [{status}]"
         )
         print(printable(line))
+    if more:
+        print(f"(older answers: {again}; all of them: --limit 0)")
     return 0
 
 

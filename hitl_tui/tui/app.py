@@ -248,7 +248,8 @@ class HitlApp(App[int]):
     def action_history(self) -> None:
         from hitl_tui import journal
 
-        self.push_screen(HistoryScreen(journal.history()))
+        # The newest answers only: the journal may hold 90 days of them (`hitl history` pages).
+        self.push_screen(HistoryScreen(journal.history(limit=500)))
 
     @work(thread=True, group="apply", exit_on_error=False)
     def action_undo(self) -> None:
@@ -266,8 +267,8 @@ class HitlApp(App[int]):
                 timeout=10,
             )
             return
-        entries = [e for e in journal.history() if e.undone]
-        paths = [entries[0].block_path] if entries else []
+        undone = next((e for e in journal.newest_first() if e.undone), None)
+        paths = [undone.block_path] if undone else []
         delta = self.inbox.handle([p for p in paths if isinstance(p, Path)])
         self.call_from_thread(self._undone, message, delta)
 
