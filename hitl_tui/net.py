@@ -70,8 +70,9 @@ def run_bounded(factory: Callable[[], Awaitable[T]], seconds: float) -> T:
     return box["value"]
 
 
-async def read_capped(response: httpx.Response, limit: int) -> bytes:
-    """The (decoded) body of a streamed response, or BodyTooLarge once it passes `limit`.
+async def read_capped(response: httpx.Response, limit: int, truncate: bool = False) -> bytes:
+    """The (decoded) body of a streamed response, or BodyTooLarge once it passes `limit`
+    (with `truncate`, its first `limit` bytes instead: enough of an error page).
 
     A declared Content-Length over the cap is refused before a byte of the body is read.
     """
@@ -80,6 +81,7 @@ async def read_capped(response: httpx.Response, limit: int) -> bytes:
         declared.isdigit()
         and int(declared) > limit
         and not response.headers.get("content-encoding")
+        and not truncate
     ):
         raise BodyTooLarge(limit)
     chunks: list[bytes] = []
@@ -87,6 +89,9 @@ async def read_capped(response: httpx.Response, limit: int) -> bytes:
     async for chunk in response.aiter_bytes():
         size += len(chunk)
         if size > limit:
+            if truncate:
+                chunks.append(chunk[: len(chunk) - (size - limit)])
+                break
             raise BodyTooLarge(limit)
         chunks.append(chunk)
     return b"".join(chunks)

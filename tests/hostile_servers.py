@@ -43,11 +43,8 @@ class SlowLoris:
         self.stopped = threading.Event()
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.sock.settimeout(0.1)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.thread = threading.Thread(target=self._serve, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
 
     def start(self) -> SlowLoris:
         self.thread.start()
@@ -113,6 +110,7 @@ class _Base:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are two writes
 
             def log_message(self, *args: object) -> None:
                 pass
