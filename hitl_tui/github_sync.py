@@ -657,7 +657,10 @@ def cli_answer(args: Any) -> int:
         async with GithubPoller([src], secret, **CLI_OPTIONS) as poller:
             return await poller.read_issue(src, full_name, number)
 
-    block = run_sync(read)
+    try:
+        block = run_sync(read)
+    except GithubError as exc:  # say which issue could not be read
+        raise _again(exc, f"{full_name}#{number}: {gh_message(exc, secret)}") from None
     if block is None:
         raise StaleError(f"{full_name}#{number}: no open block (answered, closed or not blocked)")
     plan = gh.plan(block, answer_from_args(args, block, config.operator_name()))

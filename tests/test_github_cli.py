@@ -262,3 +262,17 @@ def test_list_caps_a_huge_response_in_bounded_memory(tmp_path, monkeypatch):
     )
     print(f"peak RSS {run.max_rss / 1e6:.0f} MB, {run.seconds:.1f} s")
     assert run.max_rss < 150e6, run.max_rss
+
+
+def test_answer_against_a_slow_loris_github_is_one_line_and_bounded(tmp_path):
+    server = SlowLoris().start()
+    try:
+        work, config = _hostile_setup(tmp_path, server.url, "poll_timeout_seconds = 2\n")
+        began = time.monotonic()
+        result = hitl("answer", "acme/shop#1", "--text", "x", "--config", config, cwd=work)
+        took = time.monotonic() - began
+    finally:
+        server.stop()
+    assert result.returncode == 1
+    assert result.stderr == "hitl: acme/shop#1: no complete answer within 2 s\n"
+    assert took < 2 + 3, took
