@@ -241,7 +241,8 @@ def test_list_gives_up_on_endless_pagination(tmp_path):
         f"hitl: github acme/shop ({host}): error: gave up after 1000 requests in one poll "
         "(poll_max_requests); its blocks are not listed\n"
     )
-    assert len(server.requests) == 1000
+    # At most the budget; the last few may be cancelled in flight when the poll gives up.
+    assert 990 <= len(server.requests) <= 1000
 
 
 def test_list_caps_a_huge_response_in_bounded_memory(tmp_path, monkeypatch):
