@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import quote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from hitl_tui import fsio
 from hitl_tui.model import MAX_PARSE_BYTES, Choice, HitlError
@@ -345,6 +345,7 @@ def notify(text: str, env: Mapping[str, str]) -> tuple[str, str | None]:
         env.get(name, "")
         for name in (
             "LOOPKIT_HITL_TELEGRAM_TOKEN",
+            "LOOPKIT_HITL_TELEGRAM_API",
             "LOOPKIT_HITL_SLACK_WEBHOOK",
             "LOOPKIT_HITL_DIAL_CMD",
         )
@@ -392,8 +393,8 @@ def _post(url: str, where: str, timeout: float, **body: object) -> None:
     import httpx
 
     try:
-        response = httpx.post(url, timeout=timeout, **body)  # type: ignore[arg-type]
-    except httpx.TimeoutException:
+        status, reason = _send(url, timeout, **body)
+    except (TimeoutError, httpx.TimeoutException):
         raise _NotifyFailed(f"no answer within {timeout:g} s") from None
     except httpx.ConnectError as exc:
         # The operating system's reason ("Connection refused"), scrubbed again by notify().
@@ -403,8 +404,26 @@ def _post(url: str, where: str, timeout: float, **body: object) -> None:
         raise _NotifyFailed(f"not a valid http(s) URL in {where}") from None
     except httpx.HTTPError as exc:
         raise _NotifyFailed(type(exc).__name__) from None
-    if not response.is_success:
-        raise _NotifyFailed(f"HTTP {response.status_code} {response.reason_phrase}".strip())
+    if not 200 <= status < 300:
+        raise _NotifyFailed(f"HTTP {status} {one_line(reason)[:200]}".strip())
+
+
+def _send(url: str, timeout: float, **body: object) -> tuple[int, str]:
+    """POST within `timeout` seconds in all (connect, request, status line and headers):
+    (status, reason phrase). The response body is never read: the status is the answer, and a
+    body that never ends must not hold the agent."""
+    import httpx
+
+    from hitl_tui import net
+
+    async def post() -> tuple[int, str]:
+        async with (
+            httpx.AsyncClient(timeout=timeout) as client,
+            client.stream("POST", url, **body) as response,  # type: ignore[arg-type]
+        ):
+            return response.status_code, response.reason_phrase
+
+    return net.run_bounded(post, timeout)
 
 
 def _dial(text: str, env: Mapping[str, str], timeout: float) -> None:
@@ -436,24 +455,64 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 
 def scrub(text: str, secrets: list[str]) -> str:
-    """`text` with every secret (and its URL-encoded and path forms) replaced by `***`."""
+    """`text` with every secret, and every part of one that could be secret, replaced by `***`.
+
+    A server may echo a webhook URL or a token back in pieces (a reason phrase quoting the
+    path, split at its slashes), so besides each secret whole (and URL-encoded, in either hex
+    case) this masks each path segment and query value of a URL that could be a key, the
+    user and password of one, and either side of a `bot-id:secret` token.
+    """
     forms: set[str] = set()
     for secret in secrets:
-        secret = secret.strip()
-        if not secret:
-            continue
-        forms.update({secret, quote(secret, safe=""), quote(secret, safe="/:")})
-        try:
-            parts = urlsplit(secret)
-        except ValueError:
-            continue
-        rest = parts.path + (f"?{parts.query}" if parts.query else "")
-        if parts.netloc and len(rest) > 1:
-            forms.add(rest)
+        forms |= _secret_forms(secret.strip())
     for form in sorted(forms, key=len, reverse=True):
-        if len(form) >= 4:
-            text = text.replace(form, "***")
-    return printable(one_line(text))
+        text = _mask(text, form)
+    text = printable(one_line(text))
+    for form in sorted(forms, key=len, reverse=True):  # once more, on the one-line form
+        text = _mask(text, form)
+    return text
+
+
+def _secret_forms(secret: str) -> set[str]:
+    if not secret:
+        return set()
+    parts: set[str] = {secret}
+    try:
+        url = urlsplit(secret)
+    except ValueError:
+        url = None
+    if url is not None and url.scheme and url.netloc:
+        rest = url.path + (f"?{url.query}" if url.query else "")
+        if len(rest) > 1:
+            parts.add(rest)
+        parts.update(p for p in (url.username, url.password) if p)
+        parts.update(seg for seg in url.path.split("/") if _could_be_key(unquote(seg)))
+        for _name, value in parse_qsl(url.query, keep_blank_values=False):
+            parts.add(value)
+        parts.update(seg for seg in url.query.split("&") if "=" not in seg and seg)
+    elif ":" in secret:
+        parts.update(half for half in secret.split(":") if len(half) >= 3)
+    forms: set[str] = set()
+    for part in parts:
+        for form in (part, unquote(part), quote(part, safe=""), quote(part, safe="/:")):
+            forms.add(form)
+            forms.add(re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), form))
+    return {f for f in forms if len(f) >= 3}
+
+
+def _could_be_key(segment: str) -> bool:
+    """A path segment that might be a key: not a plain lowercase word like `services`."""
+    if len(segment) < 3:
+        return False
+    return len(segment) >= 16 or any(c.isdigit() or c.isupper() for c in segment)
+
+
+def _mask(text: str, form: str) -> str:
+    if len(form) >= 8:
+        return text.replace(form, "***")
+    # A short part (`T000`) only where it stands alone, so that it cannot mangle other words.
+    pattern = rf"(?<![A-Za-z0-9]){re.escape(form)}(?![A-Za-z0-9])"
+    return re.sub(pattern, "***", text)
 
 
 # -- the whole escalation ---------------------------------------------------------------------

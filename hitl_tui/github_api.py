@@ -12,6 +12,7 @@ No Textual here: the CLI and the app's worker share this client.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import os
@@ -20,17 +21,19 @@ import re
 import ssl
 import subprocess
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import quote, unquote, urljoin, urlsplit
 
 import httpx
 
 from hitl_tui import __version__
 from hitl_tui.model import HitlError, UsageError
+from hitl_tui.net import MAX_BODY, BodyTooLarge, read_capped
 
 DEFAULT_API = "https://api.github.com"
 
@@ -40,6 +43,8 @@ MAX_RATE_WAIT = timedelta(hours=6)
 MAX_PAGES = 200
 #: ETag cache entries kept per client (one per URL, least recently used dropped first).
 CACHE_SIZE = 4096
+#: How much of an error response is read (only to see whether it mentions a rate limit).
+ERROR_BODY = 64 * 1024
 
 
 _TOKEN_CHARS = re.compile(r"[\x21-\x7e]{1,1000}")
@@ -97,9 +102,17 @@ def resolve_token(api_url: str = DEFAULT_API, env: dict | None = None) -> Secret
 
 
 def scrub(text: str, token: Secret | None) -> str:
-    """Text with the token (if any) masked; used on anything that did not come from us."""
-    if token and token.reveal():
-        text = text.replace(token.reveal(), "***")
+    """Text with the token (if any) masked, also URL-encoded (either hex case) or decoded from
+    a URL the text quotes; used on anything that did not come from us."""
+    if not token or not token.reveal():
+        return text
+    value = token.reveal()
+    encoded = quote(value, safe="")
+    for form in sorted({value, encoded, encoded.lower(), quote(value)}, key=len, reverse=True):
+        text = text.replace(form, "***")
+    text = re.sub(re.escape(encoded), "***", text, flags=re.IGNORECASE)
+    if value in unquote(text):  # encoded some other way (%67hp_...): show the decoded text
+        text = unquote(text).replace(value, "***")
     return text
 
 
@@ -130,6 +143,45 @@ class Unreachable(GithubError):
 
 class NotFound(GithubError):
     state = "error"
+
+
+class TooManyRequests(GithubError):
+    """A poll spent its request budget (endless pagination, or a source bigger than allowed)."""
+
+    state = "error"
+
+
+# -- the request budget of one poll --------------------------------------------------------------
+
+
+@dataclass
+class RequestBudget:
+    """At most `limit` requests (every retry counts) for one poll of one source."""
+
+    limit: int
+    used: int = 0
+
+    def spend(self) -> None:
+        if self.used >= self.limit:
+            raise TooManyRequests(
+                f"gave up after {self.limit} requests in one poll (poll_max_requests)"
+            )
+        self.used += 1
+
+
+#: The budget of the poll this task belongs to; tasks it starts share it (contexts copy it).
+_BUDGET: ContextVar[RequestBudget | None] = ContextVar("hitl_github_budget", default=None)
+
+
+@contextlib.contextmanager
+def request_budget(limit: int) -> Iterator[RequestBudget]:
+    """Count every request made inside (also by tasks started inside) against `limit`."""
+    budget = RequestBudget(limit)
+    reset = _BUDGET.set(budget)
+    try:
+        yield budget
+    finally:
+        _BUDGET.reset(reset)
 
 
 # -- the client --------------------------------------------------------------------------------
@@ -172,6 +224,8 @@ class GithubClient:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.api_url = api_url.rstrip("/")
+        #: Seconds one request may take in all (connect, headers, body), not per read.
+        self.timeout = timeout
         self._origin = _origin(self.api_url)
         self._token = token
         self.retries = retries
@@ -281,28 +335,33 @@ class GithubClient:
                 headers["If-None-Match"] = cached.etag
             error: GithubError
             retry_after: float | None = None
+            budget = _BUDGET.get()
+            if budget is not None:
+                budget.spend()
             try:
-                resp = await self._http.request(method, url, json=body, headers=headers)
-            except httpx.TimeoutException:
-                error = Unreachable(f"{self._host()}: timed out")
+                status, resp_headers, content = await self._send(method, url, body, headers)
+            except (TimeoutError, httpx.TimeoutException):
+                error = Unreachable(f"{self._host()}: no complete answer within {self.timeout:g} s")
             except httpx.TransportError as exc:
                 error = Unreachable(f"{self._host()}: cannot connect ({type(exc).__name__})")
+            except BodyTooLarge as exc:
+                raise GithubError(f"{_shown(url)}: the response is {exc}; not read") from None
             else:
-                self._note_budget(resp)
-                if resp.status_code == 304 and cached is not None:
+                self._note_budget(status, resp_headers)
+                if status == 304 and cached is not None:
                     self._cache.move_to_end(url)
-                    return Response(304, cached.data, resp.headers, True, cached.link)
-                if 200 <= resp.status_code < 300:
-                    data = _json(resp)
-                    etag = resp.headers.get("etag")
+                    return Response(304, cached.data, resp_headers, True, cached.link)
+                if 200 <= status < 300:
+                    data = _json(status, content)
+                    etag = resp_headers.get("etag")
                     if conditional and etag:
-                        self._remember(url, _Cached(etag, data, resp.headers.get("link")))
-                    link = resp.headers.get("link")
-                    return Response(resp.status_code, data, resp.headers, False, link)
-                error = self._status_error(resp)
+                        self._remember(url, _Cached(etag, data, resp_headers.get("link")))
+                    link = resp_headers.get("link")
+                    return Response(status, data, resp_headers, False, link)
+                error = self._status_error(status, resp_headers, content)
                 if not isinstance(error, Unreachable):
                     raise error
-                retry_after = _retry_after_seconds(resp.headers.get("retry-after"))
+                retry_after = _retry_after_seconds(resp_headers.get("retry-after"))
             if not retry or attempt >= self.retries:
                 raise error
             delay = min(self.backoff_cap, self.backoff * (2**attempt)) * random.uniform(0.5, 1.5)
@@ -310,6 +369,18 @@ class GithubClient:
                 delay = max(delay, min(retry_after, self.backoff_cap))
             await self._sleep(delay)
             attempt += 1
+
+    async def _send(
+        self, method: str, url: str, body: dict | None, headers: dict
+    ) -> tuple[int, httpx.Headers, bytes]:
+        """One exchange within `timeout` seconds in all, its body read up to a cap."""
+        async with (
+            asyncio.timeout(self.timeout),
+            self._http.stream(method, url, json=body, headers=headers) as resp,
+        ):
+            ok = 200 <= resp.status_code < 300
+            content = await read_capped(resp, MAX_BODY if ok else ERROR_BODY, truncate=not ok)
+            return resp.status_code, resp.headers, content
 
     def _remember(self, url: str, entry: _Cached) -> None:
         self._cache[url] = entry
@@ -328,24 +399,23 @@ class GithubClient:
             return
         raise RateLimited(self.limited_until)
 
-    def _note_budget(self, resp: httpx.Response) -> None:
+    def _note_budget(self, status: int, headers: httpx.Headers) -> None:
         """Remember an exhausted budget so the next request waits instead of burning a 403."""
-        if resp.status_code == 304:
+        if status == 304:
             return
-        if resp.headers.get("x-ratelimit-remaining", "").strip() == "0":
-            until = _reset_time(resp.headers.get("x-ratelimit-reset"))
-            if until is not None and 200 <= resp.status_code < 300:
+        if headers.get("x-ratelimit-remaining", "").strip() == "0":
+            until = _reset_time(headers.get("x-ratelimit-reset"))
+            if until is not None and 200 <= status < 300:
                 self.limited_until = until
 
-    def _status_error(self, resp: httpx.Response) -> GithubError:
-        status = resp.status_code
+    def _status_error(self, status: int, headers: httpx.Headers, content: bytes) -> GithubError:
         if status == 401:
             return Unauthorised(f"{self._host()}: the token was refused (401)")
         if status in (403, 429):
-            until = _limit_from(resp.headers)
+            until = _limit_from(headers)
             if until is None and status == 429:
                 until = datetime.now(UTC) + timedelta(seconds=60)
-            if until is None and status == 403 and _mentions_rate_limit(resp):
+            if until is None and status == 403 and _mentions_rate_limit(content):
                 # A secondary rate limit may come without headers: wait at least a minute.
                 until = datetime.now(UTC) + timedelta(seconds=60)
             if until is not None:
@@ -370,18 +440,23 @@ def _origin(url: str) -> tuple[str, str]:
     return (parts.scheme.lower(), parts.netloc.lower())
 
 
-def _json(resp: httpx.Response) -> Any:
-    if not resp.content:
+def _shown(url: str) -> str:
+    """A URL for a message: at most 200 characters (a Link header can be any length)."""
+    return url if len(url) <= 200 else url[:199] + "…"
+
+
+def _json(status: int, content: bytes) -> Any:
+    if not content:
         return None
     try:
-        return json.loads(resp.content)
+        return json.loads(content)
     except (ValueError, UnicodeDecodeError):
-        raise GithubError(f"response {resp.status_code} is not valid JSON") from None
+        raise GithubError(f"response {status} is not valid JSON") from None
 
 
-def _mentions_rate_limit(resp: httpx.Response) -> bool:
+def _mentions_rate_limit(content: bytes) -> bool:
     try:
-        data = json.loads(resp.content[:10000]) if resp.content else None
+        data = json.loads(content[:10000]) if content else None
     except (ValueError, UnicodeDecodeError):
         return False
     message = data.get("message") if isinstance(data, dict) else None

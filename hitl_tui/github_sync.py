@@ -24,12 +24,14 @@ For the CLI: `add_to_inbox(config, inbox)` and `cli_answer(args)`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import functools
 import random
 import re
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -42,6 +44,8 @@ from hitl_tui.github_api import (
     RateLimited,
     Secret,
     Unauthorised,
+    Unreachable,
+    request_budget,
     resolve_token,
 )
 from hitl_tui.model import Block, HitlError, Plan, StaleError, UsageError
@@ -215,20 +219,8 @@ class GithubPoller:
     async def _poll_source(self, src: GithubSource) -> SourceResult:
         skipped: list[str] = []
         try:
-            client = self.client(src.api_url)
-            login = await self.loop_account(src)
-            if src.repo:
-                repos = [src.repo]
-            else:
-                repos = await self._org_repos(client, src.org or "")
-            blocks: list[Block] = []
-            for full_name in repos:
-                try:
-                    blocks.extend(await self._repo_blocks(client, src, full_name, login))
-                except (NotFound, Unauthorised) as exc:
-                    if src.repo:
-                        raise
-                    skipped.append(f"{full_name}: {exc}")
+            async with bounded(src):
+                blocks = await self._read_source(src, skipped)
         except RateLimited as exc:
             return SourceResult(src.scope, None, exc.state, str(exc), exc.until)
         except GithubError as exc:
@@ -243,6 +235,23 @@ class GithubPoller:
         if skipped:
             message += f"; skipped {len(skipped)} repo(s): {skipped[0]}"
         return SourceResult(src.scope, blocks, "ok", message)
+
+    async def _read_source(self, src: GithubSource, skipped: list[str]) -> list[Block]:
+        client = self.client(src.api_url)
+        login = await self.loop_account(src)
+        if src.repo:
+            repos = [src.repo]
+        else:
+            repos = await self._org_repos(client, src.org or "")
+        blocks: list[Block] = []
+        for full_name in repos:
+            try:
+                blocks.extend(await self._repo_blocks(client, src, full_name, login))
+            except (NotFound, Unauthorised) as exc:
+                if src.repo:
+                    raise
+                skipped.append(f"{full_name}: {exc}")
+        return blocks
 
     async def loop_account(self, src: GithubSource) -> str:
         """The configured loop account, else the token's login (`GET /user`, asked once)."""
@@ -296,7 +305,7 @@ class GithubPoller:
             comments = await self._issue_comments(client, full_name, issue, number)
             return gh.build_block(src, full_name, issue, comments, login)
 
-        found = await self._gather([one(i, n) for i, n in candidates])
+        found = await self._gather([functools.partial(one, i, n) for i, n in candidates])
         # Forget the comments of issues that closed or lost their chance of being a block.
         keep = {(client.api_url, full_name.casefold(), n) for _, n in candidates}
         for key in [k for k in self._comments if k[:2] == (client.api_url, full_name.casefold())]:
@@ -304,16 +313,24 @@ class GithubPoller:
                 del self._comments[key]
         return [b for b in found if b is not None]
 
-    async def _gather(self, coros: list[Awaitable[T]]) -> list[T]:
+    async def _gather(self, calls: list[Callable[[], Awaitable[T]]]) -> list[T]:
+        """Run `calls` at most `concurrency` at a time; the first failure cancels the rest, so
+        that no request of a poll that gave up goes on in the background."""
         if self._concurrency <= 0:
-            return [await c for c in coros]
+            return [await call() for call in calls]
         limit = asyncio.Semaphore(self._concurrency)
 
-        async def bounded(coro: Awaitable[T]) -> T:
+        async def bounded(call: Callable[[], Awaitable[T]]) -> T:
             async with limit:
-                return await coro
+                return await call()
 
-        return list(await asyncio.gather(*(bounded(c) for c in coros)))
+        tasks = [asyncio.ensure_future(bounded(call)) for call in calls]
+        try:
+            return list(await asyncio.gather(*tasks))
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _issue_comments(
         self, client: GithubClient, full_name: str, issue: dict, number: int
@@ -332,9 +349,28 @@ class GithubPoller:
     async def read_issue(self, src: GithubSource, full_name: str, number: int) -> Block | None:
         """One issue, read now (for an answer): its block, or None if it holds none."""
         client = self.client(src.api_url)
-        login = await self.loop_account(src)
-        issue, comments = await _fetch_issue(client, full_name, number)
+        async with bounded(src):
+            login = await self.loop_account(src)
+            issue, comments = await _fetch_issue(client, full_name, number)
         return gh.build_block(src, full_name, issue, comments, login)
+
+
+@contextlib.asynccontextmanager
+async def bounded(src: GithubSource) -> AsyncIterator[None]:
+    """One poll (or re-read) of `src`: at most `poll_timeout_seconds` in all and
+    `poll_max_requests` requests, whatever the server does (a byte every 0.3 s resets a
+    per-read timeout for ever; comment pages nest in issue pages). Raises Unreachable at the
+    deadline, TooManyRequests past the budget."""
+    seconds = src.poll_timeout_seconds
+    deadline = asyncio.timeout(seconds)
+    try:
+        async with deadline:
+            with request_budget(src.poll_max_requests):
+                yield
+    except TimeoutError:
+        if not deadline.expired():
+            raise
+        raise Unreachable(f"no complete answer within {seconds:g} s") from None
 
 
 async def watch_github(
@@ -425,7 +461,8 @@ async def _apply(plan: Plan, client: GithubClient) -> list[str]:
     full_name = str(block.repo)
     number: int = block.meta["number"]
     try:
-        issue, raw_comments = await _fetch_issue(client, full_name, number)
+        async with bounded(src):
+            issue, raw_comments = await _fetch_issue(client, full_name, number)
     except GithubError as exc:
         raise _again(
             exc, f"{block.id}: cannot re-read the issue ({exc}); nothing was sent"
@@ -587,7 +624,10 @@ def add_to_inbox(config: Any, inbox: Any, token: Secret | str | None = None) -> 
     results = run_sync(poll)
     for result in results:
         if result.blocks is None:
-            _warn(f"github {result.scope}: {result.state}: {result.message}")
+            _warn(
+                f"github {result.scope}: {result.state}: {result.message}; "
+                "its blocks are not listed"
+            )
             continue
         inbox.replace_remote(gh.SOURCE, result.scope, result.blocks)
     return results
@@ -617,7 +657,10 @@ def cli_answer(args: Any) -> int:
         async with GithubPoller([src], secret, **CLI_OPTIONS) as poller:
             return await poller.read_issue(src, full_name, number)
 
-    block = run_sync(read)
+    try:
+        block = run_sync(read)
+    except GithubError as exc:  # say which issue could not be read
+        raise _again(exc, f"{full_name}#{number}: {gh_message(exc, secret)}") from None
     if block is None:
         raise StaleError(f"{full_name}#{number}: no open block (answered, closed or not blocked)")
     plan = gh.plan(block, answer_from_args(args, block, config.operator_name()))

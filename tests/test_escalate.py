@@ -29,6 +29,7 @@ from hitl_tui import escalate
 from hitl_tui.escalate import EscalationError, from_args, from_draft, message, render, scrub
 from hitl_tui.model import Choice
 from hitl_tui.sources.loopkit import parse_blocked
+from tests.hostile_servers import Echo, SlowLoris
 
 QUESTION = "Should deleting a workspace also delete its archived invoices?"
 CONTEXT = (
@@ -245,24 +246,22 @@ def test_telegram_gets_the_token_in_the_path_and_a_form(repo: Path, chat: FakeCh
 
 
 def test_telegram_defaults_to_the_public_api(monkeypatch) -> None:
-    import httpx
+    seen: list[tuple[str, float, dict]] = []
 
-    seen: list[tuple[str, dict]] = []
+    def fake_send(url: str, timeout: float, **body) -> tuple[int, str]:
+        seen.append((url, timeout, body))
+        return 200, "OK"
 
-    def fake_post(url: str, **kwargs) -> httpx.Response:
-        seen.append((url, kwargs))
-        return httpx.Response(200)
-
-    monkeypatch.setattr(httpx, "post", fake_post)
+    monkeypatch.setattr(escalate, "_send", fake_send)
     env = {
         "LOOPKIT_HITL_CHANNEL": "Telegram",
         "LOOPKIT_HITL_TELEGRAM_TOKEN": TOKEN,
         "LOOPKIT_HITL_TELEGRAM_CHAT": "42",
     }
     assert escalate.notify("hello", env) == ("telegram", None)
-    [(url, kwargs)] = seen
+    [(url, timeout, body)] = seen
     assert url == f"https://api.telegram.org/bot{TOKEN}/sendMessage"
-    assert kwargs == {"timeout": 5.0, "data": {"chat_id": "42", "text": "hello"}}
+    assert (timeout, body) == (5.0, {"data": {"chat_id": "42", "text": "hello"}})
 
 
 def test_dial_gets_the_message_on_stdin(repo: Path, tmp_path: Path) -> None:
@@ -504,10 +503,8 @@ def test_no_writable_state_folder_is_not_fatal(repo: Path, tmp_path: Path) -> No
 
 
 def test_telegram_token_is_quoted_into_the_path(monkeypatch) -> None:
-    import httpx
-
     urls: list[str] = []
-    monkeypatch.setattr(httpx, "post", lambda url, **kw: urls.append(url) or httpx.Response(200))
+    monkeypatch.setattr(escalate, "_send", lambda url, timeout, **kw: urls.append(url) or (200, ""))
     env = {
         "LOOPKIT_HITL_CHANNEL": "telegram",
         "LOOPKIT_HITL_TELEGRAM_TOKEN": "12:a#b/c?d",
@@ -797,3 +794,106 @@ def test_help_has_examples(tmp_path: Path) -> None:
     assert result.returncode == 0
     assert b"hitl escalate --from-file -" in result.stdout
     assert b"LOOPKIT_HITL_TIMEOUT" in result.stdout
+
+
+# -- hostile channels: slow, echoing ------------------------------------------------------------
+
+
+@pytest.fixture
+def loris():
+    server = SlowLoris().start()
+    yield server
+    server.stop()
+
+
+def _channel_env(channel: str, url: str, **extra: str) -> dict[str, str]:
+    if channel == "slack":
+        return clean_env(
+            LOOPKIT_HITL_CHANNEL="slack", LOOPKIT_HITL_SLACK_WEBHOOK=url + HOOK_PATH, **extra
+        )
+    return clean_env(
+        LOOPKIT_HITL_CHANNEL="telegram",
+        LOOPKIT_HITL_TELEGRAM_TOKEN=TOKEN,
+        LOOPKIT_HITL_TELEGRAM_CHAT="42",
+        LOOPKIT_HITL_TELEGRAM_API=url,
+        **extra,
+    )
+
+
+@pytest.mark.parametrize("channel", ["slack", "telegram"])
+def test_a_slow_loris_channel_is_cut_at_the_timeout(
+    channel: str, repo: Path, loris: SlowLoris
+) -> None:
+    """One byte every 0.3 s resets a per-read timeout forever; the timeout bounds the send."""
+    env = _channel_env(channel, loris.url, LOOPKIT_HITL_TIMEOUT="2")
+    started = time.monotonic()
+    result = run(ARGS, repo, env)
+    took = time.monotonic() - started
+    assert result.returncode == 2
+    assert (repo / "BLOCKED.md").read_bytes() == EXPECTED
+    assert result.stderr.decode() == f"hitl: {channel} not notified: no answer within 2 s\n"
+    assert took < 2 + 3, took
+    assert loris.connections == 1
+
+
+def test_a_channel_that_dribbles_its_body_is_not_waited_for(repo: Path) -> None:
+    """The status line is the answer: a body that never ends is not read."""
+    server = SlowLoris(body=True).start()
+    try:
+        env = _channel_env("slack", server.url, LOOPKIT_HITL_TIMEOUT="2")
+        started = time.monotonic()
+        result = run(ARGS, repo, env)
+        took = time.monotonic() - started
+    finally:
+        server.stop()
+    assert result.returncode == 2
+    assert result.stderr == b"", result.stderr
+    assert b"(notified via slack)" in result.stdout
+    assert took < 2 + 3, took
+
+
+SLACK_SECRETS = ("T0A1B2C3D", "B0E4F5G6H", "SECRETHOOKxyz123", "QUERYSECRET1")
+
+
+def test_secret_parts_echoed_in_a_reason_phrase_are_scrubbed(repo: Path) -> None:
+    """A gateway that quotes the path back, split into its segments, shows no secret."""
+    hook = "/services/T0A1B2C3D/B0E4F5G6H/SECRETHOOKxyz123?key=QUERYSECRET1"
+    server = Echo().start()
+    try:
+        env = clean_env(
+            LOOPKIT_HITL_CHANNEL="slack",
+            LOOPKIT_HITL_SLACK_WEBHOOK=server.url + hook,
+            LOOPKIT_HITL_TIMEOUT="5",
+        )
+        result = run(ARGS, repo, env)
+    finally:
+        server.stop()
+    assert result.returncode == 2
+    stderr = result.stderr.decode()
+    assert stderr.startswith("hitl: slack not notified: HTTP 404 no such hook services "), stderr
+    assert stderr.count("\n") == 1
+    for secret in SLACK_SECRETS:
+        assert secret not in stderr and secret not in result.stdout.decode()
+
+
+def test_a_telegram_token_echoed_in_any_form_is_scrubbed(repo: Path) -> None:
+    """The token whole, URL-encoded in either case, and its secret half alone."""
+    server = Echo(extra="token 123456%3aSECRET-TOKEN-abc half SECRET-TOKEN-abc").start()
+    try:
+        env = _channel_env("telegram", server.url, LOOPKIT_HITL_TIMEOUT="5")
+        result = run(ARGS, repo, env)
+    finally:
+        server.stop()
+    assert result.returncode == 2
+    stderr = result.stderr.decode()
+    assert stderr.startswith("hitl: telegram not notified: HTTP 404 no such hook"), stderr
+    assert "SECRET" not in stderr and "SECRET" not in result.stdout.decode(), stderr
+
+
+def test_scrub_masks_each_secret_part_of_a_webhook() -> None:
+    hook = "https://hooks.slack.com/services/T0A1B2C3D/B0E4F5G6H/SECRETHOOKxyz123?k=QUERYSECRET1"
+    text = "bad team T0A1B2C3D, bot B0E4F5G6H, hook SECRETHOOKxyz123, key QUERYSECRET1"
+    assert scrub(text, [hook]) == "bad team ***, bot ***, hook ***, key ***"
+    # Plain words of the path are not secrets, and stay readable.
+    assert scrub("see services at hooks.slack.com", [hook]) == "see services at hooks.slack.com"
+    assert scrub("123456%3aSECRET-TOKEN-abc and SECRET-TOKEN-abc", [TOKEN]) == "*** and ***"

@@ -9,6 +9,7 @@ import asyncio
 import logging
 import os
 import stat
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -16,12 +17,20 @@ import pytest
 
 from hitl_tui import answering, journal
 from hitl_tui.github_api import GithubClient, GithubError, Secret, resolve_token
-from hitl_tui.github_sync import GithubPoller, PartialAnswer, apply_remote, watch_github
+from hitl_tui.github_api import scrub as gh_scrub
+from hitl_tui.github_sync import (
+    GithubPoller,
+    PartialAnswer,
+    apply_remote,
+    gh_message,
+    watch_github,
+)
 from hitl_tui.inbox import Inbox
 from hitl_tui.model import Answer, StaleError, UsageError
 from hitl_tui.sources import github as gh
 from hitl_tui.workspace import Workspace
 from tests.github_fake import LOGIN, TOKEN, FakeGithub
+from tests.hostile_servers import EndlessPages, HugeBody, SlowLoris
 
 REPO = "acme/shop"
 
@@ -331,7 +340,7 @@ async def test_a_timeout_is_unreachable(fake):
     fake.fail("GET", r"/issues\?", 200, delay=1.0)
     (result,) = await poll(fake, timeout=0.2, retries=0)
     assert (result.state, result.blocks) == ("unreachable", None)
-    assert result.message.endswith("timed out")
+    assert result.message.endswith("no complete answer within 0.2 s")
 
 
 async def test_a_server_that_is_down_is_unreachable():
@@ -549,7 +558,8 @@ async def test_a_comment_that_landed_but_timed_out_is_not_posted_twice(fake):
     plan = gh.plan(block, Answer(texts=("Done.",), operator="Ada"))
     fake.fail("POST", r"/comments", 201, delay=1.0, after=True)
     async with GithubClient(fake.url, Secret(TOKEN), timeout=0.3) as client:
-        with pytest.raises(Exception, match=r"could not post the comment \(.*timed out\)") as e:
+        late = r"could not post the comment \(.*no complete answer within 0.3 s\)"
+        with pytest.raises(Exception, match=late) as e:
             await send(plan, client=client)
     assert "answering again with the same text finds it" in str(e.value)
     assert len(fake.comments[(REPO, 1)]) == 2  # it did land
@@ -701,3 +711,132 @@ def test_the_token_comes_from_the_environment_then_gh(tmp_path):
         assert resolve_token(env={}) is None  # no gh at all is fine
     finally:
         os.environ["PATH"] = old
+
+
+# -- hostile servers: slow, endless, huge ------------------------------------------------------
+
+
+@pytest.fixture
+def loris():
+    server = SlowLoris().start()
+    yield server
+    server.stop()
+
+
+def hostile(url: str, **extra) -> dict:
+    return {"repo": REPO, "api_url": url, "loop_account": LOGIN, **extra}
+
+
+@pytest.mark.parametrize("body", [False, True], ids=["headers", "body"])
+async def test_one_request_is_bounded_in_total_not_per_read(body):
+    """One byte every 0.3 s never trips a per-read timeout; the client's timeout is total."""
+    server = SlowLoris(body=body).start()
+    try:
+        client = GithubClient(server.url, Secret(TOKEN), timeout=1.0, retries=0)
+        began = time.monotonic()
+        with pytest.raises(GithubError) as caught:
+            await asyncio.wait_for(client.get("/repos/acme/shop/issues"), timeout=20)
+        took = time.monotonic() - began
+        await client.aclose()
+    finally:
+        server.stop()
+    assert caught.value.state == "unreachable"
+    assert str(caught.value).endswith(": no complete answer within 1 s")
+    assert took < 1 + 2, took
+
+
+async def test_a_slow_loris_poll_gives_up_at_its_deadline(loris):
+    """The poll's own deadline, shorter than a request's: the source gives up as a whole."""
+    source = hostile(loris.url, poll_timeout_seconds=1)
+    began = time.monotonic()
+    async with GithubPoller([source], TOKEN, timeout=10.0, retries=2) as p:
+        (result,) = await asyncio.wait_for(p.poll_once(), timeout=20)
+    took = time.monotonic() - began
+    assert (result.state, result.blocks) == ("unreachable", None)
+    assert result.message == "no complete answer within 1 s"
+    assert took < 1 + 2, took
+    assert loris.connections == 1
+
+
+async def test_endless_pagination_stops_at_the_request_budget():
+    """Comment pages nest in issue pages: 200 x 200 pages unless the poll itself is bounded."""
+    server = EndlessPages(max_requests=5000).start()
+    try:
+        source = hostile(server.url, poll_max_requests=50)
+        async with GithubPoller([source], TOKEN, timeout=5.0, retries=0) as p:
+            (result,) = await asyncio.wait_for(p.poll_once(), timeout=60)
+    finally:
+        server.stop()
+    assert (result.state, result.blocks) == ("error", None)
+    assert result.message == "gave up after 50 requests in one poll (poll_max_requests)"
+    assert 45 <= len(server.requests) <= 50  # the last may be cancelled in flight
+
+
+async def test_the_app_poller_neither_hangs_nor_piles_up_requests(loris, tmp_path):
+    """watch_github, as the app runs it: the source reports its state and backs off."""
+    inbox = Inbox(Workspace.discover([tmp_path]))
+    stop = asyncio.Event()
+    seen: list[tuple[str, str]] = []
+
+    async def on_update(result, delta) -> None:
+        seen.append((result.state, result.message))
+
+    source = hostile(loris.url, poll_timeout_seconds=1, poll_seconds=1)
+    async with GithubPoller([source], TOKEN) as p:  # the app's options: 10 s, 2 retries
+        task = asyncio.create_task(watch_github(p, inbox, on_update, stop))
+        await asyncio.sleep(4.5)
+        stop.set()
+        await asyncio.wait_for(task, timeout=5)
+    # Polls at 0 s and after a backoff of 2 s (+-20%); never two at once.
+    assert seen[0] == ("unreachable", "no complete answer within 1 s")
+    assert 1 <= len(seen) <= 3, seen
+    assert loris.connections == len(seen)
+
+
+async def test_a_huge_response_is_capped_and_named():
+    server = HugeBody(size=64 << 20).start()
+    try:
+        async with GithubPoller([hostile(server.url)], TOKEN, retries=0) as p:
+            (result,) = await asyncio.wait_for(p.poll_once(), timeout=30)
+    finally:
+        server.stop()
+    assert (result.state, result.blocks) == ("error", None)
+    assert result.message == (
+        f"{server.url}/repos/acme/shop/issues?state=open&per_page=100: "
+        "the response is larger than 16 MiB; not read"
+    )
+    assert server.sent < 40 << 20  # it stopped reading (what the kernel buffered aside)
+
+
+async def test_a_declared_huge_length_is_refused_before_reading():
+    server = HugeBody(size=32 << 20, declare=True).start()
+    try:
+        async with GithubPoller([hostile(server.url)], TOKEN, retries=0) as p:
+            (result,) = await asyncio.wait_for(p.poll_once(), timeout=30)
+    finally:
+        server.stop()
+    assert result.state == "error" and "larger than 16 MiB" in result.message
+
+
+def test_the_token_is_scrubbed_in_every_encoded_form():
+    token = Secret("ghp_Tok+en/With=Odd~chars")
+    encoded = "ghp_Tok%2Ben%2FWith%3DOdd~chars"
+    lower = "ghp_Tok%2ben%2fWith%3dOdd~chars"
+    text = f"a {token.reveal()} b {encoded} c {lower} d"
+    assert gh_scrub(text, token) == "a *** b *** c *** d"
+
+
+async def test_a_token_echoed_into_a_url_is_not_shown():
+    """A hostile server can put the token into the URL an error names (a Link, say)."""
+    server = HugeBody(size=32 << 20).start()
+    token = Secret("ghp_Tok+en/With=Odd~chars")
+    try:
+        client = GithubClient(server.url, token, retries=0)
+        with pytest.raises(GithubError) as caught:
+            await client.get("/repos/acme/shop/issues?x=ghp_Tok%2ben%2FWith%3dOdd%7Echars")
+        await client.aclose()
+    finally:
+        server.stop()
+    message = gh_message(caught.value, token)
+    assert "larger than 16 MiB" in message and "***" in message
+    assert "Tok" not in message and "Odd" not in message

@@ -6,12 +6,15 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.github_fake import CREDENTIALS_NOTE as NOTE
 from tests.github_fake import TOKEN, FakeGithub
+from tests.hostile_cases import run_hitl
+from tests.hostile_servers import EndlessPages, HugeBody, SlowLoris
 
 
 @pytest.fixture
@@ -165,3 +168,112 @@ def test_list_and_answer_with_github_never_load_textual(setup, fake):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == "TEXTUAL []"
+
+
+# -- hostile servers: slow, endless, huge ------------------------------------------------------
+
+
+def _hostile_setup(tmp_path: Path, url: str, extra: str = "") -> tuple[Path, Path]:
+    """A workspace with one local block, and a config whose one GitHub source is `url`."""
+    work = tmp_path / "work"
+    (work / "shop" / ".git").mkdir(parents=True)
+    (work / "shop" / "BLOCKED.md").write_text("## Question\nLocal question?\n## Choices\n- A) y\n")
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'[[github]]\nrepo = "acme/shop"\napi_url = "{url}"\nloop_account = "loop-bot"\n{extra}'
+    )
+    return work, config
+
+
+def _timed_list(work: Path, config: Path) -> tuple[subprocess.CompletedProcess, float]:
+    began = time.monotonic()
+    result = hitl("list", "--config", config, work, cwd=work)
+    return result, time.monotonic() - began
+
+
+def test_list_with_a_slow_loris_github_still_lists_local_blocks(tmp_path):
+    """One byte every 0.3 s: each request is cut at the CLI's 5 s, tried twice, then reported."""
+    server = SlowLoris().start()
+    try:
+        work, config = _hostile_setup(tmp_path, server.url)
+        result, took = _timed_list(work, config)
+    finally:
+        server.stop()
+    assert result.returncode == 0
+    assert "Local question?" in result.stdout
+    host = server.url.removeprefix("http://")
+    assert result.stderr == (
+        f"hitl: github acme/shop ({host}): unreachable: {host}: no complete answer within 5 s; "
+        "its blocks are not listed\n"
+    )
+    assert took < 2 * 5 + 1.5 + 3, took  # two tries, a backoff of at most 1.5 s
+
+
+def test_list_gives_up_at_the_poll_deadline(tmp_path):
+    server = SlowLoris().start()
+    try:
+        work, config = _hostile_setup(tmp_path, server.url, "poll_timeout_seconds = 2\n")
+        result, took = _timed_list(work, config)
+    finally:
+        server.stop()
+    assert result.returncode == 0
+    assert "Local question?" in result.stdout
+    host = server.url.removeprefix("http://")
+    assert result.stderr == (
+        f"hitl: github acme/shop ({host}): unreachable: no complete answer within 2 s; "
+        "its blocks are not listed\n"
+    )
+    assert took < 2 + 3, took
+
+
+def test_list_gives_up_on_endless_pagination(tmp_path):
+    """Comment pages nest in issue pages; the default budget is 1000 requests per poll."""
+    server = EndlessPages(max_requests=3000).start()
+    try:
+        work, config = _hostile_setup(tmp_path, server.url)
+        result, _took = _timed_list(work, config)
+    finally:
+        server.stop()
+    assert result.returncode == 0
+    assert "Local question?" in result.stdout
+    host = server.url.removeprefix("http://")
+    assert result.stderr == (
+        f"hitl: github acme/shop ({host}): error: gave up after 1000 requests in one poll "
+        "(poll_max_requests); its blocks are not listed\n"
+    )
+    # At most the budget; the last few may be cancelled in flight when the poll gives up.
+    assert 990 <= len(server.requests) <= 1000
+
+
+def test_list_caps_a_huge_response_in_bounded_memory(tmp_path, monkeypatch):
+    """A 256 MiB issue list: read whole, the process peaked at over 600 MB."""
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    server = HugeBody(size=256 << 20).start()
+    try:
+        work, config = _hostile_setup(tmp_path, server.url)
+        run = run_hitl("list", "--config", config, work, cwd=work)
+    finally:
+        server.stop()
+    assert run.returncode == 0, run.err
+    assert "Local question?" in run.out
+    assert run.err == (
+        f"hitl: github acme/shop ({server.url.removeprefix('http://')}): error: "
+        f"{server.url}/repos/acme/shop/issues?state=open&per_page=100: the response is larger "
+        "than 16 MiB; not read; its blocks are not listed\n"
+    )
+    print(f"peak RSS {run.max_rss / 1e6:.0f} MB, {run.seconds:.1f} s")
+    assert run.max_rss < 150e6, run.max_rss
+
+
+def test_answer_against_a_slow_loris_github_is_one_line_and_bounded(tmp_path):
+    server = SlowLoris().start()
+    try:
+        work, config = _hostile_setup(tmp_path, server.url, "poll_timeout_seconds = 2\n")
+        began = time.monotonic()
+        result = hitl("answer", "acme/shop#1", "--text", "x", "--config", config, cwd=work)
+        took = time.monotonic() - began
+    finally:
+        server.stop()
+    assert result.returncode == 1
+    assert result.stderr == "hitl: acme/shop#1: no complete answer within 2 s\n"
+    assert took < 2 + 3, took

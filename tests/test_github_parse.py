@@ -60,6 +60,10 @@ def test_crlf_and_the_last_marker_of_a_comment():
         ({"repo": "a/b", "api_url": "https://u:p@h/api"}, "must not carry credentials"),
         ({"repo": "a/b", "poll_seconds": 0}, "poll_seconds"),
         ({"repo": "a/b", "poll_seconds": True}, "poll_seconds"),
+        ({"repo": "a/b", "poll_timeout_seconds": 0}, "poll_timeout_seconds must be a number"),
+        ({"repo": "a/b", "poll_timeout_seconds": "30"}, "poll_timeout_seconds must be a number"),
+        ({"repo": "a/b", "poll_max_requests": 0}, "poll_max_requests must be a whole number"),
+        ({"repo": "a/b", "poll_max_requests": 1.5}, "poll_max_requests must be a whole number"),
         ({"repo": "a/b", "labels": {"blocked": ""}}, "labels.blocked"),
         ({"repo": "a/b", "labels": {"bloked": "x"}}, "unknown label 'bloked'"),
         ({"repo": "a/b", "token": "x"}, "unknown key 'token'"),
@@ -89,11 +93,15 @@ def test_valid_config_with_defaults_and_renames():
                 "api_url": "https://ghe.example.com/api/v3/",
                 "loop_account": "acme-loop[bot]",
                 "poll_seconds": 30,
+                "poll_timeout_seconds": 90,
+                "poll_max_requests": 5000,
                 "labels": {"blocked": "needs human"},
             },
         ]
     )
     assert a.api_url == "https://api.github.com" and a.poll_seconds == 60 and a.scope == "acme/shop"
+    assert (a.poll_timeout_seconds, a.poll_max_requests) == (30, 1000)
+    assert (b.poll_timeout_seconds, b.poll_max_requests) == (90, 5000)
     assert a.labels == gh.Labels("blocked", "approved", "type:change-request")
     assert b.api_url == "https://ghe.example.com/api/v3" and b.loop_account == "acme-loop[bot]"
     assert b.labels.blocked == "needs human" and b.labels.approved == "approved"

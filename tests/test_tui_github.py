@@ -16,6 +16,7 @@ from hitl_tui.tui.widgets import BlockList
 from hitl_tui.workspace import Workspace
 from tests.github_fake import CREDENTIALS_NOTE as NOTE
 from tests.github_fake import TOKEN, FakeGithub
+from tests.hostile_servers import SlowLoris
 from tests.tui_support import NOW, SIZE
 
 
@@ -99,3 +100,21 @@ async def test_unreachable_source_is_shown_and_hides_nothing(local: Path) -> Non
         assert {b.id for b in app.query_one(BlockList).blocks.values()} == {"shop"}
         assert any(n.title == "GitHub source" for n in app._notifications)
         app.stop_event.set()
+
+
+async def test_a_slow_loris_source_gives_up_and_hides_nothing(local: Path) -> None:
+    """The app's poller has the same bound as `hitl list`: the source says why, once."""
+    server = SlowLoris().start()
+    source = {"repo": "acme/shop", "api_url": server.url, "poll_timeout_seconds": 2}
+    app = _app(local, (source,))
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await _until(pilot, lambda: bool(app.github_states), seconds=2 + 5)
+            [(state, message)] = app.github_states.values()
+            assert (state, message) == ("unreachable", "no complete answer within 2 s")
+            assert {b.id for b in app.query_one(BlockList).blocks.values()} == {"shop"}
+            assert "GitHub 0/1 ok" in str(app.query_one("#topbar").render())
+            app.stop_event.set()
+    finally:
+        server.stop()
+    assert server.connections == 1  # backed off: no second try piled up meanwhile

@@ -64,7 +64,16 @@ CATEGORY_MEANINGS = {
 
 _OWNER = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$")
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,100}$")
-_KEYS = {"repo", "org", "api_url", "loop_account", "poll_seconds", "labels"}
+_KEYS = {
+    "repo",
+    "org",
+    "api_url",
+    "loop_account",
+    "poll_seconds",
+    "poll_timeout_seconds",
+    "poll_max_requests",
+    "labels",
+}
 _LABEL_KEYS = {"blocked", "approved", "change_request"}
 
 
@@ -84,6 +93,10 @@ class GithubSource:
     api_url: str = DEFAULT_API
     loop_account: str | None = None
     poll_seconds: float = 60.0
+    #: One poll of this source gives up after this long in all (every request of it) ...
+    poll_timeout_seconds: float = 30.0
+    #: ... or after this many requests (pages nest: an endless list must not run for ever).
+    poll_max_requests: int = 1000
     labels: Labels = field(default_factory=Labels)
 
     @property
@@ -141,6 +154,16 @@ def parse_config(entries: tuple | list) -> list[GithubSource]:
         poll = raw.get("poll_seconds", 60)
         if isinstance(poll, bool) or not isinstance(poll, int | float) or not 1 <= poll <= 86400:
             raise UsageError(f"{where}: poll_seconds must be a number from 1 to 86400")
+        deadline = raw.get("poll_timeout_seconds", 30)
+        if (
+            isinstance(deadline, bool)
+            or not isinstance(deadline, int | float)
+            or not 1 <= deadline <= 3600
+        ):
+            raise UsageError(f"{where}: poll_timeout_seconds must be a number from 1 to 3600")
+        budget = raw.get("poll_max_requests", 1000)
+        if isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget <= 100000:
+            raise UsageError(f"{where}: poll_max_requests must be a whole number from 1 to 100000")
         labels = raw.get("labels", {})
         if not isinstance(labels, dict):
             raise UsageError(f"{where}: labels must be a table")
@@ -158,6 +181,8 @@ def parse_config(entries: tuple | list) -> list[GithubSource]:
             api_url=api_url.rstrip("/"),
             loop_account=account,
             poll_seconds=float(poll),
+            poll_timeout_seconds=float(deadline),
+            poll_max_requests=budget,
             labels=Labels(**labels),
         )
         if any(other.scope == source.scope for other in sources):
