@@ -27,6 +27,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from hitl_tui import fsio
 from hitl_tui.model import MAX_PARSE_BYTES, Choice, HitlError
+from hitl_tui.repofs import ConcurrentWrite, RepoDir
 from hitl_tui.sources.loopkit import BLOCKED, SEPARATORS, parse_blocked
 from hitl_tui.textio import one_line, printable
 
@@ -293,9 +294,18 @@ def write_blocked(repo: Path, esc: Escalation, replace: bool = False) -> Path:
             )
         if os.path.isdir(path):
             raise EscalationError(f"{BLOCKED} in {printable(repo.name)} is a folder")
-        target = fsio.resolve_for_write(repo, path)
         try:
-            fsio.atomic_write(target, data)
+            if replace:
+                fsio.atomic_write(fsio.resolve_for_write(repo, path), data)
+            else:
+                # Created with RENAME_NOREPLACE: a BLOCKED.md that appears meanwhile is kept.
+                with RepoDir(repo) as rd:
+                    rd.replace(rd.spot(path), None, data)
+        except ConcurrentWrite:
+            raise EscalationError(
+                f"{BLOCKED} already exists in {printable(repo.name)}: the loop is already "
+                "blocked (use --replace to overwrite it)"
+            ) from None
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             raise EscalationError(f"could not write {BLOCKED}: {reason}") from None

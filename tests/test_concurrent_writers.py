@@ -248,7 +248,9 @@ needs_strace = pytest.mark.skipif(_strace_works() is not None, reason=str(_strac
 RENAMES = "rename,renameat,renameat2"
 
 
-def start_slowed(syscalls: str, micros: int, *args: object) -> subprocess.Popen:
+def start_slowed(
+    syscalls: str, micros: int, *args: object, cwd: Path | None = None
+) -> subprocess.Popen:
     """`hitl ARGS` under strace, each of `syscalls` delayed by `micros` on entry."""
     return subprocess.Popen(
         [
@@ -268,6 +270,7 @@ def start_slowed(syscalls: str, micros: int, *args: object) -> subprocess.Popen:
         env=hitl_env({"HITL_TEST_FAULT": "{}"}),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        cwd=cwd,
     )
 
 
@@ -441,3 +444,22 @@ def test_without_renameat2_writes_still_check_what_they_replace(tmp_path: Path):
     assert "appeared meanwhile" in out["exists"]
     assert out["removed"] and out["windows"] == 2
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".hitl-tmp-")]
+
+
+@needs_strace
+def test_escalate_never_replaces_a_block_written_meanwhile(tmp_path: Path):
+    """Two agents escalate in one repo at once: the second never overwrites the first."""
+    repo = tmp_path / "shop"
+    (repo / ".git").mkdir(parents=True)
+    args = ["escalate", "--question", "Which region?", "--context", "Deploy, commit a1b2c3d."]
+    args += ["--attempted", "Read PROMPT.md", "--choice", "eu-west-1", "--choice", "us-east-1"]
+    proc = start_slowed(RENAMES, 400_000, *args, cwd=repo)
+    wait_for(lambda: temp_files(repo))
+    time.sleep(0.15)
+    first = b"## Question:\nThe other agent's question?\n"
+    (repo / "BLOCKED.md").write_bytes(first)
+    _out, err = proc.communicate(timeout=120)
+    assert (repo / "BLOCKED.md").read_bytes() == first
+    assert proc.returncode == 1, err
+    assert b"already exists" in err
+    assert not temp_files(repo)
