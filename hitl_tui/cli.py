@@ -179,7 +179,7 @@ def _resolve(args: argparse.Namespace, inbox):
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from hitl_tui.textio import printable
+    from hitl_tui.textio import json_text, printable
     from hitl_tui.timefmt import age
 
     _config, inbox = _open_inbox(args)
@@ -192,7 +192,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         # One element per line, each through the C encoder (indent= would use the slow one),
         # with one encoder for all of them (json.dumps would build one per block).
         encode = json.JSONEncoder(ensure_ascii=False).encode
-        items = ",\n".join(encode(b.to_json()) for b in blocks)
+        # Paths with undecodable bytes: `\udce9` escapes (see json_text), never raw bytes.
+        items = json_text(",\n".join(encode(b.to_json()) for b in blocks))
         sys.stdout.write(f"[\n{items}\n]\n" if blocks else "[]\n")
         return 0
     if not blocks:

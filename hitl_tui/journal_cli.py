@@ -67,14 +67,14 @@ def run_undo(args: argparse.Namespace) -> int:
 
 def run_history(args: argparse.Namespace) -> int:
     from hitl_tui import journal
-    from hitl_tui.textio import printable
+    from hitl_tui.textio import json_text, printable
 
     entries = journal.history(include_undos=args.all)
     if args.limit > 0:
         entries = entries[: args.limit]
     if args.json:
-        json.dump([e.to_json() for e in entries], sys.stdout, ensure_ascii=False, indent=2)
-        sys.stdout.write("\n")
+        text = json.dumps([e.to_json() for e in entries], ensure_ascii=False, indent=2)
+        sys.stdout.write(json_text(text) + "\n")  # undecodable path bytes as \udce9 escapes
         return 0
     if not entries:
         print("no answers in the journal yet")
