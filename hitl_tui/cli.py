@@ -325,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
         if name not in APP_COMMANDS:
             for message in recovered:
                 print(f"hitl: {_one_line(message)}", file=sys.stderr)
+        _check_state(name, args)
         run = COMMANDS.get(name) or (EXTRA_COMMANDS[name][1] if name in EXTRA_COMMANDS else cmd_app)
         return run(args)
     except HitlError as exc:
@@ -340,6 +341,22 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"hitl: internal error: {type(exc).__name__}: {_one_line(str(exc))}", file=sys.stderr)
         return 1
+
+
+#: Commands that journal or lock in the state folder (answer unless --dry-run), and ones that
+#: only read it; `escalate` and `guard` (the agent's side) work without one.
+STATE_WRITERS = ("", "demo", "answer", "undo")
+STATE_READERS = ("history",)
+
+
+def _check_state(name: str, args: argparse.Namespace) -> None:
+    """Refuse, in one line and before anything is written, a state folder that cannot be used."""
+    from hitl_tui.paths import check_state_dir
+
+    if name in STATE_WRITERS and not getattr(args, "dry_run", False):
+        check_state_dir(write=True)
+    elif name in STATE_READERS:
+        check_state_dir(write=False)
 
 
 def _recover(debug: bool) -> list[str]:
