@@ -88,7 +88,14 @@ class PreviewScreen(ModalScreen[Plan | None]):
         """Show `preview`: its plan, and its decision text in the box when it has one."""
         self.plan = preview.plan
         self.planned = preview.plan  # for the decision text as generated
-        self.editable = preview.editable
+        # The box shows the decision made printable, like every other pane: agent text in a
+        # TextArea reaches the terminal as it is (an OSC 2 retitled the pane, ESC[2J cleared
+        # the screen). The box holding exactly that text is the unedited decision, and applies
+        # `planned`: the generated decision, byte for byte, as `hitl answer` writes it. Once
+        # edited, the box's text is written as it stands (symbols such as ␛ included).
+        self.editable = (
+            None if preview.editable is None else printable(preview.editable, keep_newlines=True)
+        )
         self.replan = preview.replan
         self.title_text = preview.title
         self.error: str | None = None
@@ -196,7 +203,10 @@ class TextAnswerScreen(ModalScreen[tuple[str, ...] | None]):
             for index, (prompt, default) in enumerate(pairs, 1):
                 if prompt:
                     yield Label(Content(printable(prompt)), classes="answer-question")
-                yield TextArea(default, id=f"answer-{index}", classes="answer-text", soft_wrap=True)
+                # Pre-filled with agent text (a task's recommended default): printable, so no
+                # escape sequence reaches the terminal; what the box shows is what is written.
+                shown = printable(default, keep_newlines=True)
+                yield TextArea(shown, id=f"answer-{index}", classes="answer-text", soft_wrap=True)
             yield Static("", id="answer-error", markup=False)
             with Horizontal(id="answer-buttons"):
                 yield Button("Back (Esc)", id="cancel")
