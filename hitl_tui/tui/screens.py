@@ -72,7 +72,22 @@ class PreviewScreen(ModalScreen[Plan | None]):
     #preview-error { color: $error; height: auto; }
     #preview-buttons { height: 3; align-horizontal: right; }
     #preview-buttons Button { margin-left: 2; }
+    /* Under 20 rows the diff gets the room: a one-line title, a one-line decision box and
+       one-line buttons, no outer border. */
+    PreviewScreen.-short #preview-box { width: 100%; height: 100%; border: none; padding: 0; }
+    PreviewScreen.-short #preview-title {
+        height: 1; margin-bottom: 0; text-wrap: nowrap; text-overflow: ellipsis;
+    }
+    PreviewScreen.-short #decision { height: 3; }
+    PreviewScreen.-short #preview-buttons { height: 1; }
+    PreviewScreen.-short #preview-buttons Button { height: 1; min-width: 0; border: none; }
     """
+
+    #: Shown, and nothing applied, when not one line of the diff is in view.
+    TOO_SMALL = (
+        "The window is too small to show the diff, so nothing was applied: enlarge it "
+        "(60×15 shows the diff) and press Enter again, or Esc to go back."
+    )
 
     BINDINGS: ClassVar = [
         Binding("escape", "cancel", "Back"),
@@ -155,10 +170,22 @@ class PreviewScreen(ModalScreen[Plan | None]):
         error.update("")
         self.query_one("#diff", Static).update(diff_text(self.plan.diff()))
 
+    def diff_lines_in_view(self) -> int:
+        """How many lines of the diff the operator can see right now (0: none at all)."""
+        scroll = self.query_one("#diff-scroll", VerticalScroll)
+        box = self.query_one("#preview-box", Vertical)
+        seen = scroll.scrollable_content_region.intersection(box.content_region)
+        seen = seen.intersection(self.region)
+        return seen.height if seen.width > 0 and scroll.display else 0
+
     @on(Button.Pressed, "#apply")
     def action_apply(self) -> None:
         if self.error:
             self.notify(printable(self.error), severity="error", markup=False)
+            return
+        if self.diff_lines_in_view() == 0:
+            # Never apply what could not be shown: the diff is the answer's only full account.
+            self.notify(self.TOO_SMALL, title="Not applied", severity="warning", timeout=8)
             return
         self.dismiss(self.plan)
 
