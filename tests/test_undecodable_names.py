@@ -156,7 +156,6 @@ async def test_the_real_watcher_keeps_watching_every_repo(loops: Path) -> None:
     os.unlink(folder + b"/BLOCKED.md")
     os.unlink(loops / "ok" / "BLOCKED.md")
     inbox = Inbox.open([loops])
-    errors: list[Exception] = []
     async with Watcher(inbox) as w:
         (loops / "ok" / "BLOCKED.md").write_text(BLOCK.format(q="Now ok?"))
         await w.expect(added("ok"))
@@ -164,7 +163,6 @@ async def test_the_real_watcher_keeps_watching_every_repo(loops: Path) -> None:
             f.write(BLOCK.format(q="Now café?"))
         delta = await w.expect(added(os.fsdecode(BAD)))
         assert delta.added[0].question == "Now café?"
-    assert errors == []
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify (Linux)")
