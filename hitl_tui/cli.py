@@ -187,7 +187,7 @@ def _resolve(args: argparse.Namespace, inbox):
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from hitl_tui.textio import printable
+    from hitl_tui.textio import json_text, printable
     from hitl_tui.timefmt import age
 
     _config, inbox = _open_inbox(args)
@@ -200,7 +200,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         # One element per line, each through the C encoder (indent= would use the slow one),
         # with one encoder for all of them (json.dumps would build one per block).
         encode = json.JSONEncoder(ensure_ascii=False).encode
-        items = ",\n".join(encode(b.to_json()) for b in blocks)
+        # Paths with undecodable bytes: `\udce9` escapes (see json_text), never raw bytes.
+        items = json_text(",\n".join(encode(b.to_json()) for b in blocks))
         sys.stdout.write(f"[\n{items}\n]\n" if blocks else "[]\n")
         return 0
     if not blocks:
@@ -335,6 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         if name not in APP_COMMANDS:
             for message in recovered:
                 print(f"hitl: {_one_line(message)}", file=sys.stderr)
+        _check_state(name, args)
         run = COMMANDS.get(name) or (EXTRA_COMMANDS[name][1] if name in EXTRA_COMMANDS else cmd_app)
         return run(args)
     except HitlError as exc:
@@ -361,6 +363,22 @@ def _report_skipped() -> None:
     report = journalstore.skipped_report()
     if report:
         print(f"hitl: {_one_line(report)}", file=sys.stderr)
+
+
+#: Commands that journal or lock in the state folder (answer unless --dry-run), and ones that
+#: only read it; `escalate` and `guard` (the agent's side) work without one.
+STATE_WRITERS = ("", "demo", "answer", "undo")
+STATE_READERS = ("history",)
+
+
+def _check_state(name: str, args: argparse.Namespace) -> None:
+    """Refuse, in one line and before anything is written, a state folder that cannot be used."""
+    from hitl_tui.paths import check_state_dir
+
+    if name in STATE_WRITERS and not getattr(args, "dry_run", False):
+        check_state_dir(write=True)
+    elif name in STATE_READERS:
+        check_state_dir(write=False)
 
 
 def _recover(debug: bool) -> list[str]:

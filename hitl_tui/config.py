@@ -93,10 +93,27 @@ def load_config(explicit: str | Path | None = None) -> Config:
     github = data.get("github", [])
     if isinstance(github, dict):
         github = [github]
+    if not isinstance(github, list):
+        raise UsageError(f"{path}: 'github' must be a [[github]] table or an array of them")
+    if github:
+        # Checked now, with the file named, before any command reads or writes anything.
+        from hitl_tui.sources.github import parse_config
+
+        try:
+            parse_config(github)
+        except UsageError as exc:
+            raise UsageError(f"{path}: {exc}") from None
     keep = _journal_keep(path, data.get("journal_keep", "90d"))
     base = path.parent
-    resolved = tuple((base / Path(r).expanduser()).absolute() for r in repos)
-    return Config(resolved, operator, bell, tuple(github), path, journal_keep=keep)
+    resolved = tuple(base / _expand(path, r) for r in repos)
+    return Config(
+        tuple(p.absolute() for p in resolved),
+        operator,
+        bell,
+        tuple(github),
+        path,
+        journal_keep=keep,
+    )
 
 
 def _journal_keep(path: Path, value: object) -> timedelta | None:
@@ -110,3 +127,15 @@ def _journal_keep(path: Path, value: object) -> timedelta | None:
             f'(weeks), "48h" (hours) or "forever"; got {value!r}'
         )
     return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+
+
+def _expand(config: Path, raw: str) -> Path:
+    """`~` and `~user` expanded; a path no one could mean is a one-line error naming the file."""
+    if "\0" in raw:
+        raise UsageError(f"{config}: 'repos': a path cannot contain a NUL character")
+    try:
+        return Path(raw).expanduser()
+    except RuntimeError:  # ~user with no such user, or no home folder at all
+        user = raw[1:].split("/", 1)[0]
+        who = f"no user {user}" if user else "no home folder"
+        raise UsageError(f"{config}: 'repos': {who} for {raw}") from None

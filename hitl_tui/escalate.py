@@ -252,7 +252,8 @@ def message(esc: Escalation, repo_name: str, when: datetime) -> str:
     stamp = when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return "\n".join(
         [
-            f"[loopkit] blocked in {one_line(repo_name)} on {stamp}",
+            # printable: a folder name's undecodable bytes as `\xe9` (no channel takes them raw)
+            f"[loopkit] blocked in {printable(one_line(repo_name))} on {stamp}",
             f"Q: {_field(esc.question)}",
             f"Context: {_field(esc.context)}",
             f"Attempted: {_field('; '.join(esc.attempted))}",

@@ -21,6 +21,7 @@ from hitl_tui.model import Block, HitlError, StaleError, UsageError
 from hitl_tui.parsecache import ParseCache
 from hitl_tui.sources import default_sources
 from hitl_tui.sources.base import Source
+from hitl_tui.textio import printable
 from hitl_tui.workspace import Workspace, labels_for
 
 #: Below this many repositories a scan is quicker in-process than starting workers.
@@ -329,6 +330,11 @@ class Inbox:
         for block in self.blocks.values():
             if block.id == target:
                 return block
+        # The id as `hitl list` prints it: undecodable bytes as `\xe9`, control characters as
+        # symbols; that is what a person copies from the listing.
+        shown = [b for b in self.blocks.values() if printable(b.id) == target]
+        if len(shown) == 1:
+            return shown[0]
         path = Path(os.path.abspath(Path(target).expanduser()))
         if path.is_file() or (not path.exists() and path.name.endswith(".md")):
             for block in self.blocks.values():

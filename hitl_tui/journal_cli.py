@@ -86,7 +86,7 @@ def run_undo(args: argparse.Namespace) -> int:
 def run_history(args: argparse.Namespace) -> int:
     from hitl_tui import journal
     from hitl_tui.model import UsageError
-    from hitl_tui.textio import printable
+    from hitl_tui.textio import json_text, printable
 
     if args.page < 1 or args.limit < 0:
         raise UsageError("--page must be 1 or more, and -n/--limit 0 or more")
@@ -106,8 +106,8 @@ def run_history(args: argparse.Namespace) -> int:
         + [f"--page {args.page + 1}"]
     )
     if args.json:
-        json.dump([e.to_json() for e in entries], sys.stdout, ensure_ascii=False, indent=2)
-        sys.stdout.write("\n")
+        text = json.dumps([e.to_json() for e in entries], ensure_ascii=False, indent=2)
+        sys.stdout.write(json_text(text) + "\n")  # undecodable path bytes as \udce9 escapes
         if more:
             print(f"hitl: older answers: {again}", file=sys.stderr)
         return 0

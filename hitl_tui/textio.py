@@ -138,6 +138,10 @@ def _printable_table() -> dict[int, str]:
     for code in [*range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2066, 0x206A)]:
         table[code] = "�"
     table[0xFEFF] = ""
+    # Lone surrogates: a file name's undecodable bytes (`os.fsdecode` turns byte 0xE9 into
+    # U+DCE9). Shown as the byte they stand for, `\xe9`; no strict UTF-8 output accepts them.
+    for code in range(0xD800, 0xE000):
+        table[code] = f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
     return table
 
 
@@ -149,10 +153,23 @@ def printable(text: str, keep_newlines: bool = False) -> str:
     """Agent text made safe for a terminal: no escape sequence or control byte survives.
 
     Control characters become visible symbols (ESC shows as ␛), so a hostile file can neither
-    restyle the terminal nor hide what it says. Markup is a separate matter: the UI never
-    renders this text as markup at all.
+    restyle the terminal nor hide what it says; a path's undecodable byte shows as `\\xe9`.
+    Markup is a separate matter: the UI never renders this text as markup at all.
     """
     if keep_newlines:
         text = text.replace("\r\n", "\n")
         return text.translate(_PRINTABLE_LINES)
     return text.translate(_PRINTABLE)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def json_text(encoded: str) -> str:
+    r"""JSON from `json.dumps(..., ensure_ascii=False)` with lone surrogates as `\udce9` escapes.
+
+    A path with undecodable bytes holds lone surrogates; written raw they are not UTF-8 at all.
+    As escapes they are valid JSON and UTF-8, and lossless: `os.fsencode(json.loads(...))` gives
+    the original bytes back. (Surrogates only ever occur inside JSON strings.)
+    """
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)

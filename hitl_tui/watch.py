@@ -52,6 +52,59 @@ def _changed_since_scan(inbox: Inbox) -> list[Path]:
     return paths
 
 
+class _Aliases:
+    """Names watchfiles can take for folders whose own name it cannot.
+
+    watchfiles passes paths to Rust as UTF-8 strings, so a folder whose name has undecodable
+    bytes (`caf\\xe9-shop`, a lone surrogate in Python) makes the whole watch fail, for every
+    repository. Such a folder is opened and watched as `/proc/self/fd/N` (inotify follows the
+    link to the folder itself), and the events' paths are mapped back. Where /proc is missing
+    the folder is left unwatched (its blocks still show at start-up and on a rescan).
+    """
+
+    def __init__(self, dirs: list[Path]) -> None:
+        self.names: list[str] = []
+        self.back: dict[str, Path] = {}
+        self.fds: list[int] = []
+        for folder in dirs:
+            name = os.fspath(folder)
+            try:
+                name.encode("utf-8")
+            except UnicodeEncodeError:
+                alias = self._alias(folder)
+                if alias is None:
+                    continue
+                self.back[alias] = folder
+                name = alias
+            self.names.append(name)
+
+    def _alias(self, folder: Path) -> str | None:
+        try:
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return None
+        self.fds.append(fd)
+        alias = f"/proc/self/fd/{fd}"
+        return alias if os.path.isdir(alias) else None
+
+    def path(self, name: str) -> Path:
+        if self.back:
+            for alias, folder in self.back.items():
+                if name == alias:
+                    return folder
+                if name.startswith(alias + "/"):
+                    return folder / name[len(alias) + 1 :]
+        return Path(name)
+
+    def close(self) -> None:
+        for fd in self.fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.fds.clear()
+
+
 def _accept(change: watchfiles.Change, path: str) -> bool:
     # Editors' and our own temp files never hold a block.
     name = path.rsplit("/", 1)[-1]
@@ -84,38 +137,55 @@ async def watch_inbox(
                 if asyncio.iscoroutine(result):
                     await result
             continue
-        caught_up = False
-        async for changes in watchfiles.awatch(
-            *dirs,
-            watch_filter=_accept,
-            recursive=False,
-            step=STEP_MS,
-            debounce=DEBOUNCE_MS,
-            stop_event=combined,
-            ignore_permission_denied=True,
-            rust_timeout=CATCH_UP_MS,
-            yield_on_timeout=True,
-        ):
-            paths = [Path(p) for _, p in changes]
-            if not caught_up:
-                # The watch is live now: re-read what may have changed while it was starting.
-                paths += await asyncio.to_thread(_changed_since_scan, inbox)
-                caught_up = True
-            if not paths:
-                continue
-            try:
-                delta = await asyncio.to_thread(inbox.handle, paths)
-            except Exception as exc:  # a bug must not end live watching for every repo
-                if on_error is not None:
-                    on_error(exc)
-                continue
-            if delta:
-                result = on_delta(delta)
-                if asyncio.iscoroutine(result):
-                    await result
-            if delta.rewatch or set(inbox.watch_dirs()) != set(dirs):
-                restart.set()
-                break
+        aliases = _Aliases(dirs)
+        try:
+            await _watch(inbox, dirs, aliases, on_delta, combined, restart, on_error)
+        finally:
+            aliases.close()
+
+
+async def _watch(
+    inbox: Inbox,
+    dirs: list[Path],
+    aliases: _Aliases,
+    on_delta: Callable[[Delta], Awaitable[None] | None],
+    combined: _Either,
+    restart: asyncio.Event,
+    on_error: Callable[[Exception], None] | None,
+) -> None:
+    """One watch over `dirs`, until it must restart on a new set of folders (or stop)."""
+    caught_up = False
+    async for changes in watchfiles.awatch(
+        *aliases.names,
+        watch_filter=_accept,
+        recursive=False,
+        step=STEP_MS,
+        debounce=DEBOUNCE_MS,
+        stop_event=combined,
+        ignore_permission_denied=True,
+        rust_timeout=CATCH_UP_MS,
+        yield_on_timeout=True,
+    ):
+        paths = [aliases.path(p) for _, p in changes]
+        if not caught_up:
+            # The watch is live now: re-read what may have changed while it was starting.
+            paths += await asyncio.to_thread(_changed_since_scan, inbox)
+            caught_up = True
+        if not paths:
+            continue
+        try:
+            delta = await asyncio.to_thread(inbox.handle, paths)
+        except Exception as exc:  # a bug must not end live watching for every repo
+            if on_error is not None:
+                on_error(exc)
+            continue
+        if delta:
+            result = on_delta(delta)
+            if asyncio.iscoroutine(result):
+                await result
+        if delta.rewatch or set(inbox.watch_dirs()) != set(dirs):
+            restart.set()
+            return
 
 
 class _Either:

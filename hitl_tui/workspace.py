@@ -63,24 +63,49 @@ class Workspace:
         return ws
 
     def rescan(self) -> None:
-        repos: dict[Path, None] = {}
-        roots: dict[Path, None] = {}
+        """Find the repositories again; each folder counts once, however many ways it is reached.
+
+        A symlink beside a repository (`shop-link -> shop`), or a PATH given both ways, reaches
+        the same folder (device and inode) twice: it is one repository, under the first
+        spelling met, and a spelling already known keeps its place (a link created later never
+        renames a repository's blocks).
+        """
+        known = {_identity(repo): repo for repo in self.repos}
+        repos: dict[object, Path] = {}
+        roots: dict[object, Path] = {}
         for path in self.paths:
             if is_repo(path):
-                repos[path] = None
+                _add(repos, path, known)
                 continue
-            roots[path] = None
-            self._walk(path, 1, repos, roots)
-        self.repos = list(repos)
-        self.roots = list(roots)
+            if _add(roots, path, {}):
+                self._walk(path, 1, repos, roots, known)
+        self.repos = list(repos.values())
+        self.roots = list(roots.values())
 
-    def _walk(self, folder: Path, depth: int, repos: dict, roots: dict) -> None:
+    def _walk(self, folder: Path, depth: int, repos: dict, roots: dict, known: dict) -> None:
         for sub in _subdirs(folder):
             if is_repo(sub):
-                repos[sub] = None
-            elif depth < DEPTH:
-                roots[sub] = None
-                self._walk(sub, depth + 1, repos, roots)
+                _add(repos, sub, known)
+            elif depth < DEPTH and _add(roots, sub, {}):
+                self._walk(sub, depth + 1, repos, roots, known)
+
+
+def _identity(path: Path) -> object:
+    """(device, inode) of the folder a path leads to; the path itself if it cannot be read."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return path
+    return (st.st_dev, st.st_ino)
+
+
+def _add(found: dict, path: Path, known: dict) -> bool:
+    """Record `path` unless its folder is already in `found`; True if it was new."""
+    key = _identity(path)
+    if key in found:
+        return False
+    found[key] = known.get(key, path)
+    return True
 
 
 def labels_for(repos: list[Path]) -> dict[Path, str]:

@@ -104,7 +104,7 @@ def test_an_invalid_github_entry_is_a_usage_error(tmp_path):
     config.write_text('[[github]]\nrepo = "not a repo"\n')
     result = hitl("list", "--config", config, tmp_path, cwd=tmp_path)
     assert result.returncode == 2
-    assert result.stderr == 'hitl: [[github]] #1: repo must be "owner/name"\n'
+    assert result.stderr == f'hitl: {config}: [[github]] #1: repo must be "owner/name"\n'
 
 
 def test_answer_dry_run_then_for_real(setup, fake):

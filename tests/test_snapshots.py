@@ -61,3 +61,16 @@ def test_empty_inbox(snap_compare, tmp_path: Path) -> None:
     repo = tmp_path / "quiet"
     (repo / ".git").mkdir(parents=True)
     assert snap_compare(make_app([repo]), terminal_size=SIZE, run_before=_ready)
+
+
+# -- small terminals (tmux panes): the highlighted block and the diff stay in view -------------
+
+
+@pytest.mark.parametrize("size", [(60, 15), (40, 10)], ids=["60x15", "40x10"])
+def test_inbox_in_a_small_terminal(snap_compare, demo: Path, size: tuple[int, int]) -> None:
+    assert snap_compare(make_app([demo]), terminal_size=size, run_before=_ready)
+
+
+@pytest.mark.parametrize("size", [(60, 15), (40, 10)], ids=["60x15", "40x10"])
+def test_preview_in_a_small_terminal(snap_compare, demo: Path, size: tuple[int, int]) -> None:
+    assert snap_compare(make_app([demo]), press=["2"], terminal_size=size, run_before=_ready)

@@ -194,3 +194,49 @@ def test_inbox_ids_unique_for_same_named_repos(tmp_path: Path):
         a: "team a/shop",
         b: "team b/shop",
     }
+
+
+# -- one repository reached by two spellings (a symlink) ---------------------------------------
+
+
+def test_a_symlink_to_a_repo_beside_it_is_one_repo(tmp_path: Path):
+    root = tmp_path / "loops"
+    shop = repo(root / "shop", "BLOCKED.md")
+    (root / "shop-link").symlink_to(shop)
+    (root / "a-link").symlink_to("shop")  # sorts first, relative: still the same folder
+    ws = Workspace.discover([root])
+    assert ws.repos == [root / "a-link"]  # the first spelling met, in discovery order
+    [block] = Inbox.open([root]).sorted_blocks()
+    assert block.id == "a-link"
+
+
+def test_a_path_given_both_ways_is_one_repo(tmp_path: Path):
+    shop = repo(tmp_path / "shop", "BLOCKED.md")
+    link = tmp_path / "shop-link"
+    link.symlink_to(shop)
+    assert Workspace.discover([shop, link]).repos == [shop]
+    assert Workspace.discover([link, shop]).repos == [link]
+    group = tmp_path / "group"
+    group.mkdir()
+    (group / "again").symlink_to(shop)
+    assert Workspace.discover([shop, group]).repos == [shop]
+    assert len(Inbox.open([shop, group, link]).blocks) == 1
+
+
+def test_a_rescan_keeps_the_spelling_already_known(tmp_path: Path):
+    root = tmp_path / "loops"
+    shop = repo(root / "shop")
+    ws = Workspace.discover([root])
+    (root / "a-link").symlink_to(shop)  # sorts before `shop`, appears later
+    ws.rescan()
+    assert ws.repos == [shop]
+    assert ws.roots == [root]
+
+
+def test_a_symlinked_root_is_searched_once(tmp_path: Path):
+    root = tmp_path / "loops"
+    shop = repo(root / "group" / "shop")
+    (root / "group-link").symlink_to(root / "group")
+    ws = Workspace.discover([root])
+    assert ws.repos == [shop]
+    assert ws.roots == [root, root / "group"]

@@ -41,6 +41,10 @@ class HitlApp(App[int]):
     CSS_PATH = "app.tcss"
     TITLE = "hitl"
     ENABLE_COMMAND_PALETTE = False
+    #: Screen classes for small terminals (app.tcss, and the preview's CSS): below 60 columns
+    #: the inbox drops its state column, below 20 rows every screen packs tighter.
+    HORIZONTAL_BREAKPOINTS: ClassVar = [(0, "-narrow"), (60, "-wide")]
+    VERTICAL_BREAKPOINTS: ClassVar = [(0, "-short"), (20, "-tall")]
 
     BINDINGS: ClassVar = [
         Binding("q", "quit", "Quit"),

@@ -72,7 +72,22 @@ class PreviewScreen(ModalScreen[Plan | None]):
     #preview-error { color: $error; height: auto; }
     #preview-buttons { height: 3; align-horizontal: right; }
     #preview-buttons Button { margin-left: 2; }
+    /* Under 20 rows the diff gets the room: a one-line title, a one-line decision box and
+       one-line buttons, no outer border. */
+    PreviewScreen.-short #preview-box { width: 100%; height: 100%; border: none; padding: 0; }
+    PreviewScreen.-short #preview-title {
+        height: 1; margin-bottom: 0; text-wrap: nowrap; text-overflow: ellipsis;
+    }
+    PreviewScreen.-short #decision { height: 3; }
+    PreviewScreen.-short #preview-buttons { height: 1; }
+    PreviewScreen.-short #preview-buttons Button { height: 1; min-width: 0; border: none; }
     """
+
+    #: Shown, and nothing applied, when not one line of the diff is in view.
+    TOO_SMALL = (
+        "The window is too small to show the diff, so nothing was applied: enlarge it "
+        "(60×15 shows the diff) and press Enter again, or Esc to go back."
+    )
 
     BINDINGS: ClassVar = [
         Binding("escape", "cancel", "Back"),
@@ -88,7 +103,14 @@ class PreviewScreen(ModalScreen[Plan | None]):
         """Show `preview`: its plan, and its decision text in the box when it has one."""
         self.plan = preview.plan
         self.planned = preview.plan  # for the decision text as generated
-        self.editable = preview.editable
+        # The box shows the decision made printable, like every other pane: agent text in a
+        # TextArea reaches the terminal as it is (an OSC 2 retitled the pane, ESC[2J cleared
+        # the screen). The box holding exactly that text is the unedited decision, and applies
+        # `planned`: the generated decision, byte for byte, as `hitl answer` writes it. Once
+        # edited, the box's text is written as it stands (symbols such as ␛ included).
+        self.editable = (
+            None if preview.editable is None else printable(preview.editable, keep_newlines=True)
+        )
         self.replan = preview.replan
         self.title_text = preview.title
         self.error: str | None = None
@@ -148,10 +170,22 @@ class PreviewScreen(ModalScreen[Plan | None]):
         error.update("")
         self.query_one("#diff", Static).update(diff_text(self.plan.diff()))
 
+    def diff_lines_in_view(self) -> int:
+        """How many lines of the diff the operator can see right now (0: none at all)."""
+        scroll = self.query_one("#diff-scroll", VerticalScroll)
+        box = self.query_one("#preview-box", Vertical)
+        seen = scroll.scrollable_content_region.intersection(box.content_region)
+        seen = seen.intersection(self.region)
+        return seen.height if seen.width > 0 and scroll.display else 0
+
     @on(Button.Pressed, "#apply")
     def action_apply(self) -> None:
         if self.error:
             self.notify(printable(self.error), severity="error", markup=False)
+            return
+        if self.diff_lines_in_view() == 0:
+            # Never apply what could not be shown: the diff is the answer's only full account.
+            self.notify(self.TOO_SMALL, title="Not applied", severity="warning", timeout=8)
             return
         self.dismiss(self.plan)
 
@@ -196,7 +230,10 @@ class TextAnswerScreen(ModalScreen[tuple[str, ...] | None]):
             for index, (prompt, default) in enumerate(pairs, 1):
                 if prompt:
                     yield Label(Content(printable(prompt)), classes="answer-question")
-                yield TextArea(default, id=f"answer-{index}", classes="answer-text", soft_wrap=True)
+                # Pre-filled with agent text (a task's recommended default): printable, so no
+                # escape sequence reaches the terminal; what the box shows is what is written.
+                shown = printable(default, keep_newlines=True)
+                yield TextArea(shown, id=f"answer-{index}", classes="answer-text", soft_wrap=True)
             yield Static("", id="answer-error", markup=False)
             with Horizontal(id="answer-buttons"):
                 yield Button("Back (Esc)", id="cancel")

@@ -83,6 +83,9 @@ class BlockList(ScrollView, can_focus=True):
     ]
     #: (title, width) of the fixed columns; the question takes the rest.
     FIXED = (("block", 20), ("age", 4), ("state", 9))
+    #: Narrower than this, the state column is left out and the block column is only as wide
+    #: as the longest id, so the highlighted block's id and question both stay in view.
+    NARROW = 56
 
     cursor_row: reactive[int] = reactive(0, always_update=False)
 
@@ -100,6 +103,7 @@ class BlockList(ScrollView, can_focus=True):
         self.order: list[str] = []
         self._index: dict[str, int] = {}
         self._lines: dict[tuple[str, int, bool, bool], Strip] = {}
+        self._id_cells: int | None = None
 
     # -- data --------------------------------------------------------------------------------
 
@@ -111,6 +115,7 @@ class BlockList(ScrollView, can_focus=True):
 
     def _reindex(self) -> None:
         self._index = {rk: i for i, rk in enumerate(self.order)}
+        self._id_cells = None
         self.virtual_size = Size(self.scrollable_content_region.width, len(self.order))
         self._lines.clear()
         self.refresh()
@@ -245,14 +250,26 @@ class BlockList(ScrollView, can_focus=True):
         return self._strip(titles, [Style(bold=True)] * 4, width)
 
     def _widths(self, width: int) -> list[int]:
+        """Each column's width; 0 leaves a column out (the state, in a narrow terminal)."""
         fixed = [w for _, w in self.FIXED]
-        return [*fixed, max(10, width - sum(fixed) - 2 * len(fixed) - 2)]
+        if width < self.NARROW:
+            fixed = [min(fixed[0], max(self._longest_id(), 5), max(6, width // 2)), fixed[1], 0]
+        used = sum(fixed) + 2 * sum(1 for w in fixed if w)
+        return [*fixed, max(10, width - used - 2)]
+
+    def _longest_id(self) -> int:
+        if self._id_cells is None:
+            self._id_cells = max(
+                (cell_len(printable(b.id)) for b in self.blocks.values()), default=0
+            )
+        return self._id_cells
 
     def _strip(self, cells: list[str], styles: list[Style], width: int, base=PLAIN) -> Strip:
         segments = [Segment(" ", base)]
         for text, style, size in zip(cells, styles, self._widths(width), strict=True):
-            segments.append(Segment(_fit(text, size), base + style))
-            segments.append(Segment("  ", base))
+            if size:
+                segments.append(Segment(_fit(text, size), base + style))
+                segments.append(Segment("  ", base))
         return Strip(segments).adjust_cell_length(width, base)
 
     def render_line(self, y: int) -> Strip:
