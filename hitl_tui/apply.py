@@ -49,24 +49,31 @@ class OtherFileChanged(StaleError):
         self.rel = rel
 
 
-def lock_key(repo: Path) -> str:
+def lock_key(repo: Path, identity: tuple | None = None) -> str:
     """One key per repository folder, however it is named: its device and inode (a repo
-    renamed while one process answers, or reached through a symlink, is still one lock);
-    its real path when it cannot be stat'ed."""
+    renamed while one process answers, or reached through a symlink, is still one lock).
+    `identity` (the journal's record of the folder) stands in for a folder that cannot be
+    found any more; the real path is the last resort."""
     try:
         st = os.stat(repo)
         ident = f"{st.st_dev}:{st.st_ino}".encode()
     except OSError:
-        ident = os.fsencode(os.path.realpath(repo))
+        if identity is not None:
+            ident = f"{identity[0]}:{identity[1]}".encode()
+        else:
+            ident = os.fsencode(os.path.realpath(repo))
     return hashlib.sha256(ident).hexdigest()[:24]
 
 
 @contextlib.contextmanager
-def repo_lock(repo: Path, timeout: float = LOCK_TIMEOUT) -> Iterator[None]:
+def repo_lock(
+    repo: Path, timeout: float = LOCK_TIMEOUT, identity: tuple | None = None
+) -> Iterator[None]:
     """Hold an exclusive lock for `repo` for the duration of the block (timeout 0: try once)."""
     folder = state_dir() / "locks"
     folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder / f"{lock_key(repo)}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    key = lock_key(repo, identity)
+    fd = os.open(folder / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -96,7 +103,12 @@ def check_expectations(plan: Plan, rd: RepoDir | None = None) -> None:
         paths = sorted(plan.expect, key=lambda p: p != plan.block.path)
         for path in paths:
             expected = plan.expect[path]
-            data = rd.read(rd.spot(path))
+            try:
+                data = rd.read(rd.spot(path))
+            except OSError as exc:
+                raise HitlError(
+                    f"cannot read {rd.rel(path)}: {_reason(exc)} (nothing was written)"
+                ) from None
             now = data if data is None or isinstance(data, NotAFile) else fingerprint(data)
             if now == expected:
                 continue
@@ -146,16 +158,18 @@ def apply_plan(plan: Plan, hook: StepHook | None = None) -> list[str]:
                     "(nothing was written)"
                 ) from None
             current: FileChange | None = None
+            written = 0
             try:
                 for change, spot in zip(plan.changes, spots, strict=True):
                     current = change
                     # Each file is replaced only if it still holds the bytes the plan read; the
                     # block is removed last, and only if it is still the one that was read.
                     rd.replace(spot, change.old, change.new)
+                    written += 1
                     done.append(f"{change.action}d {spot.rel}")
                     _step(hook, f"{change.action}:{spot.rel}")
             except Exception as exc:
-                raise _failed(plan, entry, current, exc, rd) from None
+                raise _failed(plan, entry, current, exc, rd, written) from None
             try:
                 journal.commit(entry)
             except OSError as exc:
@@ -165,9 +179,15 @@ def apply_plan(plan: Plan, hook: StepHook | None = None) -> list[str]:
 
 
 def _failed(
-    plan: Plan, entry: str, change: FileChange | None, exc: Exception, rd: RepoDir
+    plan: Plan,
+    entry: str,
+    change: FileChange | None,
+    exc: Exception,
+    rd: RepoDir,
+    written: int,
 ) -> HitlError:
-    """Roll back a half-applied answer; the error to raise says what happened."""
+    """Roll back a half-applied answer (its `written` first files); the error says what
+    happened, truthfully: "nothing was changed" only when every file is as it was."""
     from hitl_tui import journal
 
     if isinstance(exc, ConcurrentWrite):
@@ -181,18 +201,29 @@ def _failed(
         problem = f"could not write {rd.rel(change.path)}: {_reason(exc)}"
     else:
         problem = f"{plan.block.id}: {type(exc).__name__}: {exc}"
+    if rd.deleted():
+        journal.abandon(entry, "the repository was deleted while it was being answered")
+        return StaleError(
+            f"{problem}: the repository {plan.block.repo} was deleted while it was being "
+            "answered; there is nothing left to roll back"
+        )
     try:
-        restored = journal.roll_back(entry, problem, rd)
+        restored, moved = journal.roll_back(entry, problem, rd, written)
     except (OSError, HitlError) as again:
         return HitlError(
             f"{problem}; rolling back failed too ({_reason(again)}): hitl will finish the "
             "rollback at its next start"
         )
+    if moved:
+        # The loop changed a file after hitl wrote it: restoring it would drop the loop's bytes.
+        return HitlError(
+            f"{problem}; rolled back, except {', '.join(moved)}: changed by the loop after "
+            "hitl wrote it, so it holds both the answer and the loop's change (review it)"
+        )
     tail = f" ({', '.join(restored)} restored)" if restored else ""
     message = f"{problem}; nothing was changed{tail}"
-    clean = not any(line.endswith("kept as the loop wrote it") for line in restored)
     beside = change is not None and change.path != plan.block.path
-    if isinstance(exc, ConcurrentWrite) and beside and clean:
+    if isinstance(exc, ConcurrentWrite) and beside:
         return OtherFileChanged(message, exc.rel)
     if isinstance(exc, StaleError):
         return StaleError(message)

@@ -134,7 +134,7 @@ class Entry:
     undone_operator: str | None = None
     answer: dict = field(default_factory=dict, compare=False, hash=False)
     #: The repository folder's (device, inode) when it was answered; None in old records.
-    repo_id: tuple[int, int] | None = None
+    repo_id: tuple | None = None
 
     @property
     def undone(self) -> bool:
@@ -323,14 +323,17 @@ def _entry(begin: dict, end: dict | None) -> Entry:
     )
 
 
-def _repo_id(value: object) -> tuple[int, int] | None:
-    if (
-        isinstance(value, list)
-        and len(value) == 2
-        and all(type(v) is int and 0 <= v < 1 << 64 for v in value)
-    ):
-        return value[0], value[1]
-    return None
+def _repo_id(value: object) -> tuple | None:
+    """(device, inode[, birth time in ns or None]) as recorded, or None when malformed."""
+    if not isinstance(value, list) or len(value) not in (2, 3):
+        return None
+    dev, ino, *rest = value
+    if not all(type(v) is int and 0 <= v < 1 << 64 for v in (dev, ino)):
+        return None
+    born = rest[0] if rest else None
+    if born is not None and not (type(born) is int and 0 <= born < 1 << 64):
+        return None
+    return dev, ino, born
 
 
 # -- blobs ---------------------------------------------------------------------------------
@@ -397,22 +400,6 @@ def _mkstemp(folder: Path) -> tuple[int, str]:
     import tempfile
 
     return tempfile.mkstemp(prefix=fsio.TEMP_PREFIX, suffix=".tmp", dir=folder)
-
-
-def _clean_temps(folder: int) -> None:
-    """Remove temp files an interrupted write left behind (never following links). `folder`
-    is an open folder; the loop's own files, and conflict copies, are never touched."""
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return
-    for name in names:
-        if not (name.startswith(fsio.TEMP_PREFIX) and name.endswith(".tmp")):
-            continue
-        with contextlib.suppress(OSError):
-            st = os.stat(name, dir_fd=folder, follow_symlinks=False)
-            if stat.S_ISREG(st.st_mode):
-                os.unlink(name, dir_fd=folder)
 
 
 def _mode_of(path: Path) -> int | None:
@@ -485,7 +472,7 @@ def _temp_folders(rd: RepoDir, steps: tuple[FileStep, ...]) -> set[int]:
 # -- begin, commit, roll back (used by apply.apply_plan) ---------------------------------------
 
 
-def begin(plan: Plan, identity: tuple[int, int] | None = None) -> str:
+def begin(plan: Plan, identity: tuple | None = None) -> str:
     """Journal `plan` before its first write: the old and new bytes of each file, then a record.
 
     Raises OSError when the state folder cannot take it (nothing was written to the repo).
@@ -496,7 +483,7 @@ def begin(plan: Plan, identity: tuple[int, int] | None = None) -> str:
         return _begin(plan, now, entry_id, identity)
 
 
-def _begin(plan: Plan, now: datetime, entry_id: str, identity: tuple[int, int] | None) -> str:
+def _begin(plan: Plan, now: datetime, entry_id: str, identity: tuple | None) -> str:
     steps = []
     for change in plan.changes:
         old_sha = None if change.old is None else _store_blob(change.old)
@@ -554,27 +541,44 @@ def _end_rollback(entry_id: str, by: str, reason: str) -> None:
     _append({**record, "reason": reason})
 
 
-def roll_back(entry_id: str, reason: str, rd: RepoDir) -> list[str]:
-    """Restore every file of a failed, still-locked entry; returns the files restored.
+def roll_back(entry_id: str, reason: str, rd: RepoDir, written: int) -> tuple[list, list]:
+    """Restore the `written` first files of a failed, still-locked entry.
 
-    Raises OSError or HitlError when a file cannot be restored: the entry then stays open and
-    the next start recovers it.
+    Returns (restored, moved), as `_roll_back_files`. Raises OSError or HitlError when a file
+    cannot be restored: the entry then stays open and the next start recovers it.
     """
     entry = _entries(_read_records())[entry_id]
-    restored, moved = _roll_back_files(entry, rd)
+    restored, moved = _roll_back_files(entry, rd, written)
+    moved += [f"{name} (left by an interrupted write)" for name in _sweep(entry, rd)]
     _end_rollback(entry_id, "apply", reason)
-    return restored + [f"{name} kept as the loop wrote it" for name in moved]
+    return restored, moved
 
 
-def _roll_back_files(entry: Entry, rd: RepoDir) -> tuple[list[str], list[str]]:
+def abandon(entry_id: str, reason: str) -> None:
+    """End an entry whose repository is gone: there is nothing to write back."""
+    _end_rollback(entry_id, "apply", reason)
+
+
+def _roll_back_files(
+    entry: Entry, rd: RepoDir, written: int | None = None
+) -> tuple[list[str], list[str]]:
     """Give every file that has its new bytes its old ones back, last first.
 
-    Returns (restored, moved): a file the loop changed after hitl wrote it is not restored
-    (that would drop the loop's bytes); it is named in `moved`.
+    `written`: how many of the entry's steps were carried out (None: not known, after a
+    crash). Returns (restored, moved): a file hitl wrote that the loop changed since is not
+    restored (that would drop the loop's bytes, and its old bytes would drop hitl's change
+    too): it keeps both, and is named in `moved`. So is, when `written` is not known, any file
+    that holds neither its old nor its new bytes.
     """
     restored, moved = [], []
-    for step in reversed(entry.files):
-        if _state(rd, step) != "new":
+    steps = list(enumerate(entry.files))
+    for index, step in reversed(steps):
+        ours = written is None or index < written
+        state = _state(rd, step)
+        if state == "other" and ours:
+            moved.append(_rel(entry.repo, step.path))
+            continue
+        if state != "new" or not ours:
             continue
         try:
             _put(rd, step, "old")
@@ -582,9 +586,24 @@ def _roll_back_files(entry: Entry, rd: RepoDir) -> tuple[list[str], list[str]]:
             moved.append(_rel(entry.repo, step.path))
             continue
         restored.append(_rel(entry.repo, step.path))
-    for folder in _temp_folders(rd, entry.files):
-        _clean_temps(folder)
     return restored, moved
+
+
+def _sweep(entry: Entry, rd: RepoDir) -> list[str]:
+    """Temp files a crash left: deleted when they hold bytes of this entry (or the start of
+    them, a write cut short), else kept."""
+    shas = {sha for step in entry.files for sha in (step.old_sha256, step.new_sha256) if sha}
+    blobs: list[bytes] = []
+
+    def ours(data: bytes) -> bool:
+        if not blobs:
+            for sha in shas:
+                with contextlib.suppress(HitlError):
+                    blobs.append(_load_blob(sha))
+        return not data or any(blob.startswith(data) for blob in blobs)
+
+    # Under the repository's lock, after a crash: a temp of unknown bytes is kept at once.
+    return rd.clean_temps(_temp_folders(rd, entry.files), ours, min_age=0)
 
 
 # -- recovery ------------------------------------------------------------------------------
@@ -630,7 +649,7 @@ def recover(repo: Path | None = None, *, locked: bool = False) -> list[str]:
         try:
             # The lock is the folder's (device and inode): the same one a live process holds
             # on a repository that was renamed under it.
-            with repo_lock(where or entry.repo, timeout=0):
+            with repo_lock(where or entry.repo, timeout=0, identity=entry.repo_id):
                 messages.append(_recover_one(entry.id, where))
         except LockBusy:
             continue  # a live process is writing it right now
@@ -682,7 +701,12 @@ def _recover_in(entry: Entry, name: str, rd: RepoDir) -> str:
     steps = entry.files
     pairs = [(step, _state(rd, step)) for step in steps]
     deciding = [state for step, state in pairs if step.old_sha256 != step.new_sha256]
-    forward = not deciding or deciding[-1] == "new"
+    # Forward when the last step was done. A last file that holds neither side (the loop wrote
+    # a new BLOCKED.md after hitl removed the old one) counts as done unless an earlier step
+    # is still old: then the crash came first, and the loop's file is simply left as it is.
+    forward = (
+        not deciding or deciding[-1] == "new" or (deciding[-1] == "other" and "old" not in deciding)
+    )
     moved = [_rel(entry.repo, step.path) for step, state in pairs if state == "other"]
     if forward:
         for step, state in pairs:
@@ -692,14 +716,16 @@ def _recover_in(entry: Entry, name: str, rd: RepoDir) -> str:
                 _put(rd, step, "new")
             except ConcurrentWrite:
                 moved.append(_rel(entry.repo, step.path))
-        for folder in _temp_folders(rd, steps):
-            _clean_temps(folder)
+        kept = _sweep(entry, rd)
         commit(entry.id, by="recovery")
     else:
         _restored, changed = _roll_back_files(entry, rd)
-        moved.extend(changed)
+        kept = _sweep(entry, rd)
+        moved.extend(name for name in changed if name not in moved)
         _end_rollback(entry.id, "recovery", "interrupted before its last step")
     tail = f" ({', '.join(moved)} changed since and was left as it is)" if moved else ""
+    if kept:
+        tail += f" (bytes of unknown origin left by the crash kept as {', '.join(kept)})"
     if forward:
         return f"finished {name}: {entry.summary}{tail}"
     if entry.kind == "undo":
@@ -750,14 +776,14 @@ def undo(
     if where is None:
         raise StaleError(f"cannot undo {entry.id}: the repository {entry.repo} is gone")
     with repo_lock(where, timeout=LOCK_TIMEOUT), RepoDir(entry.repo, located=where) as rd:
-        recover(where, locked=True)
+        recovered = recover(where, locked=True)
         entry = _entries(_read_records())[entry.id]
         _check_undoable(entry)
         for step in entry.files:
+            rd.spot(step.path)  # refuses a path that now leads out of the repository
             state = _state(rd, step)
             if state not in ("new", "both"):
                 raise StaleError(_moved_on(entry, step, rd))
-            rd.spot(step.path)  # refuses a path that now leads out of the repository
         steps = [
             FileStep(
                 s.path,
@@ -813,22 +839,29 @@ def undo(
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             undo_entry = _entries(_read_records())[undo_id]
             try:
-                _restored, moved = _roll_back_files(undo_entry, rd)
+                _restored, moved = _roll_back_files(undo_entry, rd, len(restored))
+                moved += _sweep(undo_entry, rd)
                 _end_rollback(undo_id, "apply", reason)
             except (OSError, HitlError):
                 raise HitlError(
                     f"could not undo {entry.id}: {reason}; hitl will finish or roll it back "
                     "at the next start"
                 ) from None
-            tail = f" ({', '.join(moved)} kept as the loop wrote it)" if moved else ""
-            message = f"cannot undo {entry.id}: {reason}; nothing was changed{tail}"
+            if moved:
+                raise HitlError(
+                    f"cannot undo {entry.id}: {reason}; rolled back, except "
+                    f"{', '.join(moved)}: changed by the loop since, so it keeps both the "
+                    "undo and the loop's change (review it)"
+                ) from None
+            message = f"cannot undo {entry.id}: {reason}; nothing was changed"
             if isinstance(exc, StaleError):
                 raise StaleError(message) from None
             raise HitlError(message) from None
         commit(undo_id)
         if hook:
             hook("committed")
-    return f"undid {entry.id} ({entry.block_id}): restored {', '.join(restored)}"
+    done = f"undid {entry.id} ({entry.block_id}): restored {', '.join(restored)}"
+    return "; ".join([*recovered, done])
 
 
 def _remote(entry: Entry) -> bool:

@@ -30,10 +30,13 @@ import contextlib
 import ctypes
 import ctypes.util
 import errno
+import fcntl
 import os
 import secrets
+import signal
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,6 +110,14 @@ class Spot:
     name: str
     #: The path relative to the repository, for messages.
     rel: str
+    #: When the path itself is a symlink (to a file inside the repository): the folder and name
+    #: of the link. Writes go to the file it leads to (the link stays a link); a removal
+    #: removes the link, as `rm` would.
+    link: tuple[int, str] | None = None
+
+
+#: (device, inode, birth time in ns or None) of a folder.
+Identity = tuple[int, int, int | None]
 
 
 class RepoDir:
@@ -151,9 +162,17 @@ class RepoDir:
         self._fds.clear()
 
     @property
-    def identity(self) -> tuple[int, int]:
-        st = os.fstat(self._fds[""])
-        return st.st_dev, st.st_ino
+    def identity(self) -> Identity:
+        """The repository folder's (device, inode, birth time in ns or None): the birth time
+        tells a renamed repository from a new folder that reused a deleted one's inode."""
+        return folder_identity(self._fds[""])
+
+    def deleted(self) -> bool:
+        """Whether the repository folder was deleted while we held it."""
+        try:
+            return os.fstat(self._fds[""]).st_nlink == 0
+        except OSError:
+            return True
 
     # -- where a file is -------------------------------------------------------------------------
 
@@ -185,9 +204,24 @@ class RepoDir:
                 f"the repository, to {target}"
             )
         *folders, name = inside.split(os.sep)
+        fd = self._folder(folders, rel)
+        link = None
+        lexical = os.path.join(self.real, rel)
+        if os.path.islink(lexical):
+            parent = os.path.relpath(os.path.realpath(os.path.dirname(lexical)), self.real)
+            parts = [] if parent == os.curdir else parent.split(os.sep)
+            if parts and parts[0] == os.pardir:
+                raise UnsafePathError(f"refusing to write {rel}: its folder leads outside")
+            link = (self._folder(parts, rel), os.path.basename(lexical))
+        found = Spot(fd, name, rel, link)
+        self._spots[path] = found
+        return found
+
+    def _folder(self, parts: list[str], rel: str) -> int:
+        """The folder `parts` (below the repository, no symlinks), opened once and kept."""
         key = ""
         fd = self._fds[""]
-        for part in folders:
+        for part in parts:
             key = os.path.join(key, part) if key else part
             if key not in self._fds:
                 try:
@@ -198,9 +232,7 @@ class RepoDir:
                         f"({exc.strerror}; nothing was written)"
                     ) from None
             fd = self._fds[key]
-        found = Spot(fd, name, rel)
-        self._spots[path] = found
-        return found
+        return fd
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -230,6 +262,45 @@ class RepoDir:
             return os.access(spot.name, os.W_OK, dir_fd=spot.folder)
         except (OSError, NotImplementedError):
             return True
+
+    def clean_temps(
+        self, folders: set[int], ours: Callable[[bytes], bool], min_age: float = 60.0
+    ) -> list[str]:
+        """Sweep temp files an interrupted write left in `folders`; returns the names kept.
+
+        A temp whose bytes `ours` recognises (bytes an answer wrote or replaced, or the start
+        of them: a crash mid-write) is deleted. Any other temp may hold the loop's bytes (a
+        crash right after a swap whose comparison never ran): one older than `min_age`
+        seconds gets a visible name beside the files and is named in the result; a younger
+        one may be another program's write in flight (a sandboxed `hitl escalate`) and is
+        left alone.
+        """
+        kept = []
+        for folder in folders:
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue
+            for name in names:
+                if not (name.startswith(TEMP_PREFIX) and name.endswith(".tmp")):
+                    continue
+                try:
+                    st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+                    if not stat.S_ISREG(st.st_mode):
+                        continue
+                    data = _read_at(folder, name)
+                except OSError:
+                    continue
+                if isinstance(data, bytes) and ours(data):
+                    _unlink(folder, name)
+                elif time.time() - st.st_mtime >= min_age:
+                    where = self._folder_rel(folder)
+                    rel = os.path.join(where, "hitl-recovered") if where else "hitl-recovered"
+                    kept.append(self._keep_aside(Spot(folder, "hitl-recovered", rel), name))
+        return kept
+
+    def _folder_rel(self, fd: int) -> str:
+        return next((key for key, value in self._fds.items() if value == fd), "")
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -277,6 +348,7 @@ class RepoDir:
             while view:
                 view = view[os.write(fd, view) :]
             os.fchmod(fd, mode)
+            _keep_owner(fd, spot)
             os.fsync(fd)
         except BaseException:
             os.close(fd)
@@ -311,18 +383,39 @@ class RepoDir:
             if tmp:
                 _unlink(spot.folder, tmp)
             raise
-        # `tmp` now names the file that was replaced: is it the one the plan read?
-        replaced = _read_at(spot.folder, tmp)
-        self.windows.append(time.perf_counter_ns() - start)
-        if replaced == expected:
-            _unlink(spot.folder, tmp)
-            _fsync(spot.folder)
-            return
-        self._swap_back(spot, tmp, new, replaced)
+        # `tmp` now names the file that was replaced: is it the one the plan read, and is no
+        # other program still about to write to it?
+        with _Settled(spot.folder, tmp) as settled:
+            self.windows.append(time.perf_counter_ns() - start)
+            if settled.data == expected and settled.final:
+                _unlink(spot.folder, tmp)
+                _fsync(spot.folder)
+                return
+        why = "changed while hitl was writing it"
+        if settled.busy:
+            why = "is open for writing by another program"
+        self._swap_back(spot, tmp, new, settled.data, why)
 
-    def _swap_back(self, spot: Spot, tmp: str, new: bytes, replaced: object) -> None:
-        """The loop wrote between our check and the swap: give it its file back."""
-        renameat2(spot.folder, tmp, spot.folder, spot.name, RENAME_EXCHANGE)
+    def _swap_back(
+        self,
+        spot: Spot,
+        tmp: str,
+        new: bytes,
+        replaced: object,
+        why: str = "changed while hitl was writing it",
+    ) -> None:
+        """The loop wrote between our check and the swap (or still may): give it its file back."""
+        try:
+            renameat2(spot.folder, tmp, spot.folder, spot.name, RENAME_EXCHANGE)
+        except OSError as exc:
+            # The loop's file is at `tmp` and cannot be swapped back: never lose it.
+            kept = self._keep_aside(spot, tmp)
+            raise ConcurrentWrite(
+                spot.rel,
+                f"changed while hitl was writing it, and could not be put back "
+                f"({exc.strerror}): it holds hitl's new bytes",
+                kept,
+            ) from None
         ours = _read_at(spot.folder, tmp)
         kept = None
         if ours == new:
@@ -331,27 +424,41 @@ class RepoDir:
             # Both names hold bytes of the loop's (it wrote twice within microseconds): keep both.
             kept = self._keep_aside(spot, tmp)
         _fsync(spot.folder)
-        raise ConcurrentWrite(spot.rel, "changed while hitl was writing it", kept)
+        raise ConcurrentWrite(spot.rel, why, kept)
 
     def _remove(self, spot: Spot, expected: bytes) -> None:
+        # The name itself goes: a symlinked block file loses its link (the file it led to
+        # stays, as with `rm`), and what the link leads to is what is compared.
+        folder, name = spot.link or (spot.folder, spot.name)
         aside = f"{TEMP_PREFIX}{secrets.token_hex(6)}.tmp"
         start = time.perf_counter_ns()
         try:
-            os.rename(spot.name, aside, src_dir_fd=spot.folder, dst_dir_fd=spot.folder)
+            os.rename(name, aside, src_dir_fd=folder, dst_dir_fd=folder)
         except FileNotFoundError:
             raise ConcurrentWrite(spot.rel, "was removed meanwhile") from None
-        taken = _read_at(spot.folder, aside)
-        self.windows.append(time.perf_counter_ns() - start)
-        if taken == expected:
-            _unlink(spot.folder, aside)
-            _fsync(spot.folder)
-            return
+        if spot.link is None:
+            with _Settled(folder, aside) as settled:
+                self.windows.append(time.perf_counter_ns() - start)
+                if settled.data == expected and settled.final:
+                    _unlink(folder, aside)
+                    _fsync(folder)
+                    return
+        else:
+            if os.path.islink(os.path.join(_fd_path(folder), aside)):
+                taken = _read_at(spot.folder, spot.name)  # the file the link leads to
+            else:
+                taken = NOT_A_FILE  # the link was replaced by something else meanwhile
+            self.windows.append(time.perf_counter_ns() - start)
+            if taken == expected:
+                _unlink(folder, aside)
+                _fsync(folder)
+                return
         kept = None
         try:
-            _put_back(spot.folder, aside, spot.name)
+            _put_back(folder, aside, name)
         except FileExistsError:
-            kept = self._keep_aside(spot, aside)
-        _fsync(spot.folder)
+            kept = self._keep_aside(Spot(folder, name, spot.rel), aside)
+        _fsync(folder)
         raise ConcurrentWrite(spot.rel, "changed while hitl was removing it", kept)
 
     def _create(self, spot: Spot, new: bytes, mode: int | None) -> None:
@@ -381,6 +488,184 @@ class RepoDir:
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+#: How long to wait for another program to close a file it has open for writing.
+LEASE_WAIT = 0.2
+
+
+class _Settled:
+    """The bytes of a file no other program can write any more, where the system can tell.
+
+    Used on the file hitl has just swapped out or renamed aside: it has no name anyone else
+    knows, but a program that opened it before may still write to it. A read lease (Linux
+    `F_SETLEASE`) is granted only while nobody has the file open for writing, so: wait (up to
+    LEASE_WAIT) until it is granted, then read. While the lease is held, an open for writing
+    blocks, and shows as a lease being broken; `final` is then False. Where leases are not
+    available (another file system, a file we do not own), the read is all there is (`final`
+    True, as before leases).
+    """
+
+    def __init__(self, folder: int, name: str) -> None:
+        self.folder, self.name = folder, name
+        self.fd = -1
+        self.leased = False
+        self.busy = False
+        self.data: bytes | NotAFile | None = None
+
+    def __enter__(self) -> _Settled:
+        try:
+            self.fd = os.open(self.name, _READ_FLAGS, dir_fd=self.folder)
+        except FileNotFoundError:
+            return self
+        except OSError:
+            self.data = NOT_A_FILE
+            return self
+        st = os.fstat(self.fd)
+        if not stat.S_ISREG(st.st_mode):
+            self.data = NOT_A_FILE
+            return self
+        self.leased, self.busy = _read_lease(self.fd)
+        self.data = _read_fd(self.fd, st.st_size)
+        return self
+
+    @property
+    def final(self) -> bool:
+        if self.busy:
+            return False
+        if not self.leased:
+            return True
+        try:
+            return fcntl.fcntl(self.fd, fcntl.F_GETLEASE) == fcntl.F_RDLCK
+        except OSError:
+            return False
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd < 0:
+            return
+        if self.leased:
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(self.fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+        os.close(self.fd)
+        self.fd = -1
+
+
+def _read_lease(fd: int) -> tuple[bool, bool]:
+    """(leased, busy): take a read lease on `fd`, waiting while someone has it open for writing.
+
+    A broken lease signals its holder: SIGURG, whose default is to be ignored (SIGIO's would
+    end the process).
+    """
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETSIG, signal.SIGURG)
+    except (OSError, AttributeError):
+        return False, False
+    deadline = time.monotonic() + LEASE_WAIT
+    while True:
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
+            return True, False
+        except BlockingIOError:  # EAGAIN: open for writing by someone
+            if time.monotonic() >= deadline:
+                return False, True
+            time.sleep(0.0005)
+        except OSError:  # no leases here (EINVAL, EACCES: not our file, ENOLCK)
+            return False, False
+
+
+def _read_fd(fd: int, size: int) -> bytes:
+    chunks = []
+    offset = 0
+    step = max(size + 1, 1 << 16)
+    while True:
+        chunk = os.pread(fd, step, offset)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        offset += len(chunk)
+
+
+def _fd_path(fd: int) -> str:
+    return f"/proc/self/fd/{fd}"
+
+
+def _keep_owner(fd: int, spot: Spot) -> None:
+    """Run as root, give the new file the old one's owner (a root hitl must not leave a
+    user's PROMPT.md owned by root). Anyone else cannot, and creates files as themselves."""
+    if os.geteuid() != 0:
+        return
+    try:
+        st = os.stat(spot.name, dir_fd=spot.folder, follow_symlinks=False)
+    except OSError:
+        return
+    with contextlib.suppress(OSError):
+        os.fchown(fd, st.st_uid, st.st_gid)
+
+
+class _StatxTimestamp(ctypes.Structure):
+    _fields_ = (("tv_sec", ctypes.c_int64), ("tv_nsec", ctypes.c_uint32), ("_r", ctypes.c_int32))
+
+
+class _Statx(ctypes.Structure):
+    _fields_ = (
+        ("stx_mask", ctypes.c_uint32),
+        ("stx_blksize", ctypes.c_uint32),
+        ("stx_attributes", ctypes.c_uint64),
+        ("stx_nlink", ctypes.c_uint32),
+        ("stx_uid", ctypes.c_uint32),
+        ("stx_gid", ctypes.c_uint32),
+        ("stx_mode", ctypes.c_uint16),
+        ("_spare0", ctypes.c_uint16),
+        ("stx_ino", ctypes.c_uint64),
+        ("stx_size", ctypes.c_uint64),
+        ("stx_blocks", ctypes.c_uint64),
+        ("stx_attributes_mask", ctypes.c_uint64),
+        ("stx_atime", _StatxTimestamp),
+        ("stx_btime", _StatxTimestamp),
+        ("stx_ctime", _StatxTimestamp),
+        ("stx_mtime", _StatxTimestamp),
+        ("_rest", ctypes.c_uint8 * 144),
+    )
+
+
+_STATX_BTIME = 0x800
+_AT_EMPTY_PATH = 0x1000
+
+
+def _load_statx():
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        fn = libc.statx
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = (
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_uint,
+        ctypes.POINTER(_Statx),
+    )
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_STATX = _load_statx()
+
+
+def birth_time(fd: int) -> int | None:
+    """A file's birth time in ns (Linux statx), or None where the system cannot tell."""
+    if _STATX is None:
+        return None
+    buf = _Statx()
+    if _STATX(fd, b"", _AT_EMPTY_PATH, _STATX_BTIME, ctypes.byref(buf)) != 0:
+        return None
+    if not buf.stx_mask & _STATX_BTIME:
+        return None
+    return buf.stx_btime.tv_sec * 1_000_000_000 + buf.stx_btime.tv_nsec
+
+
+def folder_identity(fd: int) -> Identity:
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino, birth_time(fd)
 
 
 def _read_at(folder: int, name: str) -> bytes | NotAFile | None:
@@ -441,15 +726,27 @@ def _what_changed(now: object) -> str:
     return "changed since it was read"
 
 
-def same_folder(path: Path, identity: tuple[int, int]) -> bool:
+def same_folder(path: Path, identity: tuple) -> bool:
+    """Whether `path` is the folder `identity` (from `folder_identity`) was taken of. Two
+    entries (device, inode) are matched as they are; a third, the birth time, when both sides
+    know it (ext4 gives a new folder the inode of one just deleted)."""
     try:
-        st = os.stat(path)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return False
-    return (st.st_dev, st.st_ino) == tuple(identity) and stat.S_ISDIR(st.st_mode)
+    try:
+        dev, ino, born = folder_identity(fd)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    if (dev, ino) != tuple(identity[:2]):
+        return False
+    recorded = identity[2] if len(identity) > 2 else None
+    return recorded is None or born is None or recorded == born
 
 
-def find_moved(recorded: Path, identity: tuple[int, int], limit: int = 20_000) -> Path | None:
+def find_moved(recorded: Path, identity: tuple, limit: int = 20_000) -> Path | None:
     """Where a repository that was renamed or moved now is: the folder with its device and
     inode among the siblings of its old place, the folders one level up, and their
     sub-folders (at most `limit` entries looked at). None when it is not there (deleted, or

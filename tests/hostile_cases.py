@@ -115,8 +115,9 @@ if spec.get("rename_repo_before_apply"):
         return real_apply(plan, hook)
     hitl_tui.apply.apply_plan = apply_plan
 
-if spec.get("move_repo_after_write") or spec.get("crash_after_write"):
-    # After the N-th file an answer (or undo) writes: move the repository, and/or crash.
+if spec.get("move_repo_after_write") or spec.get("crash_after_write") or spec.get("after_write"):
+    # After the N-th file an answer (or undo) writes: move the repository, play the loop
+    # (append to files, write a file), hold still for a while, and/or crash.
     real_replace = repofs.RepoDir.replace
     writes = [0]
     def replace(self, spot, expected, new, mode=None):
@@ -125,9 +126,34 @@ if spec.get("move_repo_after_write") or spec.get("crash_after_write"):
         move = spec.get("move_repo_after_write")
         if move and writes[0] == move[2]:
             os.rename(move[0], move[1])
+        then = spec.get("after_write")
+        if then and writes[0] == then["n"]:
+            for path, text in then.get("append", {}).items():
+                with open(path, "ab") as f:
+                    f.write(text.encode())
+            for path, text in then.get("write", {}).items():
+                with open(path, "wb") as f:
+                    f.write(text.encode())
+            if then.get("rmtree"):
+                shutil.rmtree(then["rmtree"])
+            if then.get("sleep"):
+                time.sleep(then["sleep"])
         if spec.get("crash_after_write") == writes[0]:
             os._exit(86)
     repofs.RepoDir.replace = replace
+
+if spec.get("append_before_exchange"):
+    # The loop appends to a file just before hitl swaps it, and hitl dies right after the swap.
+    path, text = spec["append_before_exchange"]
+    real_rename2 = repofs.renameat2
+    def renameat2(src_dir, src, dst_dir, dst, flags):
+        if flags == repofs.RENAME_EXCHANGE and os.path.basename(path) in (src, dst):
+            with open(path, "ab") as f:
+                f.write(text.encode())
+            real_rename2(src_dir, src, dst_dir, dst, flags)
+            os._exit(86)
+        return real_rename2(src_dir, src, dst_dir, dst, flags)
+    repofs.renameat2 = renameat2
 
 if spec.get("delete_repo_during_scan"):
     doomed = spec["delete_repo_during_scan"]

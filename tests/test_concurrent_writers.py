@@ -463,3 +463,173 @@ def test_escalate_never_replaces_a_block_written_meanwhile(tmp_path: Path):
     assert proc.returncode == 1, err
     assert b"already exists" in err
     assert not temp_files(repo)
+
+
+def test_a_writer_holding_the_file_open_keeps_its_bytes(tmp_path: Path):
+    """A program opened PROMPT.md for writing before the answer and writes after it: a rename
+    alone would leave that write in the replaced file, lost. hitl waits for it to close the
+    file, and refuses while it does not."""
+    repo = copy_shop(tmp_path / "shop")
+    line = b"- loop: written through a file opened before the answer\n"
+    with open(repo / "PROMPT.md", "ab") as held:
+        done = run_hitl("answer", repo / "BLOCKED.md", "--choice", "B")
+        held.write(line)
+    prompt = (repo / "PROMPT.md").read_bytes()
+    assert line in prompt
+    assert done.returncode == 3, done.err
+    [message] = done.err.splitlines()
+    assert "PROMPT.md is open for writing by another program" in message, message
+    assert DECISION.encode() not in prompt
+    assert (repo / "BLOCKED.md").read_bytes() == (SHOP / "BLOCKED.md").read_bytes()
+    assert not temp_files(repo)
+
+
+def test_a_writer_that_closes_the_file_soon_is_waited_for(tmp_path: Path):
+    repo = copy_shop(tmp_path / "shop")
+    line = b"- loop: the last line of a session, written just before it ended\n"
+    held = open(repo / "PROMPT.md", "ab")  # noqa: SIM115 - closed by the timer below
+
+    def finish() -> None:
+        held.write(line)
+        held.close()
+
+    timer = threading.Timer(0.25, finish)  # hitl starts, checks, swaps, then waits on it
+    timer.start()
+    done = run_hitl("answer", repo / "BLOCKED.md", "--choice", "B")
+    timer.join()
+    prompt = (repo / "PROMPT.md").read_bytes()
+    assert line in prompt
+    assert done.returncode in (0, 3), done.err
+    if done.returncode == 0:
+        assert DECISION.encode() in prompt.split(line)[1]  # planned again, after the line
+
+
+# -- found in review: rollback, recovery and sweeping must not drop or double anything -------
+
+
+def test_a_file_the_loop_changed_after_hitl_wrote_it_is_not_rolled_back(tmp_path: Path):
+    """PROMPT.md is written, then the loop appends to it and to the plan before the plan is
+    swapped: the rollback must not restore PROMPT.md (the loop's line would go) and must not
+    say "nothing was changed"; answering again must not write the decision twice."""
+    repo = copy_shop(tmp_path / "shop")
+    prompt_line, plan_line = "- loop: prompt note\n", "- loop: plan note\n"
+    fault = {
+        "after_write": {
+            "n": 1,
+            "append": {
+                str(repo / "PROMPT.md"): prompt_line,
+                str(repo / "IMPLEMENTATION_PLAN.md"): plan_line,
+            },
+        }
+    }
+    done = run_hitl("answer", repo / "BLOCKED.md", "--choice", "B", fault=fault)
+    prompt = (repo / "PROMPT.md").read_text()
+    assert done.returncode == 1, done.err
+    [line] = done.err.splitlines()
+    assert "rolled back, except PROMPT.md" in line and "nothing was changed" not in line, line
+    assert prompt.count(DECISION) == 1 and prompt.endswith(prompt_line)
+    assert (repo / "IMPLEMENTATION_PLAN.md").read_text().endswith(plan_line)
+    assert (repo / "BLOCKED.md").exists()
+    assert not temp_files(repo)
+
+
+def test_recovery_leaves_a_live_answer_in_a_repo_moved_far_away(tmp_path: Path, monkeypatch):
+    repo = copy_shop(tmp_path / "a" / "b" / "shop")
+    far = tmp_path / "far" / "x" / "y" / "shop"
+    far.parent.mkdir(parents=True)
+    fault = {"move_repo_after_write": [str(repo), str(far), 1], "after_write": {"n": 1}}
+    fault["after_write"]["sleep"] = 1.5
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, "answer", str(repo / "BLOCKED.md"), "--choice", "B"],
+        env=hitl_env({"HITL_TEST_FAULT": json.dumps(fault)}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    wait_for(lambda: far.exists(), 30)
+    other = run_hitl("list", tmp_path / "far")
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert other.err == "", other.err  # it did not "recover" the live answer
+    [entry] = journal.history()
+    assert entry.status == "done" and entry.ended_by == "apply"
+    assert not (far / "BLOCKED.md").exists()
+
+
+def test_a_crash_after_the_block_was_removed_is_finished_even_if_a_new_one_came(tmp_path):
+    repo = copy_shop(tmp_path / "loops" / "shop")
+    crashed = run_hitl(
+        "answer", repo / "BLOCKED.md", "--choice", "B", fault={"crash_after_write": 3}
+    )
+    assert crashed.returncode == 86
+    nxt = b"## Question:\nThe loop's next question?\n"
+    (repo / "BLOCKED.md").write_bytes(nxt)
+    after = run_hitl("list", tmp_path / "loops")
+    [line] = after.err.splitlines()
+    assert line.startswith("hitl: finished an interrupted answer"), line
+    assert (repo / "BLOCKED.md").read_bytes() == nxt
+    assert DECISION.encode() in (repo / "PROMPT.md").read_bytes()
+
+
+def test_a_new_folder_that_reused_the_inode_is_not_the_repository(tmp_path: Path):
+    loops = tmp_path / "loops"
+    repo = copy_shop(loops / "shop")
+    crashed = run_hitl(
+        "answer", repo / "BLOCKED.md", "--choice", "B", fault={"crash_after_write": 2}
+    )
+    assert crashed.returncode == 86
+    shutil.rmtree(repo)
+    clone = copy_shop(loops / "shop-clone")  # ext4 hands it the inode just freed, often
+    before = {p.name: p.read_bytes() for p in clone.iterdir() if p.is_file()}
+    after = run_hitl("list", loops)
+    [line] = after.err.splitlines()
+    assert f"the repository {repo} is gone" in line, line
+    assert {p.name: p.read_bytes() for p in clone.iterdir() if p.is_file()} == before
+
+
+def test_a_crash_right_after_a_swap_keeps_the_loops_bytes(tmp_path: Path):
+    """hitl dies between swapping PROMPT.md and comparing what it swapped out, and the loop
+    had appended a line just before the swap: that line must survive recovery."""
+    repo = copy_shop(tmp_path / "loops" / "shop")
+    line = "- loop: appended just before the swap\n"
+    fault = {"append_before_exchange": [str(repo / "PROMPT.md"), line]}
+    crashed = run_hitl("answer", repo / "BLOCKED.md", "--choice", "B", fault=fault)
+    assert crashed.returncode == 86
+    after = run_hitl("list", tmp_path / "loops")
+    [message] = after.err.splitlines()
+    assert "rolled back" in message and "kept as" in message, message
+    kept = [p for p in repo.iterdir() if "hitl-conflict" in p.name]
+    assert len(kept) == 1 and kept[0].read_text().endswith(line)
+    assert not temp_files(repo)
+
+
+def test_an_io_error_while_checking_is_one_line(tmp_path: Path):
+    repo = copy_shop(tmp_path / "shop")
+    fault = {"fail": {"func": "open", "match": "/PROMPT.md", "errno": "EIO", "nth": 2}}
+    done = run_hitl("answer", repo / "BLOCKED.md", "--choice", "B", fault=fault)
+    assert done.returncode == 1, done.err
+    [line] = done.err.splitlines()
+    assert "internal error" not in line and "PROMPT.md" in line, line
+    assert (repo / "BLOCKED.md").exists()
+
+
+def test_a_repository_deleted_mid_answer_says_so(tmp_path: Path):
+    repo = copy_shop(tmp_path / "shop")
+    fault = {"after_write": {"n": 1, "rmtree": str(repo)}}
+    done = run_hitl("answer", repo / "BLOCKED.md", "--choice", "B", fault=fault)
+    assert done.returncode == 3, done.err
+    [line] = done.err.splitlines()
+    assert "was deleted while it was being answered" in line, line
+    [entry] = journal.history()
+    assert entry.status == "rolled back"
+
+
+def test_a_symlinked_block_file_loses_its_link(tmp_path: Path):
+    repo = copy_shop(tmp_path / "shop")
+    (repo / "docs").mkdir()
+    os.replace(repo / "BLOCKED.md", repo / "docs" / "blocked.md")
+    os.symlink("docs/blocked.md", repo / "BLOCKED.md")
+    done = run_hitl("answer", repo / "BLOCKED.md", "--choice", "B")
+    assert done.returncode == 0, done.err
+    assert not os.path.lexists(repo / "BLOCKED.md")
+    assert (repo / "docs" / "blocked.md").read_bytes() == (SHOP / "BLOCKED.md").read_bytes()
+    assert run_hitl("guard", repo).returncode == 0
