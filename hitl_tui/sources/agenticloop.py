@@ -71,13 +71,24 @@ CATEGORIES = {
     "no-progress": "the attempt budget or self-loop guard tripped with no new progress",
 }
 
-#: Words the loop's linter rejects; a task file holding one blocks every later transition.
+#: agenticloop's task linter (`src/validate-config.js` PLACEHOLDER_PATTERNS): a task file
+#: matching one fails validation, which blocks every later transition. JavaScript's `\b` and
+#: `/i` are ASCII-only: so are these. Each with the word the refusal names and why it is one.
 PLACEHOLDERS = (
-    ("TBD", re.compile(r"(?<![A-Za-z0-9])tbd(?![A-Za-z0-9])", re.IGNORECASE)),
-    ("as needed", re.compile(r"\bas\s+needed\b", re.IGNORECASE)),
-    ("etc.", re.compile(r"\betc\b", re.IGNORECASE)),
-    ("similar to previous task", re.compile(r"\bsimilar\s+to\s+previous\s+task\b", re.I)),
-    ("to be filled", re.compile(r"\bto\s+be\s+filled\b", re.IGNORECASE)),
+    ("TBD", re.compile(r"\bTBD\b", re.I | re.A), "it leaves the decision open"),
+    ("as needed", re.compile(r"\bas needed\b", re.I | re.A), "it does not say how much"),
+    ("etc.", re.compile(r"\betc\.", re.I | re.A), "it does not say what else"),
+    (
+        "similar to previous task",
+        re.compile(r"\bsimilar to previous task\b", re.I | re.A),
+        "it points elsewhere instead of saying it",
+    ),
+    ("to be filled", re.compile(r"\bto be filled\b", re.I | re.A), "it leaves the text to later"),
+    (
+        "to be filled during review",
+        re.compile(r"\bto be filled during review\b", re.I | re.A),
+        "it leaves the text to later",
+    ),
 )
 
 #: Sections that follow `## Comments` in the loop's template: a new Comments goes before them.
@@ -895,12 +906,13 @@ def _sentence(text: str) -> str:
 
 def check_placeholders(text: str) -> None:
     """Refuse text the loop's linter would reject (it would block every later step)."""
-    for word, pattern in PLACEHOLDERS:
-        if pattern.search(text):
+    for word, pattern, why in PLACEHOLDERS:
+        found = pattern.search(text)
+        if found:
             raise UsageError(
-                f"the answer contains the placeholder {word!r}: agenticloop rejects task files "
-                "holding placeholder words, which would block every later step of the loop; "
-                "say it concretely"
+                f"the answer contains the placeholder {word!r} ({found.group(0)!r}: {why}): "
+                "agenticloop's task linter rejects a task file holding it, which would block "
+                "every later step of the loop; say it concretely"
             )
 
 
