@@ -370,6 +370,24 @@ def numbered_items(note: Note) -> list[str]:
     ]
 
 
+def _single_inline_question(text: str) -> str | None:
+    """The question of `... Questions for the maintainer: 1. How long ...?` (only a `1.`)."""
+    found = [m for m in _INLINE_NUMBER.finditer(text) if m.group(1) in ("1", "2")]
+    if len(found) != 1 or found[0].group(1) != "1":
+        return None
+    return text[found[0].end() :].strip() or None
+
+
+def _summary(title: str | None, question: str, split_items: list) -> str:
+    """The list's one line: the task's title, then what is needed (the question itself)."""
+    if split_items:
+        heads = " ".join(h or " ".join(p.values()) for h, p in split_items)
+        what = f"{len(split_items)} questions: {heads}"
+    else:
+        what = question
+    return f"{title} — {what}" if title else what
+
+
 def strip_title(h1: str, task_id: str) -> str:
     """`T-007 - Switch storage` gives `Switch storage`."""
     m = _TITLE_REST.match(h1, len(task_id)) if h1.startswith(task_id) else None
@@ -688,8 +706,16 @@ class AgenticloopSource:
         mentioning = [n for n in notes if _mentions_block(n, state, category)]
         note = mentioning[0] if mentioning else (notes[0] if notes else None)
         items = numbered_items(note) if note is not None and state == "needs_context" else []
+        single = None
+        if note is not None and state == "needs_context" and len(items) < 2:
+            # One question (`needs_context. Questions for the maintainer: 1. How long...?`):
+            # the question is that item; its Checked/Recommended/Who parts are the note's.
+            single = items[0] if items else _single_inline_question(note.text)
+            items = []
         # With numbered questions, each question carries its own Checked/Who parts.
-        head, parts = labelled_parts((note.first if items else note.text) if note else "")
+        head, parts = labelled_parts(
+            single if single is not None else (note.first if items else note.text) if note else ""
+        )
         # The parts of a note's text, each split once (`_tried` reads the same notes again).
         split_notes = {note.text: parts} if note is not None and not items else {}
         split_items = [labelled_parts(q) for q in items]
@@ -706,7 +732,9 @@ class AgenticloopSource:
             if all(defaults):
                 recommended = "; ".join(f"{i}. {d}" for i, d in enumerate(defaults, 1))
         else:
-            question = parts.get("needed") or (note.text if note else "")
+            question = (
+                parts.get("needed") or (head if single else "") or (note.text if note else "")
+            )
             recommended = _recommended(parts)
             defaults = (recommended,)
         if not question:
@@ -759,6 +787,7 @@ class AgenticloopSource:
                 "question_heads": tuple(h for h, _ in split_items),
                 "choice_kinds": kinds,
                 "note": note.text if note else None,
+                "summary": _summary(title, question, split_items),
                 "header": header,
                 "head": head,
             },
