@@ -547,3 +547,21 @@ def _screen_text(app) -> str:
 
     svg = app.export_screenshot()
     return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
+
+
+def test_the_code_stamp_covers_the_header_reader() -> None:
+    """A change to agenticloop's reader (sources/frontmatter.py) empties the cache."""
+    from hitl_tui.sources import frontmatter
+
+    reader = Path(frontmatter.__file__)
+    st = reader.stat()
+    parsecache.code_stamp.cache_clear()
+    before = parsecache.code_stamp()
+    try:
+        os.utime(reader, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        parsecache.code_stamp.cache_clear()
+        assert parsecache.code_stamp() != before
+    finally:
+        os.utime(reader, ns=(st.st_atime_ns, st.st_mtime_ns))
+        parsecache.code_stamp.cache_clear()
+    assert parsecache.code_stamp() == before
