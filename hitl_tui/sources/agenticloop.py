@@ -1,16 +1,19 @@
-"""agenticloop, files backend: task files with YAML frontmatter (FORMATS.md §2).
+"""agenticloop, files backend: task files with a frontmatter header (FORMATS.md §2).
 
-A task is blocked when its frontmatter says `status: blocked` (with `block_category`) or
-`status: needs_context`. The layout comes from `.agenticloop/project.md`; a task folder that
-would lead outside the repository is refused and shown as a problem, never read.
+Headers and `.agenticloop/project.md` are read by agenticloop's own rules (`frontmatter`), not as
+YAML: what its reader makes of a header is what the loop acts on. A task is blocked when its
+header says `status: blocked` (with `block_category`) or `status: needs_context`. The layout
+comes from project.md as agenticloop loads it; a project.md that cannot be read, or a task
+folder that would lead outside the repository, is a warning for the repository (`warnings`),
+never a block.
 
 Answers are written the way the loop's own CLI would: one dated note directly under
 `## Comments`, and only the `status`, `block_category` and `approved` lines of the header edited,
 by line, so comments, key order, quoting and every other byte survive. The result is parsed
-again and the write refused if anything else moved.
+again with the same reader and the write refused if anything else moved.
 
 A folder of thousands of tasks stays cheap: a task whose one `status:` line plainly says it is
-not blocked is dismissed before any YAML is parsed.
+not blocked is dismissed before its header is parsed.
 """
 
 from __future__ import annotations
