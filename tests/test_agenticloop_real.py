@@ -297,3 +297,17 @@ def test_a_single_question_is_the_question(shop: Path) -> None:
     assert t2["question"] == "How long may a cached price list live?"
     assert "Checked: config/cache.yml has no TTL." in t2["context"]
     assert t2["choices"][0]["option"] == "Accept the recommended default: 5 minutes"
+
+
+def test_warnings_survive_a_scan_in_worker_processes(tmp_path: Path) -> None:
+    from hitl_tui.inbox import PARALLEL_MIN_REPOS, Inbox
+    from hitl_tui.workspace import Workspace
+
+    for i in range(PARALLEL_MIN_REPOS):
+        (tmp_path / f"r{i:02d}" / ".git").mkdir(parents=True)
+    shop = _copy(tmp_path, "shop")
+    _break_project(shop)
+    inbox = Inbox(Workspace.discover([tmp_path]))
+    inbox.scan(workers=2)
+    assert len(inbox.blocks) == 4
+    assert inbox.warnings == [BROKEN_WARNING.removeprefix("hitl: warning: ").rstrip("\n")]
