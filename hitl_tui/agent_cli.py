@@ -147,6 +147,7 @@ def run_guard(args: argparse.Namespace) -> int:
 
     path = Path(args.path) if args.path else find_repo(Path.cwd())
     inbox = Inbox.open([path])
+    cli.print_warnings(inbox)  # never a reason to stop the loop: the blocks decide
     blocks = inbox.sorted_blocks()
     for block in blocks:
         state = block.state + (f" ({block.category})" if block.category else "")

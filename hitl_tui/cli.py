@@ -195,6 +195,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         from hitl_tui.github_sync import add_to_inbox
 
         add_to_inbox(_config, inbox)  # one stderr line per source it could not read
+    print_warnings(inbox)
     blocks = inbox.sorted_blocks()
     if args.json:
         # One element per line, each through the C encoder (indent= would use the slow one),
@@ -214,6 +215,15 @@ def cmd_list(args: argparse.Namespace) -> int:
         question = printable(b.one_line_question())
         print(f"{printable(b.id):<{width}}  {age(b.since):>4}  {state}{question}")
     return 0
+
+
+def print_warnings(inbox) -> None:
+    """Each configuration problem of the inbox's repositories once, on stderr: a repository
+    whose project.md cannot be read is a warning, never a block (stdout stays the listing)."""
+    from hitl_tui.textio import printable
+
+    for warning in inbox.warnings:
+        print(f"hitl: warning: {printable(warning)}", file=sys.stderr)
 
 
 def _is_github_issue(target: str) -> bool:

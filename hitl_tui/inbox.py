@@ -98,6 +98,9 @@ class Inbox:
         self._dir_owner: dict[Path, Path] | None = None
         #: Blocks of remote sources (GitHub), by (source, scope); kept across local rescans.
         self._remote: dict[tuple[str, str], set[Key]] = {}
+        #: What a source could not read in a repository's configuration (a project.md it
+        #: cannot parse, ...), by (repo, source name): warnings, never blocks.
+        self._warnings: dict[tuple[Path, str], tuple[str, ...]] = {}
 
     @classmethod
     def open(
@@ -136,6 +139,7 @@ class Inbox:
         for key in [k for k in self.blocks if k not in remote]:
             del self.blocks[key]
         self._by_repo.clear()
+        self._warnings.clear()
         self.labels = labels_for(self.workspace.repos)
         repos = self.workspace.repos
         found = None
@@ -163,6 +167,9 @@ class Inbox:
                     self._by_repo.setdefault(block.repo, set()).add(key)
                 if cache is not None:
                     cache.adopt(entries)
+                for repo in repos:  # the workers read the layouts; their warnings are here
+                    for source in self.sources:
+                        self._note_warnings(repo, source)
         finally:
             if cache is not None:
                 cache.end_scan()
@@ -176,6 +183,25 @@ class Inbox:
         for key in [k for k in self._by_repo.get(repo, ()) if k[0] == source.name]:
             if key not in seen:
                 self._drop(repo, key, delta)
+        self._note_warnings(repo, source)
+
+    def _note_warnings(self, repo: Path, source: Source) -> None:
+        get = getattr(source, "warnings", None)
+        found = tuple(get(repo)) if get is not None else ()
+        if found:
+            self._warnings[(repo, source.name)] = found
+        else:
+            self._warnings.pop((repo, source.name), None)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Each configuration problem once, `label: what is wrong; which folder is read`."""
+        with self.lock:
+            return [
+                f"{self.labels.get(repo, repo.name)}: {message}"
+                for (repo, _), messages in sorted(self._warnings.items())
+                for message in messages
+            ]
 
     def _refresh(self, repo: Path, source: Source, path: Path, delta: Delta) -> None:
         key = (source.name, path)
@@ -284,6 +310,8 @@ class Inbox:
             for key in list(self._by_repo.get(repo, ())):
                 self._drop(repo, key, delta)
             self._by_repo.pop(repo, None)
+            for source in self.sources:
+                self._warnings.pop((repo, source.name), None)
         if after - before:
             self.labels = labels_for(self.workspace.repos)
         # New repositories, and ones deleted and re-created in place (same path, new folder).

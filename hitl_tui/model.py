@@ -106,7 +106,12 @@ class Block:
         return self.repo.name if isinstance(self.repo, Path) else str(self.repo)
 
     def one_line_question(self, width: int = 200) -> str:
-        line = " ".join(self.question.split())
+        """The block in one line, as the list shows it: its source's summary when it gives one
+        (an agenticloop task: its title, then what is needed), else the question."""
+        summary = self.meta.get("summary")
+        line = " ".join(
+            (summary if isinstance(summary, str) and summary else self.question).split()
+        )
         return line if len(line) <= width else line[: width - 1] + "…"
 
     def find_choice(self, key: str) -> Choice:

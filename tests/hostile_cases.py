@@ -542,12 +542,11 @@ CASES: list[Case] = [
         message="does not exist",
     ),
     Case(
+        # agenticloop's reader has no aliases: the "bomb" is nine short strings, and the task
+        # is answered like any other.
         "task file with a YAML bomb (nested aliases)",
         _task(_yaml_bomb()),
         answer=("--text", "approved by ops"),
-        dry_rc=1,
-        answer_rc=1,
-        message="the task header does not parse",
         target=".agenticloop/tasks/T-001.md",
     ),
     Case(

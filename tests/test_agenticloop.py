@@ -395,14 +395,24 @@ TRICKY = """\
 ---
 task_id: T-020
 # the loop owns this header; humans edit with care
-status: "blocked"   # quoted, with a comment
+status: "blocked"\x20\x20\x20
 block_category: 'no-progress'
 zip: 01234
 enabled: no
 tags: [a, b,   c]
 owner: {name: ana, team: core}
 when: 2026-11-01
-allowed_paths: ["src/"]  # contract
+allowed_paths: ["src/"]
+  # an indented comment
+scope:
+  - src/
+  - "docs/a b.md"
+notes: |
+  status: not this one
+  nor this
+generated_paths:
+  docs/x.md:
+    generator: npm run docs
 ---
 
 # T-020: Ship the thing
@@ -422,10 +432,16 @@ def test_tricky_header_survives_byte_for_byte(tmp_path: Path) -> None:
     assert block is not None and block.state == "blocked" and block.category == "no-progress"
     assert block.title == "Ship the thing"
     assert block.question == "a decision."
+    header = block.meta["header"]
+    assert (header["zip"], header["enabled"], header["when"]) == ("01234", "no", "2026-11-01")
+    assert header["tags"] == ["a", "b", "c"] and header["owner"] == "{name: ana, team: core}"
+    assert header["scope"] == ["src/", "docs/a b.md"]
+    assert header["notes"] == "status: not this one\nnor this\n"
+    assert header["generated_paths"] == {"docs/x.md": {"generator": "npm run docs"}}
     new = _answer(block, None, texts=("Skip the flaky test and file a bug.",))
     assert new.decode() == TRICKY.replace(
-        "status: \"blocked\"   # quoted, with a comment\nblock_category: 'no-progress'\n",
-        'status: "agent-ready"   # quoted, with a comment\n',
+        "status: \"blocked\"   \nblock_category: 'no-progress'\n",
+        'status: "agent-ready"   \n',
     ).replace(
         "## Comments\n",
         "## Comments\n- 2026-11-29: Answer from ana: Skip the flaky test and file a bug.\n",
@@ -433,6 +449,7 @@ def test_tricky_header_survives_byte_for_byte(tmp_path: Path) -> None:
 
 
 def test_existing_approved_false_is_set_true_in_place(tmp_path: Path) -> None:
+    """agenticloop reads `false  # gate` as the value, so the whole value is replaced."""
     repo = _repo(tmp_path)
     text = (
         "---\ntask_id: T-030\ntype: change-request\napproved: false  # gate\n"
@@ -442,7 +459,7 @@ def test_existing_approved_false_is_set_true_in_place(tmp_path: Path) -> None:
     block = _parse(repo, _task(repo, "T-030", text))
     assert block is not None
     assert _answer(block, "A").decode() == (
-        "---\ntask_id: T-030\ntype: change-request\napproved: true  # gate\n"
+        "---\ntask_id: T-030\ntype: change-request\napproved: true\n"
         "status: agent-ready\n---\n\n# T-030 - X\n\n## Comments\n"
         "- 2026-11-29: Approved by ana: the change request is approved.\n"
         "- 2026-11-02: Blocked (contract): approval gate. Needed: approve the ADR.\n"
@@ -613,8 +630,10 @@ def test_task_id_from_header_else_stem(tmp_path: Path) -> None:
         ("---\nstatus: blocked\nkey: [unclosed\n---\n# T - x\n", "does not parse"),
         ("---\nstatus: blocked\n  bad: indent\n: :\n---\n", "does not parse"),
         ("---\nstatus: blocked\nnever closed\n", "never closed"),
-        ("---\n- a list\n- status: blocked\n---\n", "not a mapping"),
-        ("---\nstatus: blocked\nx: !!python/object:os.system ls\n---\n", "does not parse"),
+        ("---\n- a list\n- status: blocked\n---\n", "line 2: '- a list' is neither"),
+        ("---\nstatus: blocked\nx: 'unclosed\n---\n", 'line 3: the value in "x: \'unclosed"'),
+        ("---\nstatus: blocked\nnested:\n  - a\n  b: c\n---\n", "line 5: '  b: c'"),
+        ('---\nstatus: blocked\nx: "a" # c\n---\n', "does not parse: line 3"),
     ],
 )
 def test_unparseable_header_is_a_broken_block(tmp_path: Path, text: str, problem: str) -> None:
@@ -631,18 +650,22 @@ def test_unparseable_header_is_a_broken_block(tmp_path: Path, text: str, problem
     assert path.read_text() == text
 
 
-def test_yaml_bomb_is_refused_quickly(tmp_path: Path) -> None:
+def test_yaml_syntax_is_only_text(tmp_path: Path) -> None:
+    """agenticloop's reader has no tags, aliases or anchors: a YAML bomb is a few strings."""
     repo = _repo(tmp_path)
     rows = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
     for i in range(1, 10):
         prev, cur = chr(ord("a") + i - 1), chr(ord("a") + i)
         rows.append(f"{cur}: &{cur} [*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev}]")
-    text = "---\nstatus: blocked\n" + "\n".join(rows) + "\n---\n"
+    rows.append("x: !!python/object:os.system ls")
+    text = "---\nstatus: blocked\nblock_category: transient\n" + "\n".join(rows) + "\n---\n"
     _task(repo, "T-500", text)
     start = time.monotonic()
     block = _blocks(repo)["proj/T-500"]
     assert time.monotonic() - start < 2
-    assert "aliases" in block.problems[0]
+    assert block.meta["kind"] == "task" and block.category == "transient"
+    assert block.meta["header"]["b"] == "&b [*a,*a,*a,*a,*a,*a,*a]"
+    assert block.meta["header"]["x"] == "!!python/object:os.system ls"
 
 
 def test_deep_nesting_and_huge_header_are_broken(tmp_path: Path) -> None:
@@ -682,14 +705,20 @@ def test_duplicate_status_lines_refuse_the_write(tmp_path: Path) -> None:
     )
 
 
-def test_status_value_on_continuation_line_is_verified(tmp_path: Path) -> None:
+def test_status_value_on_continuation_line_is_not_a_status(tmp_path: Path) -> None:
+    """`status:` opens a nested mapping for agenticloop, and `  blocked` is an invalid line."""
     repo = _repo(tmp_path)
     text = "---\nstatus:\n  blocked\nblock_category: transient\nx: 1\n---\n\n## Comments\n"
-    block = _parse(repo, _task(repo, "T-505", text))
-    assert block is not None
-    assert _answer(block, None, texts=("go",)).decode() == (
-        "---\nstatus: agent-ready\nx: 1\n---\n\n## Comments\n- 2026-11-29: Answer from ana: go\n"
+    path = _task(repo, "T-505", text)
+    block = _parse(repo, path)
+    assert block is not None and block.meta["kind"] == "broken"
+    assert block.problems == (
+        "the task header does not parse: line 3: '  blocked' is neither "
+        "`key: value`, a `- item` nor a # comment",
     )
+    with pytest.raises(HitlError, match="does not parse"):
+        AgenticloopSource().plan(block, Answer(texts=("go",), when=WHEN))
+    assert path.read_text() == text
 
 
 # -- the layout: project.md, templates, refusals --------------------------------------------
@@ -715,24 +744,22 @@ def test_github_backend_lists_nothing(tmp_path: Path) -> None:
         ("../x/{taskId}.md", "points outside the repository"),
         ("/etc/{taskId}.md", "absolute path"),
         ("a/../../{taskId}.md", "points outside the repository"),
+        ("..\\x\\{taskId}.md", "points outside the repository"),
         ("{taskId}/task.md", "does not end in a {taskId} file name"),
     ],
 )
-def test_template_outside_repo_is_refused(tmp_path: Path, template: str, why: str) -> None:
+def test_template_outside_repo_is_a_warning(tmp_path: Path, template: str, why: str) -> None:
     repo = _repo(tmp_path, f"---\ntask_file_template: '{template}'\n---\n")
     outside = tmp_path / "x"
     outside.mkdir()
     (outside / "T-700.md").write_text("---\nstatus: blocked\n---\n")
     _task(repo, "T-701", "---\nstatus: blocked\n---\n")
-    blocks = _blocks(repo)
-    assert list(blocks) == ["proj/.agenticloop"]
-    block = blocks["proj/.agenticloop"]
-    assert block.question.startswith("agenticloop task folder refused: ")
-    assert why in block.question
-    assert block.path == repo / ".agenticloop" / "project.md"
-    assert block.raw == block.path.read_text()
-    with pytest.raises(HitlError, match=r"fix \.agenticloop/project\.md by hand"):
-        AgenticloopSource().plan(block, Answer(texts=("x",), when=WHEN))
+    inbox = _inbox(repo)
+    assert inbox.blocks == {}
+    [warning] = inbox.warnings
+    assert warning.startswith("proj: the task folder is refused: task_file_template ")
+    assert why in warning
+    assert warning.endswith("; no task folder is read")
 
 
 def test_symlinked_task_folder_leaving_repo_is_refused(tmp_path: Path) -> None:
@@ -742,9 +769,12 @@ def test_symlinked_task_folder_leaving_repo_is_refused(tmp_path: Path) -> None:
     outside.mkdir()
     (outside / "T-702.md").write_text("---\nstatus: blocked\n---\n")
     (repo / TASKS).symlink_to(outside)
-    blocks = _blocks(repo)
-    assert list(blocks) == ["proj/.agenticloop"]
-    assert "leads outside the repository" in blocks["proj/.agenticloop"].question
+    inbox = _inbox(repo)
+    assert inbox.blocks == {}
+    assert inbox.warnings == [
+        "proj: the task folder is refused: .agenticloop/tasks leads outside the repository "
+        "(a symlink); no task folder is read"
+    ]
     assert AgenticloopSource().watch_dirs(repo) == [repo / ".agenticloop"]
 
 
@@ -761,12 +791,17 @@ def test_symlinked_task_file_leaving_repo_is_flagged_and_not_written(tmp_path: P
     assert outside.read_text() == text
 
 
-def test_unreadable_project_md_is_reported_and_defaults_used(tmp_path: Path) -> None:
+def test_unreadable_project_md_is_a_warning_naming_the_folder_read(tmp_path: Path) -> None:
     repo = _repo(tmp_path, "---\ntask_backend: [files\n---\n")
     _task(repo, "T-704", "---\nstatus: blocked\n---\n")
-    blocks = _blocks(repo)
-    assert sorted(blocks) == ["proj/.agenticloop", "proj/T-704"]
-    assert "could not be read" in blocks["proj/.agenticloop"].question
+    inbox = _inbox(repo)
+    assert [b.id for b in inbox.blocks.values()] == ["proj/T-704"]
+    assert inbox.warnings == [
+        "proj: .agenticloop/project.md could not be read (line 2: the value in "
+        "'task_backend: [files' opens a quote or [ that it does not close); "
+        ".agenticloop/project.md names an unknown task_backend '[files'; "
+        "looking for tasks in .agenticloop/tasks/ (where agenticloop itself looks)"
+    ]
 
 
 def test_watch_claims_and_layout(tmp_path: Path) -> None:
@@ -956,7 +991,7 @@ def test_lines_padded_with_spaces_do_not_stall_the_parser(tmp_path: Path) -> Non
     repo = _repo(tmp_path)
     pad = " " * 100_000
     text = (
-        f"---\nstatus: blocked{pad}# why\nblock_category: transient\n---\n\n"
+        f"---\nstatus: blocked{pad}\n# why{pad}\nblock_category: transient\n---\n\n"
         f"# x{pad}y\n\n## Task{pad}#{pad}z\n\n## Comments\n"
         f"- 2026-11-09: Note from {'(still a' * 20_000} Blocked. Needed: {pad}room.\n"
     )
@@ -968,8 +1003,8 @@ def test_lines_padded_with_spaces_do_not_stall_the_parser(tmp_path: Path) -> Non
     new = _answer(block, None, texts=("ok",))
     assert time.monotonic() - start < 2
     assert new.decode() == text.replace(
-        f"status: blocked{pad}# why\nblock_category: transient\n",
-        f"status: agent-ready{pad}# why\n",
+        f"status: blocked{pad}\n# why{pad}\nblock_category: transient\n",
+        f"status: agent-ready{pad}\n# why{pad}\n",
     ).replace("## Comments\n", "## Comments\n- 2026-11-29: Answer from ana: ok\n")
 
 

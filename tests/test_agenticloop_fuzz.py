@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from hitl_tui.model import Answer, HitlError
 from hitl_tui.sources.agenticloop import AgenticloopSource
+from tests.conftest import FIXTURES
 
 WHEN = datetime(2026, 11, 29, tzinfo=UTC)
 NOTE = "- 2026-11-29: Answer from ana: ok"
@@ -100,6 +101,39 @@ def test_parse_and_answer_invariants(
     text = newline.join(["---", *header, "---", *body])
     if final_newline:
         text += newline
+    _check_answer(text, newline, final_newline)
+
+
+#: The task files agenticloop's own CLI wrote (four blocks of tests/fixtures/agenticloop-real).
+REAL_TASKS = sorted((FIXTURES / "agenticloop-real" / "shop" / ".agenticloop" / "tasks").glob("*"))
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    task=st.sampled_from(REAL_TASKS),
+    extra=st.lists(
+        st.tuples(st.integers(min_value=1, max_value=120), st.sampled_from(HEADER_LINES)),
+        max_size=4,
+    ),
+    crlf=st.booleans(),
+)
+def test_real_tasks_with_any_extra_header_lines(
+    task: Path, extra: list[tuple[int, str]], crlf: bool
+) -> None:
+    """agenticloop's own files, with header lines added anywhere: the same invariants."""
+    lines = task.read_text().split("\n")
+    end = lines.index("---", 1)
+    for at, line in extra:
+        lines.insert(min(at, end), line)
+        end += 1
+    newline = "\r\n" if crlf else "\n"
+    text = newline.join(lines)
+    _check_answer(text, newline, text.endswith(newline))
+
+
+def _check_answer(text: str, newline: str, final_newline: bool) -> None:
     root = Path(tempfile.mkdtemp())
     try:
         repo = root / "r"

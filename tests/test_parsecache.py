@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ import pytest
 from hitl_tui import fsio, parsecache
 from hitl_tui.inbox import PARALLEL_MIN_REPOS, Inbox
 from hitl_tui.parsecache import ParseCache
+from hitl_tui.sources import agenticloop
 from hitl_tui.workspace import Workspace
 from tests.conftest import FIXTURES
 
@@ -263,13 +263,24 @@ def test_a_shard_of_colliding_int_keys_is_refused_at_once(fleet: Path) -> None:
     assert run.returncode == 0 and json.loads(run.stdout) == cold_listing(fleet)
 
 
-def test_a_value_json_cannot_hold_leaves_the_rest_of_its_shard_cached(fleet: Path) -> None:
-    """A header int of 4,000 hex digits parses, but json writes no int that long."""
+def test_a_value_json_cannot_hold_leaves_the_rest_of_its_shard_cached(
+    fleet: Path, monkeypatch
+) -> None:
+    """An int of 4,000 hex digits in a block's facts: json writes no int that long.
+
+    agenticloop's reader makes every header value text, so the int is planted by hand."""
     tasks = fleet / "tasks-1" / ".agenticloop" / "tasks"
     huge = tasks / "T-009.md"
-    huge.write_text(
-        TASK.format(n=9, status="blocked").replace("when:", f"n: 0x{'f' * 4000}\nwhen:")
-    )
+    huge.write_text(TASK.format(n=9, status="blocked").replace("when:", "huge: yes\nwhen:"))
+    real = agenticloop.load_header
+
+    def load(text: str) -> dict:
+        data = real(text)
+        if "huge: yes" in text:
+            data["n"] = int("f" * 4000, 16)
+        return data
+
+    monkeypatch.setattr(agenticloop, "load_header", load)
     first = Inbox.open([fleet], cached=True)
     assert first.resolve(str(huge)).meta["header"]["n"] > 1 << 15000
     again = Inbox.open([fleet], cached=True)
@@ -340,16 +351,15 @@ def test_a_failed_read_is_not_cached(fleet: Path, monkeypatch) -> None:
     assert Inbox.open([fleet], cached=True).resolve(str(path)).question == "Ship loop 0?"
 
 
-def test_yaml_values_come_back_exactly(fleet: Path) -> None:
-    """A header's dates, sets, bytes, non-string keys and NaN survive the file."""
+def test_header_values_come_back_exactly(fleet: Path) -> None:
+    """A header's text, lists, nested mappings, empty values and `$` keys survive the file."""
     task = fleet / "tasks-0" / ".agenticloop" / "tasks" / "T-009.md"
     task.write_text(
         TASK.format(n=9, status="blocked").replace(
             "when: 2026-11-20\n",
-            "when: 2026-11-20\nat: 2026-11-20T10:00:00Z\ntags: !!set {a, b}\n"
-            "blob: !!binary aGVsbG8=\nodd: {1: one, true: yes, null: nothing}\n"
-            "nan: .nan\nbig: 123456789012345678901234567890\nnested: [[1, [2, [3]]]]\n"
-            "$: dollar\n",
+            "when: 2026-11-20\nat: 2026-11-20T10:00:00Z\ntags: [a, 'b, c', [d]]\n"
+            "empty:\nodd: {1: one}\nnested:\n  $: dollar\n  list:\n    - x\n"
+            "text: |\n  two\n  lines\nbig: 123456789012345678901234567890\n$: dollar\n",
         )
     )
     first = Inbox.open([fleet], cached=True)
@@ -359,8 +369,9 @@ def test_yaml_values_come_back_exactly(fleet: Path) -> None:
     cached = warm.resolve(str(task))
     assert cached == fresh
     header, again = fresh.meta["header"], cached.meta["header"]
-    assert again.pop("nan") != again.get("nan") and math.isnan(header.pop("nan"))
     assert again == header and cached.meta["defaults"] == fresh.meta["defaults"]
+    assert header["tags"] == ["a", "b, c", ["d"]] and header["empty"] == {}
+    assert header["nested"] == {"$": "dollar", "list": ["x"]} and header["text"] == "two\nlines\n"
     assert {k: type(v) for k, v in again.items()} == {k: type(v) for k, v in header.items()}
 
 
@@ -536,3 +547,21 @@ def _screen_text(app) -> str:
 
     svg = app.export_screenshot()
     return html.unescape(re.sub(r"<[^>]+>", "", svg)).replace("\xa0", " ")
+
+
+def test_the_code_stamp_covers_the_header_reader() -> None:
+    """A change to agenticloop's reader (sources/frontmatter.py) empties the cache."""
+    from hitl_tui.sources import frontmatter
+
+    reader = Path(frontmatter.__file__)
+    st = reader.stat()
+    parsecache.code_stamp.cache_clear()
+    before = parsecache.code_stamp()
+    try:
+        os.utime(reader, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        parsecache.code_stamp.cache_clear()
+        assert parsecache.code_stamp() != before
+    finally:
+        os.utime(reader, ns=(st.st_atime_ns, st.st_mtime_ns))
+        parsecache.code_stamp.cache_clear()
+    assert parsecache.code_stamp() == before

@@ -23,6 +23,7 @@ from hitl_tui.apply import apply_plan
 from hitl_tui.model import MAX_PARSE_BYTES, Answer, Block, HitlError
 from hitl_tui.sources.agenticloop import AgenticloopSource
 from hitl_tui.sources.loopkit import LoopkitSource, parse_blocked
+from tests.conftest import FIXTURES
 from tests.hostile_cases import snapshot
 
 SETTINGS = settings(
@@ -86,6 +87,18 @@ AGENTICLOOP_BITS = [
     b"  ",
 ]
 
+
+#: Lines of the files agenticloop's own CLI wrote (tests/fixtures/agenticloop-real): its
+#: headers, its comments, its project.md, its notes.
+REAL_LINES = sorted(
+    {
+        line.encode() + b"\n"
+        for path in (FIXTURES / "agenticloop-real").glob("*/.agenticloop/**/*.md")
+        for line in path.read_text().split("\n")[:130]
+        if line.strip() and not line.startswith("status:")  # the tests choose the status
+    }
+)
+AGENTICLOOP_BITS += REAL_LINES
 
 #: Whole header lines (a header line cut in two can turn `status: blocked` into another value).
 HEADER_LINES = [b for b in AGENTICLOOP_BITS if b.endswith(b"\n") and b not in (b"---\n", b"\n")]
@@ -196,3 +209,19 @@ def test_agenticloop_blocked_header_with_any_body(header: bytes, body: bytes):
         block = AgenticloopSource().parse(repo, path, "repo")
         assert block is not None
         check_block(block, data, path)
+
+
+@SETTINGS
+@given(mixed([b"---\n", *REAL_LINES, *AGENTICLOOP_BITS]), mixed(AGENTICLOOP_BITS))
+def test_any_project_md_is_a_warning_at_most(project: bytes, task: bytes):
+    """Whatever project.md holds, it is never a block: at most one one-line warning."""
+    with task_file(task) as (repo, _path):
+        (repo / ".agenticloop" / "project.md").write_bytes(project)
+        source = AgenticloopSource()
+        files = source.block_files(repo)
+        assert repo / ".agenticloop" / "project.md" not in files
+        assert source.parse(repo, repo / ".agenticloop" / "project.md", "repo") is None
+        warnings = source.warnings(repo)
+        assert len(warnings) <= 1 and all("\n" not in w for w in warnings)
+        if warnings and source.layout(repo).folder is not None:
+            assert "looking for tasks in " in warnings[0]

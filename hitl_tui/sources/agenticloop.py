@@ -1,16 +1,19 @@
-"""agenticloop, files backend: task files with YAML frontmatter (FORMATS.md §2).
+"""agenticloop, files backend: task files with a frontmatter header (FORMATS.md §2).
 
-A task is blocked when its frontmatter says `status: blocked` (with `block_category`) or
-`status: needs_context`. The layout comes from `.agenticloop/project.md`; a task folder that
-would lead outside the repository is refused and shown as a problem, never read.
+Headers and `.agenticloop/project.md` are read by agenticloop's own rules (`frontmatter`), not as
+YAML: what its reader makes of a header is what the loop acts on. A task is blocked when its
+header says `status: blocked` (with `block_category`) or `status: needs_context`. The layout
+comes from project.md as agenticloop loads it; a project.md that cannot be read, or a task
+folder that would lead outside the repository, is a warning for the repository (`warnings`),
+never a block.
 
 Answers are written the way the loop's own CLI would: one dated note directly under
 `## Comments`, and only the `status`, `block_category` and `approved` lines of the header edited,
 by line, so comments, key order, quoting and every other byte survive. The result is parsed
-again and the write refused if anything else moved.
+again with the same reader and the write refused if anything else moved.
 
 A folder of thousands of tasks stays cheap: a task whose one `status:` line plainly says it is
-not blocked is dismissed before any YAML is parsed.
+not blocked is dismissed before its header is parsed.
 """
 
 from __future__ import annotations
@@ -21,8 +24,6 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-
-import yaml
 
 from hitl_tui import fsio
 from hitl_tui.model import (
@@ -37,7 +38,8 @@ from hitl_tui.model import (
     UsageError,
     fingerprint,
 )
-from hitl_tui.textio import BOM, TextDoc, heading_of, normalise_heading, one_line
+from hitl_tui.sources import frontmatter
+from hitl_tui.textio import _LINE, TextDoc, heading_of, normalise_heading, one_line
 
 NAME = "agenticloop"
 PROJECT = Path(".agenticloop") / "project.md"
@@ -46,7 +48,7 @@ DEFAULT_FOLDER = DEFAULT_TEMPLATE.rpartition("/")[0]
 #: A header larger than this is not parsed (it is shown as a broken block).
 MAX_FRONTMATTER = 256 * 1024
 #: Deepest `[`/`{` nesting parsed; real headers nest two or three levels.
-MAX_DEPTH = 32
+MAX_DEPTH = frontmatter.MAX_DEPTH
 
 BLOCK_STATES = ("blocked", "needs_context")
 #: Statuses that are plainly not a block: a task saying so is dismissed without YAML.
@@ -72,13 +74,24 @@ CATEGORIES = {
     "no-progress": "the attempt budget or self-loop guard tripped with no new progress",
 }
 
-#: Words the loop's linter rejects; a task file holding one blocks every later transition.
+#: agenticloop's task linter (`src/validate-config.js` PLACEHOLDER_PATTERNS): a task file
+#: matching one fails validation, which blocks every later transition. JavaScript's `\b` and
+#: `/i` are ASCII-only: so are these. Each with the word the refusal names and why it is one.
 PLACEHOLDERS = (
-    ("TBD", re.compile(r"(?<![A-Za-z0-9])tbd(?![A-Za-z0-9])", re.IGNORECASE)),
-    ("as needed", re.compile(r"\bas\s+needed\b", re.IGNORECASE)),
-    ("etc.", re.compile(r"\betc\b", re.IGNORECASE)),
-    ("similar to previous task", re.compile(r"\bsimilar\s+to\s+previous\s+task\b", re.I)),
-    ("to be filled", re.compile(r"\bto\s+be\s+filled\b", re.IGNORECASE)),
+    ("TBD", re.compile(r"\bTBD\b", re.I | re.A), "it leaves the decision open"),
+    ("as needed", re.compile(r"\bas needed\b", re.I | re.A), "it does not say how much"),
+    ("etc.", re.compile(r"\betc\.", re.I | re.A), "it does not say what else"),
+    (
+        "similar to previous task",
+        re.compile(r"\bsimilar to previous task\b", re.I | re.A),
+        "it points elsewhere instead of saying it",
+    ),
+    ("to be filled", re.compile(r"\bto be filled\b", re.I | re.A), "it leaves the text to later"),
+    (
+        "to be filled during review",
+        re.compile(r"\bto be filled during review\b", re.I | re.A),
+        "it leaves the text to later",
+    ),
 )
 
 #: Sections that follow `## Comments` in the loop's template: a new Comments goes before them.
@@ -87,7 +100,6 @@ AFTER_COMMENTS = ("revision log",)
 _FENCE = ("```", "~~~")
 _NOTE = re.compile(r"^\s{0,3}[-*+]\s+(\d{4}-\d{2}-\d{2})\s*:\s?(.*)$")
 _NUMBERED = re.compile(r"^\s*(\d{1,2})[.)]\s+(.*)$")
-_STATUS_LINE = re.compile(r"^status[ \t]*:(.*)$", re.MULTILINE)
 _LABELS = (
     "Recommended default",
     "Recommended",
@@ -118,282 +130,31 @@ _HITL_NOTE = re.compile(
     r"|Unblocked by [^:]+): "
 )
 _KEY_LINE = "^{key}[ \t]*:"
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
 
-# -- YAML, safely ---------------------------------------------------------------------------
-
-
-class _HeaderLoader(yaml.SafeLoader):
-    """safe_load without aliases: `*ref` is how a few hundred bytes expand to gigabytes."""
-
-    def compose_node(self, parent, index):  # type: ignore[override]
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.composer.ComposerError(
-                None, None, "aliases (*name) are not accepted in a task header", event.start_mark
-            )
-        return super().compose_node(parent, index)
-
-
-def _load_without_aliases(text: str) -> object:
-    """safe_load, refusing aliases; libyaml's C parser when present (about 10x faster).
-
-    libyaml composes an alias as the very node its anchor named, so a node reached twice in the
-    tree is an alias: refuse before constructing, which is where a bomb would expand.
-    """
-    c_loader = getattr(yaml, "CSafeLoader", None)
-    if c_loader is None:
-        return yaml.load(text, Loader=_HeaderLoader)  # a SafeLoader subclass
-    loader = c_loader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        seen: set[int] = set()
-        stack = [node]
-        while stack:
-            current = stack.pop()
-            if id(current) in seen:
-                raise HeaderError("aliases (*name) are not accepted in a task header")
-            seen.add(id(current))
-            if isinstance(current, yaml.MappingNode):
-                for key, value in current.value:
-                    stack.extend((key, value))
-            elif isinstance(current, yaml.SequenceNode):
-                stack.extend(current.value)
-        return loader.construct_document(node)
-    finally:
-        loader.dispose()
-
-
-#: Tags the fast reader constructs; anything else (merge keys, `=`, ...) goes to the full loader.
-_SIMPLE_TAGS = frozenset(
-    f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "timestamp")
-)
-_STR_TAG = "tag:yaml.org,2002:str"
-_RESOLVER = yaml.resolver.Resolver()
-_CONSTRUCTOR = yaml.constructor.SafeConstructor()
-#: What a plain scalar may not hold here: an indicator first (`-?:,[]{}#&*!|>'"%@` and a
-#: backtick), `: `, ` #`, a final `:`, or brackets; in a flow list also `:#'",`.
-_NOT_PLAIN = re.compile(r"^[-?:,\[\]{}#&*!|>'\"%@`]|: | #|:$|[\[\]{}]")
-_NOT_PLAIN_IN_FLOW = re.compile(r"^[-?:,\[\]{}#&*!|>'\"%@`]|[:#'\",\[\]{}]")
-#: Tabs, control characters and non-ASCII have subtle YAML rules: the full loader reads them.
-_NOT_PLAIN_ASCII = re.compile(r"[^\x20-\x7e\n]")
-
-
-def _simple_header(text: str) -> dict | None:
-    """The header exactly as the YAML loader reads it, when it is plainly simple; else None.
-
-    Nearly every task header is top-level `key: value` lines (comments, quoted values, one-line
-    `[a, "b"]` lists, `- item` lists). Reading that subset by hand, with PyYAML's own resolver and
-    scalar constructors, is several times faster than libyaml plus PyYAML's generic constructor.
-    Anything else, or anything in doubt, returns None and goes to the full loader.
-    """
-    if _NOT_PLAIN_ASCII.search(text):
-        return None
-    data: dict = {}
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        i += 1
-        if not line.strip(" ") or line.lstrip(" ")[0] == "#":
-            continue
-        if line[0] == " ":
-            return None  # an indented line: a nested value or a continued scalar
-        colon = line.find(": ")
-        if colon < 0:
-            if not line.endswith(":"):
-                return None
-            colon = len(line) - 1
-        key_text = line[:colon].rstrip(" ")
-        if not key_text or len(key_text) > 128 or key_text.startswith("..."):
-            return None
-        key = _plain(key_text, flow=False)
-        if key is _NOT_SIMPLE:
-            return None
-        rest = line[colon + 1 :]
-        value = _block_value(rest)
-        if value is _NOT_SIMPLE:
-            return None
-        if value is None and _comment_or_empty(rest) and i < len(lines):
-            items, i = _block_list(lines, i)
-            if items is _NOT_SIMPLE:
-                return None
-            if items is not None:
-                value = items
-        data[key] = value
-    return data
-
-
-_NOT_SIMPLE = object()
-
-
-def _comment_or_empty(rest: str) -> bool:
-    stripped = rest.strip(" ")
-    return not stripped or (stripped[0] == "#" and rest[0] == " ")
-
-
-def _block_value(rest: str) -> object:
-    """The value after `key:` (the rest of the line), or _NOT_SIMPLE."""
-    stripped = rest.strip(" ")
-    if not stripped:
-        return _plain("", flow=False)
-    if rest[0] != " ":
-        return _NOT_SIMPLE
-    if stripped[0] in "'\"":
-        return _quoted(stripped)
-    if stripped[0] == "[":
-        return _flow_list(stripped)
-    cut = rest.find(" #")
-    return _plain((rest[:cut] if cut >= 0 else rest).strip(" "), flow=False)
-
-
-def _after_ok(after: str) -> bool:
-    """Only a comment may follow a closed quote or list on its line."""
-    return not after or (after[0] == " " and after.lstrip(" ")[0] == "#")
-
-
-def _quoted(text: str) -> object:
-    """`"text"` or `'text'` without escapes, then nothing but a comment; a str, or _NOT_SIMPLE."""
-    quote = text[0]
-    close = text.find(quote, 1)
-    if close < 0 or not _after_ok(text[close + 1 :]):
-        return _NOT_SIMPLE
-    content = text[1:close]
-    if quote == '"' and "\\" in content:
-        return _NOT_SIMPLE
-    return content
-
-
-def _flow_list(text: str) -> object:
-    """`[a, "b", 'c']` on one line, items plain or quoted; a list, or _NOT_SIMPLE."""
-    close = text.find("]")
-    if close < 0 or not _after_ok(text[close + 1 :]):
-        return _NOT_SIMPLE
-    inner = text[1:close]
-    if any(c in inner for c in "[{}"):
-        return _NOT_SIMPLE
-    if not inner.strip(" "):
-        return []
-    items = []
-    for raw in inner.split(","):
-        item = raw.strip(" ")
-        if not item:
-            return _NOT_SIMPLE
-        value = _quoted(item) if item[0] in "'\"" else _plain(item, flow=True)
-        if value is _NOT_SIMPLE:
-            return _NOT_SIMPLE
-        items.append(value)
-    return items
-
-
-def _block_list(lines: list[str], i: int) -> tuple[object, int]:
-    """`- item` lines below an empty `key:`: (list or None if there are none, next line index)."""
-    items: list = []
-    indent = -1
-    while i < len(lines):
-        line = lines[i]
-        body = line.lstrip(" ")
-        if not body or body[0] == "#":
-            i += 1
-            continue
-        if not body.startswith("- "):
-            if line[0] == " ":
-                return _NOT_SIMPLE, i  # nested mapping, continuation line, ...
-            break
-        at = len(line) - len(body)
-        if indent < 0:
-            indent = at
-        elif at != indent:
-            return _NOT_SIMPLE, i
-        if _comment_or_empty(body[1:]):
-            return _NOT_SIMPLE, i  # an empty item
-        value = _block_value(body[1:])
-        if value is _NOT_SIMPLE or isinstance(value, list):
-            return _NOT_SIMPLE, i
-        items.append(value)
-        i += 1
-    return (items if items else None), i
-
-
-#: Plain scalars already read as strings, in block and in flow context: keys and most values
-#: repeat in every task file. Bounded; strings are immutable, so sharing them changes nothing.
-_KNOWN_STRINGS: tuple[set[str], set[str]] = (set(), set())
-_KNOWN_MAX = 4096
-
-
-def _plain(text: str, flow: bool) -> object:
-    """A one-line plain scalar resolved and constructed as PyYAML would, or _NOT_SIMPLE."""
-    known = _KNOWN_STRINGS[flow]
-    if text in known:
-        return text
-    if text and (_NOT_PLAIN_IN_FLOW if flow else _NOT_PLAIN).search(text):
-        return _NOT_SIMPLE
-    implicit = _RESOLVER.yaml_implicit_resolvers
-    if text and text[0] not in implicit and None not in implicit:
-        tag = _STR_TAG  # no implicit type starts with this character: `resolve` says str
-    else:
-        tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))
-    if tag == _STR_TAG:
-        if len(known) < _KNOWN_MAX:
-            known.add(text)
-        return text
-    if tag not in _SIMPLE_TAGS:
-        return _NOT_SIMPLE
-    try:
-        return _CONSTRUCTOR.yaml_constructors[tag](_CONSTRUCTOR, yaml.ScalarNode(tag, text))
-    except Exception:  # the full loader reports it the way it always has
-        return _NOT_SIMPLE
+# -- the header, read as agenticloop reads it -------------------------------------------------
 
 
 class HeaderError(Exception):
-    """The frontmatter cannot be read as a YAML mapping; the message is shown to the operator."""
+    """The frontmatter cannot be read as agenticloop's strict reader reads it; the message
+    (naming the line) is shown to the operator."""
 
 
 def load_header(text: str) -> dict:
-    """The frontmatter as a dict, bounded in size and refusing aliases; raises HeaderError."""
+    """The frontmatter's text as a dict, by agenticloop's strict rules (`frontmatter`);
+    bounded in size and nesting; raises HeaderError naming the line it refuses."""
     # A character encodes to at most 4 bytes: a short header needs no encoding to be measured.
     if len(text) * 4 > MAX_FRONTMATTER and len(text.encode("utf-8", "surrogateescape")) > (
         MAX_FRONTMATTER
     ):
         raise HeaderError(f"the header is larger than {MAX_FRONTMATTER // 1024} KiB")
-    if _flow_depth(text) > MAX_DEPTH:
-        # PyYAML takes seconds on a few KiB of `[[[[`: refuse before it starts.
-        raise HeaderError(f"the header nests more than {MAX_DEPTH} levels deep")
-    simple = _simple_header(text)
-    if simple is not None:
-        return simple
     try:
-        data = _load_without_aliases(text)
-    except HeaderError:
-        raise
-    except yaml.YAMLError as exc:
-        raise HeaderError(one_line(str(exc))) from None
-    except (RecursionError, MemoryError):
-        raise HeaderError("the header is nested too deeply") from None
-    except Exception as exc:  # PyYAML raises odd things on odd input; never crash on it
-        raise HeaderError(f"{type(exc).__name__}: {one_line(str(exc))}") from None
+        data, reason = frontmatter.parse_data(text)
+    except frontmatter.TooDeep:
+        raise HeaderError(f"the header nests more than {MAX_DEPTH} levels deep") from None
     if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise HeaderError(f"the header is a {type(data).__name__}, not a mapping of keys")
+        raise HeaderError(frontmatter.describe(reason or "", text))
     return data
-
-
-def _flow_depth(text: str) -> int:
-    """How deep `[` and `{` nest (quotes ignored: an overestimate only refuses odd headers)."""
-    if "[" not in text and "{" not in text:  # the usual header: no need to walk it
-        return 0
-    depth = deepest = 0
-    for char in _NOT_BRACKET.sub("", text):  # only the brackets count
-        if char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth = max(0, depth - 1)
-    return deepest
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,35 +166,53 @@ class Split:
     header: str
 
 
+#: The delimiter lines of agenticloop's strict reader (one BOM allowed before the first).
+_OPEN_LINE = re.compile(r"\ufeff?---[ \t]*\r?\n\Z")
+_CLOSE_LINE = re.compile(r"---[ \t]*(?:\r?\n)?\Z")
+
+
 def split_header(lines: list[str]) -> Split | None:
-    """Find the `---` ... `---` header; None when the file has none. HeaderError if unclosed."""
-    if not lines or lines[0].rstrip() not in ("---", BOM + "---"):
-        return None
+    """Find the `---` ... `---` header in lines that keep their endings (TextDoc's, or the same
+    split); None when the file has none. HeaderError if it is never closed.
+
+    The header's text is exactly what agenticloop parses: the lines between the delimiters,
+    without the line break before the closing one. A line ends only at LF or CRLF there, so a
+    delimiter after a lone CR is not one.
+    """
+    if not lines or not _OPEN_LINE.match(lines[0]):
+        return None  # also `----` or `---x`: agenticloop's lenient reader sees no header there
     for i in range(1, len(lines)):
-        if lines[i].rstrip() in ("---", "..."):
-            header = "".join(line.rstrip("\r\n") + "\n" for line in lines[1:i])
+        if lines[i - 1].endswith("\n") and _CLOSE_LINE.match(lines[i]):
+            header = "".join(lines[1:i])
+            header = header[:-2] if header.endswith("\r\n") else header[:-1]
             return Split(0, i, header)
     raise HeaderError("the header opened with --- is never closed")
 
 
+def split_lines(text: str) -> list[str]:
+    """A text's lines with their endings, cut as TextDoc cuts them (LF, CRLF, CR)."""
+    return _LINE.findall(text)
+
+
+#: Lines that may set the top-level status: any that starts with `status` once trimmed.
+_STATUS_ANY = re.compile(
+    r"^[" + re.escape(frontmatter.JS_SPACE.replace("\n", "")) + r"]*[\"']?status", re.MULTILINE
+)
+_STATUS_LINE = re.compile(r"^status[ \t]*:([^\n]*)$", re.MULTILINE)
+
+
 def quick_not_blocked(header: str) -> bool:
-    """True when the header plainly says the task is not blocked (no YAML parse needed)."""
+    """True when the header plainly says the task is not blocked (no full parse needed)."""
+    if len(_STATUS_ANY.findall(header)) != 1:
+        return False
     found = _STATUS_LINE.findall(header)
     if len(found) != 1:
         return False
-    value = _plain_value(found[0])
-    return value is not None and value.lower() in OTHER_STATES
-
-
-def _plain_value(raw: str) -> str | None:
-    value = raw.strip()
-    if " #" in value:
-        value = value.split(" #", 1)[0].strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        value = value[1:-1]
-    if not value or any(c in value for c in "[]{}&*!|>'\"#"):
-        return None
-    return value
+    value = frontmatter.trim(found[0])
+    if value[:1] == "[":
+        return False
+    text, _ = frontmatter.parse_scalar(value)
+    return isinstance(text, str) and text.lower() in OTHER_STATES
 
 
 # -- reading the body -------------------------------------------------------------------------
@@ -594,6 +373,24 @@ def numbered_items(note: Note) -> list[str]:
     ]
 
 
+def _single_inline_question(text: str) -> str | None:
+    """The question of `... Questions for the maintainer: 1. How long ...?` (only a `1.`)."""
+    found = [m for m in _INLINE_NUMBER.finditer(text) if m.group(1) in ("1", "2")]
+    if len(found) != 1 or found[0].group(1) != "1":
+        return None
+    return text[found[0].end() :].strip() or None
+
+
+def _summary(title: str | None, question: str, split_items: list) -> str:
+    """The list's one line: the task's title, then what is needed (the question itself)."""
+    if split_items:
+        heads = " ".join(h or " ".join(p.values()) for h, p in split_items)
+        what = f"{len(split_items)} questions: {heads}"
+    else:
+        what = question
+    return f"{title} — {what}" if title else what
+
+
 def strip_title(h1: str, task_id: str) -> str:
     """`T-007 - Switch storage` gives `Switch storage`."""
     m = _TITLE_REST.match(h1, len(task_id)) if h1.startswith(task_id) else None
@@ -623,18 +420,10 @@ class Layout:
 
     backend: str = "files"
     folder: Path | None = None
-    #: Why the template or project.md could not be used as written (shown as a broken block).
-    problem: str | None = None
-    since: datetime = EPOCH
+    #: What is wrong with project.md or its template, and which folder is read instead: a
+    #: warning for the repository, never a block.
+    warning: str | None = None
     stamp: str = "layout"
-
-
-def _head_text(path: Path) -> str:
-    """A file's text for the raw view, or nothing when it cannot be read."""
-    try:
-        return fsio.read_file(path).head.decode("utf-8", "replace")
-    except OSError:
-        return ""
 
 
 def _mtime(path: str | Path) -> datetime | None:
@@ -644,47 +433,110 @@ def _mtime(path: str | Path) -> datetime | None:
         return None
 
 
+def _read_project(project: Path) -> tuple[str | None, dict, str]:
+    """(what is wrong with project.md or None, the mapping agenticloop loads from it, stamp).
+
+    agenticloop loads project.md with its lenient reader (`loadProjectMap`: invalid lines are
+    skipped, no header means every default), so that mapping decides the task folder, exactly
+    as the loop's own commands find it. What its strict reader refuses is the warning.
+    """
+    if not os.path.isfile(project):  # a folder, a FIFO, a dangling symlink: never opened
+        return "it is not a regular file", {}, "layout"
+    read = fsio.read_file(project)
+    raw = read.head
+    if read.truncated:
+        return f"it is larger than {len(raw) // 1024} KiB", {}, read.fingerprint
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is None or "\0" in text:
+        loose = raw.decode("utf-8", "replace")  # what agenticloop's readFileSync gives
+        lenient = _lenient(loose)
+        return "it is not UTF-8 text", lenient, read.fingerprint
+    lenient = _lenient(text)
+    try:
+        strict = frontmatter.read_frontmatter(text)
+    except frontmatter.TooDeep:
+        return f"its header nests more than {MAX_DEPTH} levels deep", lenient, read.fingerprint
+    if strict.state == "absent":
+        return "it has no --- header", lenient, read.fingerprint
+    if strict.state == "malformed":
+        problem = frontmatter.describe(strict.reason or "", strict.text)
+        return problem, lenient, read.fingerprint
+    if text.startswith("\ufeff"):
+        return (
+            "it starts with a byte-order mark, so agenticloop ignores its header",
+            {},
+            (read.fingerprint),
+        )
+    return None, lenient, read.fingerprint
+
+
+def _lenient(text: str) -> dict:
+    try:
+        return frontmatter.read_lenient(text) or {}
+    except frontmatter.TooDeep:
+        return {}
+
+
+def _shown_folder(repo: Path, folder: Path) -> str:
+    rel = os.path.relpath(folder, repo)
+    return "the repository's top folder" if rel == "." else f"{rel}/"
+
+
 def read_layout(repo: Path) -> Layout:
-    """The task backend and folder of `repo`; a template leading outside it is refused."""
+    """The task backend and folder of `repo`, and a warning when project.md or its template
+    is not what agenticloop accepts (saying which folder is read instead, if any)."""
     project = repo / PROJECT
     project_time = _mtime(project)
-    since = project_time or _mtime(os.path.join(repo, ".agenticloop")) or EPOCH
-    if since is EPOCH:
+    if project_time is None and _mtime(os.path.join(repo, ".agenticloop")) is None:
         # No .agenticloop at all (most repos of a mixed fleet): the default folder, which
         # cannot lead anywhere because none of it exists.
         return Layout("files", repo / DEFAULT_FOLDER)
+    problems: list[str] = []
     meta: dict = {}
-    problem: str | None = None
     stamp = "layout"
-    try:
-        # No lstat means no stat either: most repos have no project.md, so ask once.
-        if project_time is not None and os.path.isfile(project):
-            read = fsio.read_file(project)
-            stamp = read.fingerprint
-            doc = TextDoc.from_bytes(read.head)
-            split = split_header(doc.lines)
-            if split is not None:
-                meta = load_header(split.header)
-    except (OSError, HeaderError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        problem = f"{PROJECT} could not be read ({reason}); using the default task folder"
-    backend = str(meta.get("task_backend") or "files").strip().lower()
+    if project_time is not None:  # no project.md: agenticloop's defaults, nothing to say
+        try:
+            problem, meta, stamp = _read_project(project)
+        except OSError as exc:
+            problem = exc.strerror or str(exc)
+        if problem is not None:
+            problems.append(f"{PROJECT} could not be read ({problem})")
+    backend = meta.get("task_backend", "files")
     if backend == "github":
-        return Layout("github", None, problem, since, stamp)
+        warning = None
+        if problems:
+            warning = "; ".join(problems) + "; task_backend is github, so no task folder is read"
+        return Layout("github", None, warning, stamp)
     if backend != "files":
-        problem = f"{PROJECT} names an unknown task_backend {backend!r}; reading task files"
-    template = meta.get("task_file_template", DEFAULT_TEMPLATE)
-    folder, refused = _task_folder(repo, template)
+        problems.append(f"{PROJECT} names an unknown task_backend {_shown(backend)}")
+    folder, refused = _task_folder(repo, meta.get("task_file_template", DEFAULT_TEMPLATE))
     if refused:
-        return Layout("files", None, f"agenticloop task folder refused: {refused}", since, stamp)
-    return Layout("files", folder, problem, since, stamp)
+        problems.append(f"the task folder is refused: {refused}")
+    if not problems:
+        return Layout("files", folder, None, stamp)
+    if folder is None:
+        where = "no task folder is read"
+    else:
+        where = f"looking for tasks in {_shown_folder(repo, folder)}"
+        if project_time is not None and problems[0].startswith(str(PROJECT) + " could not"):
+            where += " (where agenticloop itself looks)"
+    return Layout("files", folder, "; ".join([*problems, where]), stamp)
+
+
+def _shown(value: object) -> str:
+    text = value if isinstance(value, str) else ("an empty value" if value == {} else str(value))
+    return repr(one_line(text)) if isinstance(value, str) else text
 
 
 def _task_folder(repo: Path, template: object) -> tuple[Path | None, str | None]:
     if not isinstance(template, str) or not template.strip():
-        return None, f"task_file_template {template!r} is not a path"
+        return None, f"task_file_template is {_shown(template)}, not a path"
     shown = one_line(template)
-    head, _, name = template.strip().rpartition("/")
+    # agenticloop reads a backslash as a folder separator (`task_file_template` on Windows).
+    head, _, name = template.strip().replace("\\", "/").rpartition("/")
     if "{taskId}" not in name:
         return None, f"task_file_template {shown!r} does not end in a {{taskId}} file name"
     if "{" in head:
@@ -756,8 +608,6 @@ class AgenticloopSource:
     def block_files(self, repo: Path) -> list[Path]:
         layout = self.layout(repo, fresh=True)
         files: list[Path] = []
-        if layout.problem is not None:
-            files.append(repo / PROJECT)
         if layout.folder is None:
             return files
         try:
@@ -775,7 +625,13 @@ class AgenticloopSource:
                 continue
         # Names in one folder sort as their paths do; sorting strings skips pathlib's parts.
         files.extend(layout.folder / name for name in sorted(names))
-        return sorted(files) if layout.problem is not None else files
+        return files
+
+    def warnings(self, repo: Path) -> list[str]:
+        """What is wrong with the repo's project.md or template (read by the last scan), each
+        saying which task folder is read instead: warnings, never blocks."""
+        warning = self.layout(repo).warning
+        return [warning] if warning else []
 
     def claims(self, repo: Path, path: Path) -> bool:
         folder = self.layout(repo).folder
@@ -801,7 +657,7 @@ class AgenticloopSource:
 
     def parse(self, repo: Path, path: Path, label: str) -> Block | None:
         if path.name == PROJECT.name and path == repo / PROJECT:
-            return self._layout_block(repo, label)
+            return None  # a layout problem is a warning (`warnings`), never a block
         try:
             if not os.path.isfile(path):  # also keeps a FIFO from blocking the open
                 return None
@@ -813,7 +669,7 @@ class AgenticloopSource:
                 repo, path, label, path.stem, "", f"the task file could not be read: {exc}", None
             )
         text = read.head.decode("utf-8", "replace")
-        lines = text.splitlines(keepends=True)
+        lines = split_lines(text)
         try:
             split = split_header(lines)
             if split is None:
@@ -825,8 +681,7 @@ class AgenticloopSource:
             return self._broken(
                 repo, path, label, path.stem, text, f"the task header does not parse: {exc}", read
             )
-        status = header.get("status")
-        state = status.strip().lower() if isinstance(status, str) else None
+        state = frontmatter.string(header.get("status")).lower()
         if state not in BLOCK_STATES:
             return None
         body_text = "".join(lines[split.end + 1 :])
@@ -844,8 +699,7 @@ class AgenticloopSource:
         read: fsio.FileRead,
     ) -> Block:
         task_id = _task_id(header, path)
-        raw_category = header.get("block_category")
-        category = one_line(str(raw_category)) if raw_category not in (None, "") else None
+        category = one_line(frontmatter.string(header.get("block_category"))) or None
         body = parse_body(body_text)
         problems: list[str] = []
         title = strip_title(body.title, task_id) if body.title else None
@@ -855,13 +709,21 @@ class AgenticloopSource:
         mentioning = [n for n in notes if _mentions_block(n, state, category)]
         note = mentioning[0] if mentioning else (notes[0] if notes else None)
         items = numbered_items(note) if note is not None and state == "needs_context" else []
+        single = None
+        if note is not None and state == "needs_context" and len(items) < 2:
+            # One question (`needs_context. Questions for the maintainer: 1. How long...?`):
+            # the question is that item; its Checked/Recommended/Who parts are the note's.
+            single = items[0] if items else _single_inline_question(note.text)
+            items = []
         # With numbered questions, each question carries its own Checked/Who parts.
-        head, parts = labelled_parts((note.first if items else note.text) if note else "")
+        head, parts = labelled_parts(
+            single if single is not None else (note.first if items else note.text) if note else ""
+        )
         # The parts of a note's text, each split once (`_tried` reads the same notes again).
         split_notes = {note.text: parts} if note is not None and not items else {}
         split_items = [labelled_parts(q) for q in items]
         gate = (
-            str(header.get("type", "")).strip().lower() == "change-request"
+            frontmatter.string(header.get("type")).lower() == "change-request"
             and category == "contract"
         )
 
@@ -873,7 +735,9 @@ class AgenticloopSource:
             if all(defaults):
                 recommended = "; ".join(f"{i}. {d}" for i, d in enumerate(defaults, 1))
         else:
-            question = parts.get("needed") or (note.text if note else "")
+            question = (
+                parts.get("needed") or (head if single else "") or (note.text if note else "")
+            )
             recommended = _recommended(parts)
             defaults = (recommended,)
         if not question:
@@ -890,7 +754,7 @@ class AgenticloopSource:
 
         context = _context(title, state, category, parts, body, header, note)
         attempted = _tried(mentioning, split_notes)
-        has_category = header.get("block_category") is not None
+        has_category = "block_category" in header
         kinds, choices = _choices(state, has_category, gate, recommended, bool(items))
         sections = [
             Section(t, b.strip())
@@ -926,6 +790,7 @@ class AgenticloopSource:
                 "question_heads": tuple(h for h, _ in split_items),
                 "choice_kinds": kinds,
                 "note": note.text if note else None,
+                "summary": _summary(title, question, split_items),
                 "header": header,
                 "head": head,
             },
@@ -959,28 +824,6 @@ class AgenticloopSource:
             meta={"kind": "broken", "task_id": task_id},
         )
 
-    def _layout_block(self, repo: Path, label: str) -> Block | None:
-        layout = self.layout(repo)
-        if layout.problem is None:
-            return None
-        return Block(
-            id=f"{label}/.agenticloop",
-            source=NAME,
-            repo=repo,
-            path=repo / PROJECT,
-            state="blocked",
-            question=layout.problem,
-            context=f"Fix task_file_template / task_backend in {PROJECT}.",
-            attempted=(),
-            choices=(),
-            since=layout.since,
-            fingerprint=layout.stamp,
-            raw=_head_text(repo / PROJECT),
-            title="agenticloop layout",
-            problems=(layout.problem,),
-            meta={"kind": "layout"},
-        )
-
     # -- answering -------------------------------------------------------------------------
 
     def decision_text(self, block: Block, answer: Answer) -> str:
@@ -991,8 +834,6 @@ class AgenticloopSource:
 
     def plan(self, block: Block, answer: Answer) -> Plan:
         kind = block.meta.get("kind")
-        if kind == "layout":
-            raise HitlError(f"{block.id}: fix {PROJECT} by hand; it is not a task to answer")
         if kind != "task":
             raise HitlError(f"{block.id}: the task header does not parse; fix the file by hand")
         task_id = block.meta["task_id"]
@@ -1011,7 +852,7 @@ class AgenticloopSource:
         effects = ["note added under ## Comments"]
         if decision.resume:
             effects.append(f"status: {block.state} → {RESUMED}")
-            if block.meta["header"].get("block_category") is not None:
+            if "block_category" in block.meta["header"]:
                 effects.append("block_category removed")
         if decision.approve:
             effects.append("approved: true")
@@ -1097,20 +938,18 @@ def _sentence(text: str) -> str:
 
 def check_placeholders(text: str) -> None:
     """Refuse text the loop's linter would reject (it would block every later step)."""
-    for word, pattern in PLACEHOLDERS:
-        if pattern.search(text):
+    for word, pattern, why in PLACEHOLDERS:
+        found = pattern.search(text)
+        if found:
             raise UsageError(
-                f"the answer contains the placeholder {word!r}: agenticloop rejects task files "
-                "holding placeholder words, which would block every later step of the loop; "
-                "say it concretely"
+                f"the answer contains the placeholder {word!r} ({found.group(0)!r}: {why}): "
+                "agenticloop's task linter rejects a task file holding it, which would block "
+                "every later step of the loop; say it concretely"
             )
 
 
 def _task_id(header: dict, path: Path) -> str:
-    value = header.get("task_id")
-    if isinstance(value, str | int) and not isinstance(value, bool) and str(value).strip():
-        return one_line(str(value))
-    return path.stem
+    return one_line(frontmatter.string(header.get("task_id"))) or path.stem
 
 
 def _context(
@@ -1132,7 +971,7 @@ def _context(
             meaning = CATEGORIES.get(category, "not one of the documented categories")
             lines.append(f"Category: {category} — {meaning}")
     else:
-        reason = header.get("context_reason")
+        reason = frontmatter.string(header.get("context_reason")) or None
         if reason is None and note is not None and "context_overflow" in note.text:
             reason = "context_overflow"
         lines.append("Needs context" + (f" ({one_line(str(reason))})" if reason else ""))
@@ -1260,31 +1099,24 @@ def _key_span(doc: TextDoc, start: int, end: int, key: str) -> tuple[int, int] |
 
 
 def _set_value(line: str, value: str) -> str:
-    """`key: old  # comment` with only `old` replaced (its quotes kept)."""
+    """`key: old` with only `old` replaced, its quotes and the spaces around it kept.
+
+    agenticloop reads the whole rest of the line as the value (a ` # ...` after it is part of
+    it), so the whole value is replaced, as its own `task status` does.
+    """
     body = line.rstrip("\r\n")
     ending = line[len(body) :]
     colon = body.find(":")
     if colon < 0:
         raise HitlError(f"cannot edit the header line {body!r}; fix it by hand")
-    rest = body[colon + 1 :]
-    head = body[: colon + 1] + rest[: len(rest) - len(rest.lstrip(" \t"))]
-    rest = rest.lstrip(" \t")
-    quote = rest[:1] if rest[:1] in ("'", '"') else ""
-    if quote:
-        close = rest.find(quote, 1)
-        if close < 0:
-            raise HitlError(f"cannot edit the header line {body!r}; fix it by hand")
-        tail = rest[close + 1 :]
-    else:
-        cut = len(rest)
-        for mark in (" #", "\t#"):
-            at = rest.find(mark)
-            if at >= 0:
-                cut = min(cut, at)
-        tail = rest[len(rest[:cut].rstrip(" \t")) :]
-    if head.endswith(":"):  # `status:` with the value on the next line
-        head += " "
-    return f"{head}{quote}{value}{quote}{tail}{ending}"
+    head, rest = body[: colon + 1], body[colon + 1 :]
+    old = frontmatter.trim(rest)
+    if not old:
+        return f"{head} {value}{ending}"  # `approved:` (an empty mapping to agenticloop)
+    at = rest.index(old)
+    lead, tail = rest[:at], rest[at + len(old) :]
+    quote = old[0] if len(old) >= 2 and old[0] == old[-1] and old[0] in "'\"" else ""
+    return f"{head}{lead}{quote}{value}{quote}{tail}{ending}"
 
 
 def _edit_header(doc: TextDoc, split: Split, approve: bool) -> int:
@@ -1379,7 +1211,7 @@ def _verify(old: bytes, new: bytes, resume: bool, approve: bool, inserted: tuple
     rest_before = repr({k: v for k, v in before.items() if k not in EDITABLE_KEYS})
     rest_after = repr({k: v for k, v in after.items() if k not in EDITABLE_KEYS})
     wanted_status = RESUMED if resume else before.get("status")
-    wanted_approved = True if approve else before.get("approved")
+    wanted_approved = "true" if approve else before.get("approved")
     if (
         rest_before != rest_after
         or after.get("status") != wanted_status

@@ -80,6 +80,8 @@ class HitlApp(App[int]):
         self.poller = None
         #: One preview screen, built on first use and kept installed (see PreviewScreen).
         self._preview_screen: PreviewScreen | None = None
+        #: Configuration warnings already toasted (inbox.warnings: a project.md unread, ...).
+        self._warned: set[str] = set()
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -123,6 +125,7 @@ class HitlApp(App[int]):
         self.loaded = True
         self._update_counts()
         self._show_current()
+        self._toast_warnings()
         if self.watch_enabled:
             self.run_watcher()
             if self.config.github:
@@ -190,6 +193,7 @@ class HitlApp(App[int]):
         moved = after is None or before is None or key_of(after) != key_of(before)
         if moved or any(key_of(b) == key_of(after) for b in delta.changed):
             self._show_current()
+        self._toast_warnings()
         if announce and delta.added:
             if self.config.bell:
                 self.bell()
@@ -200,6 +204,13 @@ class HitlApp(App[int]):
                     severity="warning",
                     markup=False,
                 )
+
+    def _toast_warnings(self) -> None:
+        """A toast once per new configuration warning (the header keeps the count)."""
+        for warning in self.inbox.warnings:
+            if warning not in self._warned:
+                self._warned.add(warning)
+                self.notify(printable(warning), title="Warning", severity="warning", markup=False)
 
     def _update_counts(self) -> None:
         count = len(self.inbox.blocks)
@@ -223,6 +234,9 @@ class HitlApp(App[int]):
             ]
             if trouble:
                 text += f" ({printable(trouble[0])})"
+        warnings = len(self.inbox.warnings)
+        if warnings:
+            text += f" · {_plural(warnings, 'warning')}"
         bar.update(text)
         self.screen.set_class(count == 0, "empty")
         # The hidden list must not keep the focus (nor the footer its keys), and gets it back.
