@@ -22,7 +22,7 @@ from hitl_tui.parsecache import ParseCache
 from hitl_tui.sources import default_sources
 from hitl_tui.sources.base import Source
 from hitl_tui.textio import printable
-from hitl_tui.workspace import Workspace, labels_for
+from hitl_tui.workspace import Workspace
 
 #: Below this many repositories a scan is quicker in-process than starting workers.
 PARALLEL_MIN_REPOS = 64
@@ -136,7 +136,7 @@ class Inbox:
         for key in [k for k in self.blocks if k not in remote]:
             del self.blocks[key]
         self._by_repo.clear()
-        self.labels = labels_for(self.workspace.repos)
+        self.labels = dict(self.workspace.ids)
         repos = self.workspace.repos
         found = None
         cache = self.cache
@@ -179,7 +179,7 @@ class Inbox:
 
     def _refresh(self, repo: Path, source: Source, path: Path, delta: Delta) -> None:
         key = (source.name, path)
-        label = self.labels.get(repo, repo.name)
+        label = self.labels.get(repo) or self.workspace.id_of(repo)
         try:
             if self.cache is None:
                 block = source.parse(repo, path, label)
@@ -285,7 +285,7 @@ class Inbox:
                 self._drop(repo, key, delta)
             self._by_repo.pop(repo, None)
         if after - before:
-            self.labels = labels_for(self.workspace.repos)
+            self.labels = dict(self.workspace.ids)  # the ids of the repos known stay as they were
         # New repositories, and ones deleted and re-created in place (same path, new folder).
         for repo in self.workspace.repos:
             if repo not in before or repo in touched:
@@ -335,6 +335,12 @@ class Inbox:
         shown = [b for b in self.blocks.values() if printable(b.id) == target]
         if len(shown) == 1:
             return shown[0]
+        found = suffix_matches(target, self.blocks.values())
+        if len(found) == 1:
+            return found[0]
+        if found:
+            ids = ", ".join(sorted(printable(b.id) for b in found))
+            raise UsageError(f"{target!r} matches {len(found)} blocks: {ids}; give more of the id")
         path = Path(os.path.abspath(Path(target).expanduser()))
         if path.is_file() or (not path.exists() and path.name.endswith(".md")):
             for block in self.blocks.values():
@@ -352,6 +358,23 @@ class Inbox:
             ids = ", ".join(sorted(b.id for b in found))
             raise UsageError(f"{target} has {len(found)} open blocks; name one: {ids}")
         raise UsageError(f"no open block with id {target!r} (see 'hitl list')")
+
+
+def suffix_matches(target: str, blocks: Iterable[Block]) -> list[Block]:
+    """The blocks whose id ends with `target` in whole path components (`svc-one` and
+    `team-a/svc-one` for `team-a/svc-one`, never `one`), as stored or as `hitl list` prints it."""
+    wanted = target.strip().strip("/")
+    if not wanted:
+        return []
+    tail = "/" + wanted
+    return [
+        b
+        for b in blocks
+        if b.id == wanted
+        or b.id.endswith(tail)
+        or (shown := printable(b.id)) == wanted
+        or shown.endswith(tail)
+    ]
 
 
 def scan_chunk(repos: list[Path], labels: dict[Path, str]) -> tuple[list[Block], list]:
