@@ -710,26 +710,52 @@ def _recover_in(entry: Entry, name: str, rd: RepoDir) -> str:
 # -- undo ------------------------------------------------------------------------------------
 
 
+#: An ambiguous `hitl undo ID` names at most this many of the answers it matches.
+SHOW_MATCHES = 10
+
+
 def _pick(entries: _Entries, entry_id: str | None) -> Entry:
-    """The last answer not undone yet, or the one `entry_id` names (a unique prefix is enough),
-    reading newest first and stopping as soon as it is found (a prefix reads to the end)."""
+    """The last answer not undone yet, or the one `entry_id` names: its journal id, any unique
+    part of it as `hitl history` prints it (the timestamp, the random tail `3f9a1c`), or a
+    block's id or a suffix of it in whole components (`svc-one`: that block's last answer not
+    undone). Without an id it stops at the first answer it finds; with one, an exact journal
+    id stops where it is found and anything else reads to the end, to be sure it is unique."""
     if entry_id is None:
         for e in entries.newest_first():
             if e.kind == "answer" and e.status == "done" and not e.undone and not _remote(e):
                 return e
         raise UsageError("nothing to undo: no answer in the journal (see 'hitl history')")
+    from hitl_tui.textio import printable
+
     wanted = entry_id.strip()
-    found = []
+    tail = "/" + wanted.strip("/")
+    found: dict[str, Entry] = {}
+    blocks: set[str] = set()
     for e in entries.newest_first() if wanted else ():
         if e.id == wanted:
             return e
-        if e.kind == "answer" and e.id.startswith(wanted):
-            found.append(e)
+        if e.kind != "answer":
+            continue
+        if wanted in e.id:
+            found.setdefault(e.id, e)
+        shown = printable(e.block_id)
+        if e.block_id and any(
+            i == wanted.strip("/") or i.endswith(tail) for i in (e.block_id, shown)
+        ):
+            # A block's id: its newest answer that can still be undone.
+            if e.block_id not in blocks and e.status == "done" and not e.undone and not _remote(e):
+                found.setdefault(e.id, e)
+            blocks.add(e.block_id)
     if not wanted or not found:
+        if blocks:
+            raise UsageError(f"no answer of {entry_id!r} is left to undo (see 'hitl history')")
         raise UsageError(f"no answer {entry_id!r} in the journal (see 'hitl history')")
     if len(found) > 1:
-        raise UsageError(f"{entry_id!r} names {len(found)} answers; give more of the id")
-    return found[0]
+        named = [f"{e.id} ({printable(e.block_id)})" for e in found.values()]
+        more = len(named) - SHOW_MATCHES
+        shown = ", ".join(named[:SHOW_MATCHES]) + (f" and {more} more" if more > 0 else "")
+        raise UsageError(f"{entry_id!r} matches {len(found)} answers: {shown}; give more of the id")
+    return next(iter(found.values()))
 
 
 def undo(

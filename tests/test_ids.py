@@ -110,3 +110,58 @@ def test_ids_with_several_paths_are_prefixed_by_the_path(tmp_path: Path) -> None
     assert sorted(_ids(one, api)) == ["api", "loops/shop"]
     done = run_hitl("answer", "shop", "--choice", "B", "--dry-run", one, api)
     assert done.returncode == 0, done.stderr
+
+
+def _answered_twice(tmp_path: Path) -> tuple[Path, list[str]]:
+    """Two blocks answered: (the root, journal ids newest first, as `history --json` has them)."""
+    root = tmp_path / "loops"
+    _loopkit(root / "team-a" / "svc-one")
+    _loopkit(root / "team-b" / "svc-one")
+    for target in ("team-a/svc-one", "team-b/svc-one"):
+        done = run_hitl("answer", target, "--choice", "B", root)
+        assert done.returncode == 0, done.stderr
+    history = run_hitl("history", "--json")
+    ids = [e["id"] for e in json.loads(history.stdout)]
+    assert len(ids) == 2
+    return root, ids
+
+
+def test_undo_takes_the_random_tail_of_a_journal_id(tmp_path: Path) -> None:
+    root, (_newest, older) = _answered_twice(tmp_path)
+    printed = run_hitl("history").stdout.decode()
+    assert f"  {older}  " in printed  # the id as history prints it
+    tail = older.rsplit("-", 1)[1]
+    done = run_hitl("undo", tail)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().startswith(f"undid {older} (team-a/svc-one)")
+    assert (root / "team-a" / "svc-one" / "BLOCKED.md").exists()
+    assert not (root / "team-b" / "svc-one" / "BLOCKED.md").exists()
+
+
+def test_undo_names_the_answers_an_ambiguous_part_matches(tmp_path: Path) -> None:
+    root, (newest, older) = _answered_twice(tmp_path)
+    day = newest.split("-")[0][4:]  # `1201` of `20261201-...`: inside both ids, a prefix of none
+    if day not in older:
+        return  # the two answers straddled midnight
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    done = run_hitl("undo", day)
+    assert done.returncode == 2
+    assert done.stderr.decode() == (
+        f"hitl: {day!r} matches 2 answers: {newest} (team-b/svc-one), "
+        f"{older} (team-a/svc-one); give more of the id\n"
+    )
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+
+
+def test_undo_takes_a_block_id_suffix(tmp_path: Path) -> None:
+    root, (newest, older) = _answered_twice(tmp_path)
+    ambiguous = run_hitl("undo", "svc-one")
+    assert ambiguous.returncode == 2
+    assert ambiguous.stderr.decode() == (
+        f"hitl: 'svc-one' matches 2 answers: {newest} (team-b/svc-one), "
+        f"{older} (team-a/svc-one); give more of the id\n"
+    )
+    done = run_hitl("undo", "team-a/svc-one")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().startswith(f"undid {older} (team-a/svc-one)")
+    assert (root / "team-a" / "svc-one" / "BLOCKED.md").exists()
