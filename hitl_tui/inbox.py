@@ -7,6 +7,7 @@ result is a Delta the UI applies without rebuilding its list.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -15,10 +16,12 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from hitl_tui.model import Block, HitlError, StaleError, UsageError
 from hitl_tui.parsecache import ParseCache
+from hitl_tui.sincebook import SinceBook, key_for
 from hitl_tui.sources import default_sources
 from hitl_tui.sources.base import Source
 from hitl_tui.textio import printable
@@ -81,8 +84,11 @@ class Inbox:
         workspace: Workspace,
         sources: list[Source] | None = None,
         cache: ParseCache | None = None,
+        since: SinceBook | None = None,
     ) -> None:
         self.workspace = workspace
+        #: When each block was first seen (`sincebook`); None: a file's mtime stands in.
+        self.book = since
         #: Parsed blocks kept between runs (`parsecache`); None parses every file.
         self.cache = cache
         self.sources: list[Source] = sources if sources is not None else default_sources()
@@ -106,7 +112,7 @@ class Inbox:
         """The inbox of `paths`, scanned; `cached` uses and updates the operator's parse cache."""
         workspace = Workspace.discover(paths)
         cache = ParseCache.for_workspace(workspace.paths) if cached else None
-        inbox = cls(workspace, sources, cache)
+        inbox = cls(workspace, sources, cache, SinceBook.for_state() if cached else None)
         inbox.scan()
         inbox.save_cache()
         return inbox
@@ -114,11 +120,15 @@ class Inbox:
     @classmethod
     def cached(cls, workspace: Workspace) -> Inbox:
         """An inbox using the operator's parse cache for this workspace (the CLI's and app's)."""
-        return cls(workspace, cache=ParseCache.for_workspace(workspace.paths))
+        return cls(
+            workspace, cache=ParseCache.for_workspace(workspace.paths), since=SinceBook.for_state()
+        )
 
     def save_cache(self) -> None:
         if self.cache is not None:
             self.cache.save()
+        if self.book is not None:
+            self.book.save()
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -159,14 +169,26 @@ class Inbox:
                 blocks, entries = found
                 for block in blocks:
                     key = key_of(block)
-                    self.blocks[key] = block
+                    self.blocks[key] = block = self._dated(block)
                     self._by_repo.setdefault(block.repo, set()).add(key)
                 if cache is not None:
                     cache.adopt(entries)
         finally:
             if cache is not None:
                 cache.end_scan()
+        if self.book is not None:
+            seen = {key_for(*k) for k in self.blocks if k not in remote}
+            self.book.prune({os.fsdecode(r) for r in repos}, seen)
         self._dir_owner = None
+
+    def _dated(self, block: Block) -> Block:
+        """`block` with `since` by the rule of `began` (a parse, cached or not, gives the
+        file's mtime)."""
+        first = block.since
+        if self.book is not None:
+            first = self.book.first_seen(key_for(block.source, block.path), block.repo, first)
+        since = began(block, first)
+        return block if since == block.since else dataclasses.replace(block, since=since)
 
     def _scan_source(self, repo: Path, source: Source, delta: Delta) -> None:
         seen: set[Key] = set()
@@ -191,8 +213,10 @@ class Inbox:
         if block is None:
             if old is not None:
                 self._drop(repo, key, delta)
+            elif self.book is not None:
+                self.book.forget(key_for(*key))
             return
-        self.blocks[key] = block
+        self.blocks[key] = block = self._dated(block)
         self._by_repo.setdefault(repo, set()).add(key)
         if old is None:
             delta.added.append(block)
@@ -202,6 +226,8 @@ class Inbox:
     def _drop(self, repo: Path, key: Key, delta: Delta) -> None:
         if self.blocks.pop(key, None) is not None:
             delta.removed.append(key)
+        if self.book is not None:
+            self.book.forget(key_for(*key))
         self._by_repo.get(repo, set()).discard(key)
 
     def _owners(self) -> dict[Path, Path]:
@@ -268,6 +294,8 @@ class Inbox:
             self._rediscover(touched, delta)
         if delta.rewatch:
             self._index_dirs()
+        if self.book is not None and self.book.dirty:
+            self.book.save()  # a crash later keeps what was seen (a small file, written whole)
         return delta
 
     def _rediscover(self, touched: set[Path], delta: Delta) -> None:
@@ -358,6 +386,25 @@ class Inbox:
             ids = ", ".join(sorted(b.id for b in found))
             raise UsageError(f"{target} has {len(found)} open blocks; name one: {ids}")
         raise UsageError(f"no open block with id {target!r} (see 'hitl list')")
+
+
+def began(block: Block, first_seen: datetime) -> datetime:
+    """When `block` began, given when hitl first saw it.
+
+    A task file: the date of the note that explains the block (agenticloop's notes carry a day,
+    read as UTC), or when hitl first saw it if that was later the same day. Anything else (a
+    BLOCKED.md): when hitl first saw it.
+    """
+    day = block.meta.get("note_date") if block.source == "agenticloop" else None
+    if not isinstance(day, str):
+        return first_seen
+    try:
+        start = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        return first_seen
+    if first_seen > start and first_seen.astimezone(UTC).date() == start.date():
+        return first_seen
+    return start
 
 
 def suffix_matches(target: str, blocks: Iterable[Block]) -> list[Block]:

@@ -135,6 +135,8 @@ class Entry:
     answer: dict = field(default_factory=dict, compare=False, hash=False)
     #: The repository folder's (device, inode) when it was answered; None in old records.
     repo_id: tuple[int, int] | None = None
+    #: When the block answered had begun (its `since`); None in old records.
+    block_since: datetime | None = None
 
     @property
     def undone(self) -> bool:
@@ -320,7 +322,18 @@ def _entry(begin: dict, end: dict | None) -> Entry:
         undoes=begin.get("undoes"),
         answer=answer if isinstance(answer, dict) else {},
         repo_id=_repo_id(begin.get("repo_id")),
+        block_since=_since(block.get("since")),
     )
+
+
+def _since(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else None
 
 
 def _repo_id(value: object) -> tuple[int, int] | None:
@@ -528,6 +541,8 @@ def _begin(plan: Plan, now: datetime, entry_id: str, identity: tuple[int, int] |
             "path": str(block.path),
             "fingerprint": block.fingerprint,
             "question": block.one_line_question(300),
+            # When the block began: an undo puts it back (the list's order and age).
+            "since": block.since.isoformat(),
         },
         "answer": {
             "choice": None
@@ -821,6 +836,8 @@ def undo(
             _append(record)
         except OSError as exc:
             raise HitlError(f"cannot write the journal: {exc.strerror}; nothing undone") from None
+        # Before the block file is back (an app watching it reads this when it reappears).
+        _remember_since(entry)
         if hook:
             hook("journaled")
         restored = []
@@ -855,6 +872,17 @@ def undo(
         if hook:
             hook("committed")
     return f"undid {entry.id} ({entry.block_id}): restored {', '.join(restored)}"
+
+
+def _remember_since(entry: Entry) -> None:
+    """The block an undo brings back began when it began: not now (see `sincebook`)."""
+    if entry.block_since is None or not entry.block_source:
+        return
+    from hitl_tui.sincebook import SinceBook, key_for
+
+    book = SinceBook.for_state()
+    book.remember(key_for(entry.block_source, entry.block_path), entry.repo, entry.block_since)
+    book.save()
 
 
 def _remote(entry: Entry) -> bool:

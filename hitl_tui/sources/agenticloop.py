@@ -926,6 +926,8 @@ class AgenticloopSource:
                 "question_heads": tuple(h for h, _ in split_items),
                 "choice_kinds": kinds,
                 "note": note.text if note else None,
+                # The day of that note: when the block began (`inbox.began`).
+                "note_date": note.date if note else None,
                 "header": header,
                 "head": head,
             },
