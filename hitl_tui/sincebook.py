@@ -87,10 +87,12 @@ class SinceBook:
         """When this block was first seen; `fallback` (the file's mtime) the first time."""
         row = self._rows.get(key)
         if row is None and self._changed_on_disk():
-            # Another hitl (an undo, say) may have written it since this one read the file.
-            self._load(keep_own=True)
-            row = self._rows.get(key)
+            # Another hitl (an undo, say) may have written it since this one read the file:
+            # that row wins over this one's own unsaved forgetting of it.
+            disk = self._load(keep_own=True)
+            row = disk.get(key)
             if row is not None:
+                self._rows[key] = row
                 self._dropped.discard(key)
         if row is None:
             row = (_repo_name(repo), _micros(fallback))
@@ -151,14 +153,17 @@ class SinceBook:
             self._warn(f"it does not parse ({type(exc).__name__})")
             return None
 
-    def _load(self, keep_own: bool = False) -> None:
+    def _load(self, keep_own: bool = False) -> dict[Key, tuple[str, int]]:
+        """Read the file (with this one's unsaved changes over it); returns the rows on disk."""
         self._stamp = self._file_stamp()
-        rows = self._read() or {}
+        disk = self._read() or {}
+        rows = dict(disk)
         if keep_own:
             rows.update(self._added)
             for key in self._dropped:
                 rows.pop(key, None)
         self._rows = rows
+        return disk
 
     def _warn(self, why: str) -> None:
         if os.fspath(self.path or "") not in _WARNED:

@@ -156,3 +156,30 @@ def test_a_cached_block_follows_the_memory(tmp_path: Path, monkeypatch: pytest.M
     warm = Inbox.open([root], cached=True)
     assert warm.cache is not None and warm.cache.hits >= 1
     assert warm.sorted_blocks()[0].since == first
+
+
+async def test_the_app_shows_the_same_ids_and_ages_as_list(tmp_path: Path) -> None:
+    """The app's rows: the ids `hitl list` printed, and the age it remembered after a touch."""
+    from hitl_tui.config import Config
+    from hitl_tui.timefmt import age
+    from hitl_tui.tui.app import HitlApp
+    from hitl_tui.tui.widgets import BlockList
+    from hitl_tui.workspace import Workspace
+
+    root = tmp_path / "loops"
+    blocked = _loopkit(root / "team-a" / "svc-one", 3 * DAY) / "BLOCKED.md"
+    _loopkit(root / "team-b" / "svc-two", 1 * DAY)
+    assert _order(root) == [("team-a/svc-one", "3d"), ("team-b/svc-two", "1d")]
+    os.utime(blocked)
+    _loopkit(root / "team-c" / "svc-one", 2 * DAY)
+    inbox = Inbox.cached(Workspace.discover([root]))
+    app = HitlApp(inbox, config=Config(operator="Ada", bell=False), watch=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        for _ in range(50):
+            await pilot.pause()
+            if app.loaded and not app.workers._workers:
+                break
+        table = app.query_one(BlockList)
+        rows = [(b.id, age(b.since)) for b in (table.blocks[k] for k in table.order)]
+    assert rows == [("team-a/svc-one", "3d"), ("team-c/svc-one", "2d"), ("team-b/svc-two", "1d")]
+    assert _order(root) == rows
