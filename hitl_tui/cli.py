@@ -182,7 +182,7 @@ def _resolve(args: argparse.Namespace, inbox):
         repo = next((f for f in [where, *where.parents] if f.is_dir() and is_repo(f)), None)
         if repo is None or repo in inbox.workspace.repos:
             raise
-        own = Inbox.open([repo])
+        own = Inbox.open([repo], cached=True)  # its ages as `list` shows them
         return own, own.resolve(args.target)
 
 

@@ -7,6 +7,7 @@ result is a Delta the UI applies without rebuilding its list.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -15,14 +16,16 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from hitl_tui.model import Block, HitlError, StaleError, UsageError
 from hitl_tui.parsecache import ParseCache
+from hitl_tui.sincebook import SinceBook, key_for
 from hitl_tui.sources import default_sources
 from hitl_tui.sources.base import Source
 from hitl_tui.textio import printable
-from hitl_tui.workspace import Workspace, labels_for
+from hitl_tui.workspace import Workspace
 
 #: Below this many repositories a scan is quicker in-process than starting workers.
 PARALLEL_MIN_REPOS = 64
@@ -81,8 +84,11 @@ class Inbox:
         workspace: Workspace,
         sources: list[Source] | None = None,
         cache: ParseCache | None = None,
+        since: SinceBook | None = None,
     ) -> None:
         self.workspace = workspace
+        #: When each block was first seen (`sincebook`); None: a file's mtime stands in.
+        self.book = since
         #: Parsed blocks kept between runs (`parsecache`); None parses every file.
         self.cache = cache
         self.sources: list[Source] = sources if sources is not None else default_sources()
@@ -109,7 +115,7 @@ class Inbox:
         """The inbox of `paths`, scanned; `cached` uses and updates the operator's parse cache."""
         workspace = Workspace.discover(paths)
         cache = ParseCache.for_workspace(workspace.paths) if cached else None
-        inbox = cls(workspace, sources, cache)
+        inbox = cls(workspace, sources, cache, SinceBook.for_state() if cached else None)
         inbox.scan()
         inbox.save_cache()
         return inbox
@@ -117,11 +123,15 @@ class Inbox:
     @classmethod
     def cached(cls, workspace: Workspace) -> Inbox:
         """An inbox using the operator's parse cache for this workspace (the CLI's and app's)."""
-        return cls(workspace, cache=ParseCache.for_workspace(workspace.paths))
+        return cls(
+            workspace, cache=ParseCache.for_workspace(workspace.paths), since=SinceBook.for_state()
+        )
 
     def save_cache(self) -> None:
         if self.cache is not None:
             self.cache.save()
+        if self.book is not None:
+            self.book.save()
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -140,7 +150,7 @@ class Inbox:
             del self.blocks[key]
         self._by_repo.clear()
         self._warnings.clear()
-        self.labels = labels_for(self.workspace.repos)
+        self.labels = dict(self.workspace.ids)
         repos = self.workspace.repos
         found = None
         cache = self.cache
@@ -163,7 +173,7 @@ class Inbox:
                 blocks, entries = found
                 for block in blocks:
                     key = key_of(block)
-                    self.blocks[key] = block
+                    self.blocks[key] = block = self._dated(block)
                     self._by_repo.setdefault(block.repo, set()).add(key)
                 if cache is not None:
                     cache.adopt(entries)
@@ -173,7 +183,19 @@ class Inbox:
         finally:
             if cache is not None:
                 cache.end_scan()
+        if self.book is not None:
+            seen = {key_for(*k) for k in self.blocks if k not in remote}
+            self.book.prune({os.fsdecode(r) for r in repos}, seen)
         self._dir_owner = None
+
+    def _dated(self, block: Block) -> Block:
+        """`block` with `since` by the rule of `began` (a parse, cached or not, gives the
+        file's mtime)."""
+        first = block.since
+        if self.book is not None:
+            first = self.book.first_seen(key_for(block.source, block.path), block.repo, first)
+        since = began(block, first)
+        return block if since == block.since else dataclasses.replace(block, since=since)
 
     def _scan_source(self, repo: Path, source: Source, delta: Delta) -> None:
         seen: set[Key] = set()
@@ -205,7 +227,7 @@ class Inbox:
 
     def _refresh(self, repo: Path, source: Source, path: Path, delta: Delta) -> None:
         key = (source.name, path)
-        label = self.labels.get(repo, repo.name)
+        label = self.labels.get(repo) or self.workspace.id_of(repo)
         try:
             if self.cache is None:
                 block = source.parse(repo, path, label)
@@ -217,8 +239,10 @@ class Inbox:
         if block is None:
             if old is not None:
                 self._drop(repo, key, delta)
+            elif self.book is not None:
+                self.book.forget(key_for(*key))
             return
-        self.blocks[key] = block
+        self.blocks[key] = block = self._dated(block)
         self._by_repo.setdefault(repo, set()).add(key)
         if old is None:
             delta.added.append(block)
@@ -228,6 +252,8 @@ class Inbox:
     def _drop(self, repo: Path, key: Key, delta: Delta) -> None:
         if self.blocks.pop(key, None) is not None:
             delta.removed.append(key)
+        if self.book is not None:
+            self.book.forget(key_for(*key))
         self._by_repo.get(repo, set()).discard(key)
 
     def _owners(self) -> dict[Path, Path]:
@@ -294,6 +320,8 @@ class Inbox:
             self._rediscover(touched, delta)
         if delta.rewatch:
             self._index_dirs()
+        if self.book is not None and self.book.dirty:
+            self.book.save()  # a crash later keeps what was seen (a small file, written whole)
         return delta
 
     def _rediscover(self, touched: set[Path], delta: Delta) -> None:
@@ -313,7 +341,7 @@ class Inbox:
             for source in self.sources:
                 self._warnings.pop((repo, source.name), None)
         if after - before:
-            self.labels = labels_for(self.workspace.repos)
+            self.labels = dict(self.workspace.ids)  # the ids of the repos known stay as they were
         # New repositories, and ones deleted and re-created in place (same path, new folder).
         for repo in self.workspace.repos:
             if repo not in before or repo in touched:
@@ -363,6 +391,12 @@ class Inbox:
         shown = [b for b in self.blocks.values() if printable(b.id) == target]
         if len(shown) == 1:
             return shown[0]
+        found = suffix_matches(target, self.blocks.values())
+        if len(found) == 1:
+            return found[0]
+        if found:
+            ids = ", ".join(sorted(printable(b.id) for b in found))
+            raise UsageError(f"{target!r} matches {len(found)} blocks: {ids}; give more of the id")
         path = Path(os.path.abspath(Path(target).expanduser()))
         if path.is_file() or (not path.exists() and path.name.endswith(".md")):
             for block in self.blocks.values():
@@ -380,6 +414,42 @@ class Inbox:
             ids = ", ".join(sorted(b.id for b in found))
             raise UsageError(f"{target} has {len(found)} open blocks; name one: {ids}")
         raise UsageError(f"no open block with id {target!r} (see 'hitl list')")
+
+
+def began(block: Block, first_seen: datetime) -> datetime:
+    """When `block` began, given when hitl first saw it.
+
+    A task file: the date of the note that explains the block (agenticloop's notes carry a day,
+    read as UTC), or when hitl first saw it if that was later the same day. Anything else (a
+    BLOCKED.md): when hitl first saw it.
+    """
+    day = block.meta.get("note_date") if block.source == "agenticloop" else None
+    if not isinstance(day, str):
+        return first_seen
+    try:
+        start = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        return first_seen
+    if first_seen > start and first_seen.astimezone(UTC).date() == start.date():
+        return first_seen
+    return start
+
+
+def suffix_matches(target: str, blocks: Iterable[Block]) -> list[Block]:
+    """The blocks whose id ends with `target` in whole path components (`svc-one` and
+    `team-a/svc-one` for `team-a/svc-one`, never `one`), as stored or as `hitl list` prints it."""
+    wanted = target.strip().strip("/")
+    if not wanted:
+        return []
+    tail = "/" + wanted
+    return [
+        b
+        for b in blocks
+        if b.id == wanted
+        or b.id.endswith(tail)
+        or (shown := printable(b.id)) == wanted
+        or shown.endswith(tail)
+    ]
 
 
 def scan_chunk(repos: list[Path], labels: dict[Path, str]) -> tuple[list[Block], list]:

@@ -135,6 +135,8 @@ class Entry:
     answer: dict = field(default_factory=dict, compare=False, hash=False)
     #: The repository folder's (device, inode) when it was answered; None in old records.
     repo_id: tuple | None = None
+    #: When the block answered had begun (its `since`); None in old records.
+    block_since: datetime | None = None
 
     @property
     def undone(self) -> bool:
@@ -320,6 +322,7 @@ def _entry(begin: dict, end: dict | None) -> Entry:
         undoes=begin.get("undoes"),
         answer=answer if isinstance(answer, dict) else {},
         repo_id=_repo_id(begin.get("repo_id")),
+        block_since=_since(block.get("since")),
     )
 
 
@@ -334,6 +337,16 @@ def _repo_id(value: object) -> tuple | None:
     if born is not None and not (type(born) is int and 0 <= born < 1 << 64):
         return None
     return dev, ino, born
+
+
+def _since(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else None
 
 
 # -- blobs ---------------------------------------------------------------------------------
@@ -515,6 +528,8 @@ def _begin(plan: Plan, now: datetime, entry_id: str, identity: tuple | None) -> 
             "path": str(block.path),
             "fingerprint": block.fingerprint,
             "question": block.one_line_question(300),
+            # When the block began: an undo puts it back (the list's order and age).
+            "since": block.since.isoformat(),
         },
         "answer": {
             "choice": None
@@ -736,26 +751,52 @@ def _recover_in(entry: Entry, name: str, rd: RepoDir) -> str:
 # -- undo ------------------------------------------------------------------------------------
 
 
+#: An ambiguous `hitl undo ID` names at most this many of the answers it matches.
+SHOW_MATCHES = 10
+
+
 def _pick(entries: _Entries, entry_id: str | None) -> Entry:
-    """The last answer not undone yet, or the one `entry_id` names (a unique prefix is enough),
-    reading newest first and stopping as soon as it is found (a prefix reads to the end)."""
+    """The last answer not undone yet, or the one `entry_id` names: its journal id, any unique
+    part of it as `hitl history` prints it (the timestamp, the random tail `3f9a1c`), or a
+    block's id or a suffix of it in whole components (`svc-one`: that block's last answer not
+    undone). Without an id it stops at the first answer it finds; with one, an exact journal
+    id stops where it is found and anything else reads to the end, to be sure it is unique."""
     if entry_id is None:
         for e in entries.newest_first():
             if e.kind == "answer" and e.status == "done" and not e.undone and not _remote(e):
                 return e
         raise UsageError("nothing to undo: no answer in the journal (see 'hitl history')")
+    from hitl_tui.textio import printable
+
     wanted = entry_id.strip()
-    found = []
+    tail = "/" + wanted.strip("/")
+    found: dict[str, Entry] = {}
+    blocks: set[str] = set()
     for e in entries.newest_first() if wanted else ():
         if e.id == wanted:
             return e
-        if e.kind == "answer" and e.id.startswith(wanted):
-            found.append(e)
+        if e.kind != "answer":
+            continue
+        if wanted in e.id:
+            found.setdefault(e.id, e)
+        shown = printable(e.block_id)
+        if e.block_id and any(
+            i == wanted.strip("/") or i.endswith(tail) for i in (e.block_id, shown)
+        ):
+            # A block's id: its newest answer that can still be undone.
+            if e.block_id not in blocks and e.status == "done" and not e.undone and not _remote(e):
+                found.setdefault(e.id, e)
+            blocks.add(e.block_id)
     if not wanted or not found:
+        if blocks:
+            raise UsageError(f"no answer of {entry_id!r} is left to undo (see 'hitl history')")
         raise UsageError(f"no answer {entry_id!r} in the journal (see 'hitl history')")
     if len(found) > 1:
-        raise UsageError(f"{entry_id!r} names {len(found)} answers; give more of the id")
-    return found[0]
+        named = [f"{e.id} ({printable(e.block_id)})" for e in found.values()]
+        more = len(named) - SHOW_MATCHES
+        shown = ", ".join(named[:SHOW_MATCHES]) + (f" and {more} more" if more > 0 else "")
+        raise UsageError(f"{entry_id!r} matches {len(found)} answers: {shown}; give more of the id")
+    return next(iter(found.values()))
 
 
 def undo(
@@ -821,6 +862,8 @@ def undo(
             _append(record)
         except OSError as exc:
             raise HitlError(f"cannot write the journal: {exc.strerror}; nothing undone") from None
+        # Before the block file is back (an app watching it reads this when it reappears).
+        _remember_since(entry)
         if hook:
             hook("journaled")
         restored = []
@@ -862,6 +905,17 @@ def undo(
             hook("committed")
     done = f"undid {entry.id} ({entry.block_id}): restored {', '.join(restored)}"
     return "; ".join([*recovered, done])
+
+
+def _remember_since(entry: Entry) -> None:
+    """The block an undo brings back began when it began: not now (see `sincebook`)."""
+    if entry.block_since is None or not entry.block_source:
+        return
+    from hitl_tui.sincebook import SinceBook, key_for
+
+    book = SinceBook.for_state()
+    book.remember(key_for(entry.block_source, entry.block_path), entry.repo, entry.block_since)
+    book.save()
 
 
 def _remote(entry: Entry) -> bool:

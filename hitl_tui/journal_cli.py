@@ -15,8 +15,9 @@ from hitl_tui import cli
 PAGE = 50
 
 UNDO_EPILOG = """\
-ID is an answer's id from 'hitl history' (a unique prefix is enough); without it, the most
-recent answer that is not undone yet.
+ID is an answer's id from 'hitl history', or any unique part of it (the time, or the random
+tail such as 3f9a1c), or a block's id from 'hitl list' or a unique suffix of it (svc-one: that
+block's last answer not undone yet); without it, the most recent answer not undone yet.
 
 Every file the answer wrote gets back the exact bytes it had before (the block file is written
 again), but only when none of them changed since: otherwise nothing is written and the file

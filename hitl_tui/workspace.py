@@ -47,6 +47,8 @@ class Workspace:
     repos: list[Path] = field(default_factory=list)
     #: Folders (not repositories) whose direct entries may become repositories.
     roots: list[Path] = field(default_factory=list)
+    #: Each repository's id part (see `repo_id`), fixed when the repository is first found.
+    ids: dict[Path, str] = field(default_factory=dict)
 
     @classmethod
     def discover(cls, paths: list[Path] | tuple[Path, ...]) -> Workspace:
@@ -73,21 +75,42 @@ class Workspace:
         known = {_identity(repo): repo for repo in self.repos}
         repos: dict[object, Path] = {}
         roots: dict[object, Path] = {}
+        under: dict[Path, Path] = {}
         for path in self.paths:
             if is_repo(path):
-                _add(repos, path, known)
+                kept = _add(repos, path, known)
+                if kept is not None:
+                    under.setdefault(kept, path)
                 continue
-            if _add(roots, path, {}):
-                self._walk(path, 1, repos, roots, known)
+            if _add(roots, path, {}) is not None:
+                self._walk(path, 1, repos, roots, known, under, path)
         self.repos = list(repos.values())
         self.roots = list(roots.values())
+        prefixes = path_prefixes(self.paths)
+        ids = {}
+        for repo in self.repos:
+            found = self.ids.get(repo)
+            if found is None:
+                top = under.get(repo, repo)
+                found = repo_id(prefixes.get(top, ""), top, repo)
+            ids[repo] = found
+        self.ids = ids
 
-    def _walk(self, folder: Path, depth: int, repos: dict, roots: dict, known: dict) -> None:
+    def _walk(
+        self, folder: Path, depth: int, repos: dict, roots: dict, known: dict, under: dict, top
+    ) -> None:
         for sub in _subdirs(folder):
             if is_repo(sub):
-                _add(repos, sub, known)
-            elif depth < DEPTH and _add(roots, sub, {}):
-                self._walk(sub, depth + 1, repos, roots, known)
+                kept = _add(repos, sub, known)
+                if kept is not None:
+                    under.setdefault(kept, top)
+            elif depth < DEPTH and _add(roots, sub, {}) is not None:
+                self._walk(sub, depth + 1, repos, roots, known, under, top)
+
+    def id_of(self, repo: Path) -> str:
+        """The id part of `repo`'s blocks (see `repo_id`)."""
+        found = self.ids.get(repo)
+        return found if found is not None else repo.name
 
 
 def _identity(path: Path) -> object:
@@ -99,13 +122,50 @@ def _identity(path: Path) -> object:
     return (st.st_dev, st.st_ino)
 
 
-def _add(found: dict, path: Path, known: dict) -> bool:
-    """Record `path` unless its folder is already in `found`; True if it was new."""
+def _add(found: dict, path: Path, known: dict) -> Path | None:
+    """Record `path` unless its folder is already in `found`; the spelling kept if it was new."""
     key = _identity(path)
     if key in found:
-        return False
-    found[key] = known.get(key, path)
-    return True
+        return None
+    kept = found[key] = known.get(key, path)
+    return kept
+
+
+def repo_id(prefix: str, top: Path, repo: Path) -> str:
+    """A repository's id: its path below the PATH it was found under (`team-a/svc-one`), after
+    that PATH's prefix. It depends on nothing else that is listed, so it never changes while
+    the repository exists: a `team-b/svc-one` appearing later does not rename `team-a/svc-one`.
+    A PATH that is itself the repository gives its folder name (or its prefix)."""
+    try:
+        rel = repo.relative_to(top).parts
+    except ValueError:
+        rel = ()
+    parts = ([prefix] if prefix else []) + list(rel)
+    return "/".join(parts) or repo.name or "/"
+
+
+def path_prefixes(paths: tuple[Path, ...] | list[Path]) -> dict[Path, str]:
+    """What each PATH's ids start with: nothing when there is one PATH; with several, the
+    PATH's short unique name (`loops`, `work/api`), which depends only on the PATHs given.
+    No prefix is a leading part of another, so ids from two PATHs never coincide."""
+    unique = list(dict.fromkeys(paths))
+    if len(unique) < 2:
+        return {}
+    depth = {p: 1 for p in unique}
+    while True:
+        names = {p: "/".join(p.parts[-depth[p] :]).lstrip("/") for p in unique}
+        grow = {
+            p
+            for p in unique
+            for q in unique
+            if p != q
+            and depth[p] < len(p.parts)
+            and (names[p] == names[q] or names[q].startswith(names[p] + "/"))
+        }
+        if not grow:
+            return names
+        for p in grow:
+            depth[p] += 1
 
 
 def labels_for(repos: list[Path]) -> dict[Path, str]:

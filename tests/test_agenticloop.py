@@ -92,7 +92,8 @@ def test_fixture_lists_the_three_blocked_tasks(billing: Path) -> None:
     assert "approved: true" in t7.choices[1].consequence
     assert "block_category line is deleted" in t7.choices[2].consequence
     assert "only your dated note" in t7.choices[3].consequence
-    assert t7.since == datetime.fromtimestamp(t7.path.stat().st_mtime, UTC)
+    # Blocked since its note's day, not since the file was last written (issue 12).
+    assert t7.since == datetime(2026, 11, 27, tzinfo=UTC)
     assert t7.raw == t7.path.read_text()
     assert t7.problems == ()
 

@@ -233,7 +233,8 @@ def test_ids_unique_and_stable_across_runs(ws: Path, tmp_path: Path):
     assert len(ids) == 3 and len(set(ids)) == 3
     assert ids == [b["id"] for b in second]
     assert {b["path"]: b["id"] for b in first} == {b["path"]: b["id"] for b in second}
-    assert sorted(ids) == ["api", "other/shop", "ws/shop"]
+    # Two PATHs: each id starts with its PATH's name, whatever else is listed (issue 12).
+    assert sorted(ids) == ["other/shop", "ws/api", "ws/shop"]
 
 
 def test_list_oldest_first_across_many(ws: Path, inproc):

@@ -221,7 +221,7 @@ async def test_a_new_repo_at_depth_two(tmp_path: Path):
         await w.expect(lambda d: d.rewatch)
         await w.watching()
         make_repo(root / "team" / "api", "Depth two?")
-        await w.expect(added("api"))
+        await w.expect(added("team/api"))  # its path under the root (issue 12)
 
 
 async def test_a_repo_deleted_and_recreated_in_place(tmp_path: Path):

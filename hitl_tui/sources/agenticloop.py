@@ -791,6 +791,8 @@ class AgenticloopSource:
                 "choice_kinds": kinds,
                 "note": note.text if note else None,
                 "summary": _summary(title, question, split_items),
+                # The day of that note: when the block began (`inbox.began`).
+                "note_date": note.date if note else None,
                 "header": header,
                 "head": head,
             },

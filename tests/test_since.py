@@ -1,0 +1,185 @@
+"""Issue 12: `since` is when the block began, not when its file was last touched.
+
+For BLOCKED.md: when hitl first saw this block at this path (remembered in the state folder),
+or the file's mtime the first time hitl ever sees it. For a task file: the date of the note
+that blocked it (or when hitl first saw it, if later that same day). Through real subprocesses
+(`hitl list`, `answer`, `undo`), and in-process for the parse cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from hitl_tui import parsecache
+from hitl_tui.inbox import Inbox
+from tests.hostile_cases import SHOP, run_hitl
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+DAY = 86400
+
+
+def _loopkit(dest: Path, age: float) -> Path:
+    shutil.copytree(SHOP, dest)
+    (dest / ".git").mkdir()
+    stamp = time.time() - age
+    os.utime(dest / "BLOCKED.md", (stamp, stamp))
+    return dest
+
+
+def _listed(*paths: Path) -> dict[str, str]:
+    done = run_hitl("list", "--json", *paths)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == b"", done.stderr
+    return {b["id"]: b["since"] for b in json.loads(done.stdout)}
+
+
+def _order(root: Path) -> list[tuple[str, str]]:
+    """(id, age) of each line of `hitl list`, in its order."""
+    done = run_hitl("list", root)
+    assert done.returncode == 0, done.stderr
+    return [tuple(line.split()[:2]) for line in done.stdout.decode().splitlines()]
+
+
+def test_touching_or_rewriting_blocked_md_keeps_its_age(tmp_path: Path) -> None:
+    root = tmp_path / "loops"
+    old = _loopkit(root / "old", 3 * DAY)
+    _loopkit(root / "new", 1 * DAY)
+    first = _listed(root)
+    assert _order(root) == [("old", "3d"), ("new", "1d")]
+
+    blocked = old / "BLOCKED.md"
+    os.utime(blocked)  # the agent touches it
+    assert _listed(root) == first
+    blocked.write_bytes(blocked.read_bytes() + b"\n- D) One more idea\n")  # and rewrites it
+    assert _listed(root) == first
+    tmp = old / "BLOCKED.md.tmp"  # an atomic rewrite, as escalate does it
+    tmp.write_bytes(blocked.read_bytes() + b"\nMore context.\n")
+    tmp.replace(blocked)
+    assert _listed(root) == first
+    assert _order(root) == [("old", "3d"), ("new", "1d")]
+
+
+def test_answer_then_undo_restores_the_original_since(tmp_path: Path) -> None:
+    root = tmp_path / "loops"
+    _loopkit(root / "old", 3 * DAY)
+    _loopkit(root / "new", 1 * DAY)
+    first = _listed(root)
+    done = run_hitl("answer", "old", "--choice", "B", root)
+    assert done.returncode == 0, done.stderr
+    assert set(_listed(root)) == {"new"}
+    undone = run_hitl("undo")
+    assert undone.returncode == 0, undone.stderr
+    assert _listed(root) == first
+    assert _order(root) == [("old", "3d"), ("new", "1d")]
+
+
+def test_a_new_block_after_an_answer_starts_a_new_age(tmp_path: Path) -> None:
+    root = tmp_path / "loops"
+    repo = _loopkit(root / "shop", 3 * DAY)
+    text = (repo / "BLOCKED.md").read_bytes()
+    _listed(root)
+    assert run_hitl("answer", "shop", "--choice", "B", root).returncode == 0
+    _listed(root)  # the block is gone: forgotten
+    (repo / "BLOCKED.md").write_bytes(text)  # the loop's next question
+    since = datetime.fromisoformat(_listed(root)["shop"])
+    assert abs(since.timestamp() - time.time()) < 60
+
+
+def _billing(root: Path) -> Path:
+    repo = root / "billing"
+    shutil.copytree(FIXTURES / "agenticloop-billing", repo)
+    (repo / ".git").mkdir()
+    return repo
+
+
+def test_a_task_is_blocked_since_the_date_of_its_note(tmp_path: Path) -> None:
+    root = tmp_path / "loops"
+    repo = _billing(root)
+    first = _listed(root)
+    # T-007's blocking note is dated 2026-11-27, T-009's 2026-11-28 (the files are newer).
+    assert first["billing/T-007"] == "2026-11-27T00:00:00+00:00"
+    assert first["billing/T-009"] == "2026-11-28T00:00:00+00:00"
+    # "Keep blocked, add a note": the task stays blocked, its file changes, its age does not.
+    done = run_hitl("answer", "T-007", "--choice", "D", "--note", "Waiting for legal", root)
+    assert done.returncode == 0, done.stderr
+    assert "Waiting for legal" in (repo / ".agenticloop/tasks/T-007.md").read_text()
+    assert _listed(root) == first
+
+
+def test_a_task_blocked_today_is_blocked_since_hitl_first_saw_it(tmp_path: Path) -> None:
+    root = tmp_path / "loops"
+    repo = _billing(root)
+    task = repo / ".agenticloop/tasks/T-009.md"
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    task.write_text(task.read_text().replace("- 2026-11-28: Blocked", f"- {today}: Blocked"))
+    stamp = max(time.time() - 60, datetime.fromisoformat(today + "T00:00:00+00:00").timestamp())
+    os.utime(task, (stamp, stamp))
+    first = _listed(root)
+    assert abs(datetime.fromisoformat(first["billing/T-009"]).timestamp() - stamp) < 1
+    os.utime(task)
+    assert _listed(root) == first
+
+
+def test_a_corrupt_memory_is_ignored_with_one_line(tmp_path: Path) -> None:
+    root = tmp_path / "loops"
+    _loopkit(root / "old", 3 * DAY)
+    first = _listed(root)
+    state = Path(os.environ["HITL_STATE_DIR"])
+    memory = state / "since.json"
+    assert memory.is_file()
+    assert b"old/BLOCKED.md" in memory.read_bytes()
+    memory.write_bytes(b'{"format": 1, "blocks": [[[')
+    done = run_hitl("list", "--json", root)
+    assert done.returncode == 0
+    assert len(done.stderr.decode().splitlines()) == 1, done.stderr
+    assert "since.json" in done.stderr.decode()
+    # Read afresh: the file's mtime, this first time hitl (again) sees it.
+    assert {b["id"]: b["since"] for b in json.loads(done.stdout)} == first
+    assert _listed(root) == first  # and written again, whole
+
+
+def test_a_cached_block_follows_the_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(parsecache, "RACY_NS", 0)
+    root = tmp_path / "loops"
+    repo = _loopkit(root / "shop", 3 * DAY)
+    first = Inbox.open([root], cached=True).sorted_blocks()[0].since
+    os.utime(repo / "BLOCKED.md")  # a new signature: parsed again, then cached
+    again = Inbox.open([root], cached=True)
+    assert again.sorted_blocks()[0].since == first
+    warm = Inbox.open([root], cached=True)
+    assert warm.cache is not None and warm.cache.hits >= 1
+    assert warm.sorted_blocks()[0].since == first
+
+
+async def test_the_app_shows_the_same_ids_and_ages_as_list(tmp_path: Path) -> None:
+    """The app's rows: the ids `hitl list` printed, and the age it remembered after a touch."""
+    from hitl_tui.config import Config
+    from hitl_tui.timefmt import age
+    from hitl_tui.tui.app import HitlApp
+    from hitl_tui.tui.widgets import BlockList
+    from hitl_tui.workspace import Workspace
+
+    root = tmp_path / "loops"
+    blocked = _loopkit(root / "team-a" / "svc-one", 3 * DAY) / "BLOCKED.md"
+    _loopkit(root / "team-b" / "svc-two", 1 * DAY)
+    assert _order(root) == [("team-a/svc-one", "3d"), ("team-b/svc-two", "1d")]
+    os.utime(blocked)
+    _loopkit(root / "team-c" / "svc-one", 2 * DAY)
+    inbox = Inbox.cached(Workspace.discover([root]))
+    app = HitlApp(inbox, config=Config(operator="Ada", bell=False), watch=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        for _ in range(50):
+            await pilot.pause()
+            if app.loaded and not app.workers._workers:
+                break
+        table = app.query_one(BlockList)
+        rows = [(b.id, age(b.since)) for b in (table.blocks[k] for k in table.order)]
+    assert rows == [("team-a/svc-one", "3d"), ("team-c/svc-one", "2d"), ("team-b/svc-two", "1d")]
+    assert _order(root) == rows
