@@ -244,7 +244,11 @@ async def app_measurements(root: Path, trials: int, free_repos: list[Path]) -> d
         # Keypress: a key event posted, to the screen update that shows its result.
         result["move"] = [await keypress(app, "j" if i % 2 == 0 else "k") for i in range(40)]
         # Each open starts from an idle app, as an operator's does: 250 ms after the Escape
-        # that closed the last preview (whose own follow-up work is the Escape's cost).
+        # that closed the last preview (whose own follow-up work is the Escape's cost). It
+        # opens a BLOCKED.md's preview: those began last (the task files' notes are older),
+        # so the newest row, at the end, is one; `1` on a task could ask for text first.
+        await keypress(app, "end")
+        await asyncio.sleep(0.25)
         opens = []
         for _ in range(10):
             opens.append(
