@@ -1,8 +1,7 @@
 """Applying a Plan: lock the repo, check that nothing moved since the preview, journal, write.
 
-The lock is an `flock` on a file in the operator's state folder (never in the repo), so two hitl
-processes answering the same block serialise and the second one finds the block gone; the
-kernel drops the lock when a process dies, so a crash never leaves the repo locked.
+The lock (`locks.repo_lock`) serialises two hitl processes answering the same block, so the
+second one finds the block gone.
 
 Every answer is journaled (`journal.begin`) before its first write and marked done after its
 last, so a crash in between is finished or rolled back by `journal.recover` on the next start.
@@ -14,30 +13,17 @@ the moment of the write: a loop still writing keeps its bytes.
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import fcntl
-import hashlib
-import os
-import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
+from hitl_tui import journal
+from hitl_tui.locks import repo_lock
 from hitl_tui.model import FileChange, HitlError, Plan, StaleError, fingerprint
-from hitl_tui.paths import state_dir
 from hitl_tui.repofs import ConcurrentWrite, NotAFile, RepoDir
 
 #: Called between the steps of an answer with the step's name; tests inject faults here.
 #: Steps: "checked" (before the journal entry), then "<action>:<file>" after each file.
 StepHook = Callable[[str], None]
-
-LOCK_TIMEOUT = 10.0
-
-
-class LockBusy(HitlError):
-    """Another live hitl process holds the repository's lock."""
-
-    exit_code = 1
 
 
 class OtherFileChanged(StaleError):
@@ -47,48 +33,6 @@ class OtherFileChanged(StaleError):
     def __init__(self, message: str, rel: str) -> None:
         super().__init__(message)
         self.rel = rel
-
-
-def lock_key(repo: Path, identity: tuple | None = None) -> str:
-    """One key per repository folder, however it is named: its device and inode (a repo
-    renamed while one process answers, or reached through a symlink, is still one lock).
-    `identity` (the journal's record of the folder) stands in for a folder that cannot be
-    found any more; the real path is the last resort."""
-    try:
-        st = os.stat(repo)
-        ident = f"{st.st_dev}:{st.st_ino}".encode()
-    except OSError:
-        if identity is not None:
-            ident = f"{identity[0]}:{identity[1]}".encode()
-        else:
-            ident = os.fsencode(os.path.realpath(repo))
-    return hashlib.sha256(ident).hexdigest()[:24]
-
-
-@contextlib.contextmanager
-def repo_lock(
-    repo: Path, timeout: float = LOCK_TIMEOUT, identity: tuple | None = None
-) -> Iterator[None]:
-    """Hold an exclusive lock for `repo` for the duration of the block (timeout 0: try once)."""
-    folder = state_dir() / "locks"
-    folder.mkdir(parents=True, exist_ok=True)
-    key = lock_key(repo, identity)
-    fd = os.open(folder / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise LockBusy(
-                        f"another hitl process is answering in {repo.name}; try again"
-                    ) from None
-                time.sleep(0.02)
-        yield
-    finally:
-        os.close(fd)
 
 
 def check_expectations(plan: Plan, rd: RepoDir | None = None) -> None:
@@ -134,8 +78,6 @@ def apply_plan(plan: Plan, hook: StepHook | None = None) -> list[str]:
     is left with the bytes it had before, plus whatever the loop wrote meanwhile (or, if even
     that fails, the next start restores it).
     """
-    from hitl_tui import journal
-
     repo = plan.block.repo
     done: list[str] = []
     with repo_lock(repo):
@@ -188,8 +130,6 @@ def _failed(
 ) -> HitlError:
     """Roll back a half-applied answer (its `written` first files); the error says what
     happened, truthfully: "nothing was changed" only when every file is as it was."""
-    from hitl_tui import journal
-
     if isinstance(exc, ConcurrentWrite):
         if change is not None and change.path == plan.block.path:
             problem = f"{plan.block.id}: the block changed while it was being answered ({exc})"

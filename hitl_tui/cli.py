@@ -239,9 +239,14 @@ def cmd_answer(args: argparse.Namespace) -> int:
     from hitl_tui.model import StaleError
 
     if _is_github_issue(args.target):
-        from hitl_tui.github_sync import cli_answer
+        from hitl_tui import github_sync
+        from hitl_tui.config import load_config
+        from hitl_tui.sources import github
 
-        return cli_answer(args)
+        config = load_config(args.config)
+        block, secret = github_sync.read_issue_block(config, args.target)
+        plan = github.plan(block, answer_from_args(args, block, config.operator_name()))
+        return finish_answer(args, plan, lambda p: github_sync.apply_sync(p, secret))
     config, inbox = _open_inbox(args)
     try:
         inbox, block = _resolve(args, inbox)

@@ -276,7 +276,7 @@ def find_repo(start: Path) -> Path:
 
 def write_blocked(repo: Path, esc: Escalation, replace: bool = False) -> Path:
     """Write BLOCKED.md atomically at `repo`'s root; an open block is kept unless `replace`."""
-    from hitl_tui.apply import repo_lock
+    from hitl_tui.locks import repo_lock
 
     if not repo.is_dir():
         raise EscalationError(f"not a folder: {printable(str(repo))}")

@@ -640,16 +640,16 @@ def find_source(config: Any, full_name: str) -> GithubSource:
     raise UsageError(f"{full_name} is not in the [[github]] config (repo or org)")
 
 
-def cli_answer(args: Any) -> int:
-    """`hitl answer owner/name#12 --choice KEY|--text TEXT [--note] [--expect] [--dry-run]`."""
-    from hitl_tui.cli import answer_from_args, finish_answer
-    from hitl_tui.config import load_config
+def read_issue_block(config: Any, target: str) -> tuple[Block, Secret | None]:
+    """The open block of `owner/name#12`, read afresh, and the token that read it.
 
-    match = ISSUE_REF.match(args.target)
+    Raises UsageError for a reference outside the [[github]] config, StaleError when the issue
+    holds no open block, GithubError (as a one-line HitlError) when it cannot be read.
+    """
+    match = ISSUE_REF.match(target)
     if match is None:
-        raise UsageError(f"{args.target!r} is not owner/name#NUMBER")
+        raise UsageError(f"{target!r} is not owner/name#NUMBER")
     full_name, number = match.group(1), int(match.group(2))
-    config = load_config(args.config)
     src = find_source(config, full_name)
     secret = resolve_token(src.api_url)
 
@@ -663,5 +663,4 @@ def cli_answer(args: Any) -> int:
         raise _again(exc, f"{full_name}#{number}: {gh_message(exc, secret)}") from None
     if block is None:
         raise StaleError(f"{full_name}#{number}: no open block (answered, closed or not blocked)")
-    plan = gh.plan(block, answer_from_args(args, block, config.operator_name()))
-    return finish_answer(args, plan, lambda p: apply_sync(p, secret))
+    return block, secret

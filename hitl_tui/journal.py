@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hitl_tui import fsio, journalstore, repofs
-from hitl_tui.apply import LOCK_TIMEOUT, LockBusy, repo_lock
+from hitl_tui.locks import LOCK_TIMEOUT, LockBusy, repo_lock
 from hitl_tui.model import HitlError, Plan, StaleError, UsageError
 from hitl_tui.paths import state_dir
 from hitl_tui.repofs import ConcurrentWrite, RepoDir

@@ -260,12 +260,15 @@ def code_stamp() -> str:
     seed = f"{FORMAT} {__version__} {sys.version} yaml {yaml.__version__} {libyaml}"
     digest = hashlib.sha256(seed.encode())
     package = Path(__file__).resolve().parent
-    for folder in (package, package / "sources"):
-        with contextlib.suppress(OSError):
-            for entry in sorted(os.scandir(folder), key=lambda e: e.name):
-                if entry.name.endswith(".py"):
-                    st = entry.stat()
-                    digest.update(f"{entry.path} {st.st_size} {st.st_mtime_ns}\n".encode())
+    # Every module of every sub-package: a parser split into new modules still counts.
+    for folder, subfolders, files in sorted(os.walk(package)):
+        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                with contextlib.suppress(OSError):
+                    st = os.stat(os.path.join(folder, name))
+                    where = os.path.join(folder, name)
+                    digest.update(f"{where} {st.st_size} {st.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:32]
 
 

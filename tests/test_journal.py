@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import apply, journal, repofs
+from hitl_tui import journal, repofs
 from hitl_tui.answering import plan_answer
-from hitl_tui.apply import apply_plan, repo_lock
+from hitl_tui.apply import apply_plan
 from hitl_tui.cli import main
 from hitl_tui.inbox import Inbox
+from hitl_tui.locks import LockBusy, repo_lock
 from hitl_tui.model import Answer, HitlError, Plan, StaleError, UsageError
 from tests.hostile_cases import SHOP, copy_shop, snapshot, temp_files
 
@@ -302,7 +303,7 @@ def test_recovery_leaves_an_answer_a_live_process_is_writing(shop: Path):
     with repo_lock(shop):  # as if the writer were still alive and holding it
         assert journal.recover() == []
         assert snapshot(shop) == half
-        with pytest.raises(apply.LockBusy), repo_lock(shop, timeout=0):
+        with pytest.raises(LockBusy), repo_lock(shop, timeout=0):
             pass
     [message] = journal.recover()
     assert message.startswith("rolled back")

@@ -565,3 +565,16 @@ def test_the_code_stamp_covers_the_header_reader() -> None:
         os.utime(reader, ns=(st.st_atime_ns, st.st_mtime_ns))
         parsecache.code_stamp.cache_clear()
     assert parsecache.code_stamp() == before
+
+
+def test_the_code_stamp_covers_every_module_of_every_package(tmp_path: Path, monkeypatch) -> None:
+    """A parser moved into a new sub-package must still invalidate the cache when it changes."""
+    package = tmp_path / "hitl_tui"
+    (package / "sources" / "deep").mkdir(parents=True)
+    for rel in ("parsecache.py", "sources/loopkit.py", "sources/deep/reader.py"):
+        (package / rel).write_text("# v1\n")
+    monkeypatch.setattr(parsecache, "__file__", str(package / "parsecache.py"))
+    stamp = parsecache.code_stamp.__wrapped__  # the cached one is computed once a process
+    before = stamp()
+    (package / "sources" / "deep" / "reader.py").write_text("# v2, longer\n")
+    assert stamp() != before

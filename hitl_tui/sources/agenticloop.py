@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import hitl_tui.sources.frontmatter as frontmatter
 from hitl_tui import fsio
 from hitl_tui.model import (
     Answer,
@@ -38,7 +39,6 @@ from hitl_tui.model import (
     UsageError,
     fingerprint,
 )
-from hitl_tui.sources import frontmatter
 from hitl_tui.textio import _LINE, TextDoc, heading_of, normalise_heading, one_line
 
 NAME = "agenticloop"

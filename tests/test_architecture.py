@@ -1,0 +1,139 @@
+"""The structure that keeps the domain honest, checked on the source itself.
+
+- The domain (everything that finds, parses, plans, writes, journals and watches blocks) never
+  imports the terminal UI, the command line, or Textual: the CLI and the app are its clients.
+- A source module never imports another source: each format stands alone.
+- No import cycles between hitl's modules, lazy imports inside functions included.
+
+The import graph is read from the code with `ast`, so a lazy `from hitl_tui.cli import ...`
+inside a function counts as much as one at the top.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "hitl_tui"
+
+#: The clients of the domain: they may import anything.
+CLIENTS = ("hitl_tui.cli", "hitl_tui.agent_cli", "hitl_tui.journal_cli", "hitl_tui.__main__")
+CLIENTS += ("hitl_tui.demo",)
+#: The modules that each implement a block source.
+SOURCES = ("hitl_tui.sources.loopkit", "hitl_tui.sources.agenticloop", "hitl_tui.sources.github")
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+def imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The hitl modules `name` imports anywhere in its code (its own parent packages aside:
+    importing `a.b.c` runs `a/b/__init__.py`, which is not a dependency of the importer)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            submodules = {f"{module}.{alias.name}" for alias in node.names} & known
+            found.update(submodules or {module})
+    parents = {name.rsplit(".", n)[0] for n in range(1, name.count(".") + 1)}
+    return {m for m in found if m in known and m != name and m not in parents}
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    return {name: imports(name, path, set(mods)) for name, path in mods.items()}
+
+
+def is_client(name: str) -> bool:
+    return name in CLIENTS or name == "hitl_tui.tui" or name.startswith("hitl_tui.tui.")
+
+
+def test_the_domain_never_imports_the_ui_or_the_cli() -> None:
+    wrong = {
+        name: sorted(d for d in deps if is_client(d))
+        for name, deps in graph().items()
+        if not is_client(name)
+    }
+    assert {name: deps for name, deps in wrong.items() if deps} == {}
+
+
+def test_the_domain_never_imports_textual() -> None:
+    domain = [name for name in modules() if not is_client(name)]
+    code = (
+        "import importlib, sys\n"
+        f"for name in {domain!r}:\n"
+        "    importlib.import_module(name)\n"
+        "print(sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.')))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
+
+
+def test_sources_never_import_each_other() -> None:
+    g = graph()
+    assert {s: sorted(g[s] & set(SOURCES)) for s in SOURCES if g[s] & set(SOURCES)} == {}
+
+
+def test_no_import_cycles() -> None:
+    g = graph()
+    cycles = []
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(g[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(g):
+        if v not in index:
+            visit(v)
+    assert cycles == []
+
+
+def test_the_checks_see_a_violation(tmp_path: Path) -> None:
+    """The graph reader finds lazy imports, relative imports and `from package import module`."""
+    mods = {"hitl_tui.a", "hitl_tui.b", "hitl_tui.sources", "hitl_tui.sources.c"}
+    code = tmp_path / "a.py"
+    code.write_text(
+        "def f():\n    from hitl_tui.b import x\nfrom .sources import c\nimport hitl_tui.sources\n"
+    )
+    assert imports("hitl_tui.a", code, mods) == {
+        "hitl_tui.b",
+        "hitl_tui.sources.c",
+        "hitl_tui.sources",
+    }
