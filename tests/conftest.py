@@ -41,3 +41,11 @@ def billing(tmp_path: Path) -> Path:
     shutil.copytree(FIXTURES / "agenticloop-billing", dest)
     (dest / ".git").mkdir()
     return dest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _the_checkout_stays_clean():
+    """No test may leave a block in hitl's own checkout (a command run in the wrong folder)."""
+    yield
+    stray = [name for name in ("BLOCKED.md", "PROMPT.md") if (ROOT / name).exists()]
+    assert not stray, f"a test left {stray} in {ROOT}"
