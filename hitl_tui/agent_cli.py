@@ -39,9 +39,9 @@ examples:
   hitl escalate --from-file - < draft.md
 
 exit codes: 2 BLOCKED.md written (stop the loop; the human was notified unless stderr says
-otherwise), 1 invalid content or BLOCKED.md already exists (nothing written, nothing sent).
-A misspelt or unknown option is a usage error: also exit 2, but nothing is written (stderr
-says which option).
+otherwise), and only then; 1 anything else: invalid content, BLOCKED.md already exists, a
+misspelt or unknown option, a missing value (nothing written, nothing sent; stderr says why
+in one line: fix it and run the command again).
 """
 
 GUARD_EPILOG = """\
@@ -60,8 +60,18 @@ the loop stops either way; 1 failure.
 """
 
 
+class _EscalateParser(cli._Parser):
+    """A usage error of `escalate` exits 1: its exit 2 means "BLOCKED.md was written", and a
+    loop runner under `set -e` would stop on a misspelt option with nobody asked."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        from hitl_tui.escalate import EscalationError
+
+        raise EscalationError(f"{message} (see '{self.prog} --help')")
+
+
 def build_escalate() -> argparse.ArgumentParser:
-    p = cli._Parser(
+    p = _EscalateParser(
         prog=f"{cli.PROG} escalate",
         description="Stop and ask a human: write BLOCKED.md at the repo root, notify the\n"
         "configured channel, and exit 2 so that the loop runner stops.",
@@ -93,6 +103,19 @@ def build_escalate() -> argparse.ArgumentParser:
 
 
 def run_escalate(args: argparse.Namespace) -> int:
+    from hitl_tui import escalate
+    from hitl_tui.model import HitlError
+
+    try:
+        return _escalate(args)
+    except HitlError as exc:
+        if exc.exit_code != escalate.EXIT_BLOCKED:
+            raise
+        # Exit 2 is kept for "BLOCKED.md was written"; any other error is exit 1.
+        raise escalate.EscalationError(str(exc)) from None
+
+
+def _escalate(args: argparse.Namespace) -> int:
     from hitl_tui import escalate
     from hitl_tui.textio import printable
 

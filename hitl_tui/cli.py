@@ -35,7 +35,8 @@ Each PATH is a repository, or a folder whose sub-folders (to depth 2) are reposi
 With no PATH: the 'repos' of the config file, else the current directory.
 Config: --config FILE, else $HITL_CONFIG, else config.toml in the user config folder.
 
-exit codes: 0 ok, 1 failure, 2 bad usage or input, 3 the block changed or is gone.
+exit codes: 0 ok, 1 failure, 2 bad usage or input, 3 the block changed or is gone
+(escalate exits 2 only when it wrote BLOCKED.md, 1 otherwise; see 'hitl escalate --help').
 Run 'hitl COMMAND --help' for a command's options.
 """
 
