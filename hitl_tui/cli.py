@@ -29,7 +29,8 @@ commands:
   hitl undo [ID]          revert the last answer (or the named one), byte for byte
   hitl history            every answer given, newest first (--json for scripts)
   hitl escalate ...       (agents) write BLOCKED.md, notify a human, exit 2
-  hitl guard [PATH]       (loop runners) exit 2 while the repository is blocked
+  hitl guard [PATH]       (loop runners) exit 2 while the repository is blocked;
+                          --then CMD...: run the agent CLI CMD only while not blocked
 
 Each PATH is a repository, or a folder whose sub-folders (to depth 2) are repositories.
 With no PATH: the 'repos' of the config file, else the current directory.
