@@ -121,7 +121,8 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         prog=f"{PROG} demo",
         description="Open the app on a throw-away workspace of sample repositories. A simulated "
         "agent writes a new BLOCKED.md a few seconds in. Nothing outside the temp folder is "
-        "touched, and the folder is removed on exit unless --keep.",
+        "touched: the demo's answers are journaled in a state folder of its own inside it, "
+        "never in yours. The folder is removed on exit unless --keep.",
         formatter_class=fmt,
     )
     p.add_argument("--keep", action="store_true", help="keep the temp folder and print its path")
@@ -326,7 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     from hitl_tui import journalstore
 
     journalstore.reset()  # a command reports the malformed records it read itself
-    recovered = _recover(debug)
+    # The demo touches nothing outside its temp folder, so it leaves the operator's journal
+    # (and any answer a crash interrupted) to the next real command.
+    recovered = [] if argv[:1] == ["demo"] else _recover(debug)
     try:
         _load_extras()
         parsers = build_parsers()
@@ -368,8 +371,9 @@ def _report_skipped() -> None:
 
 
 #: Commands that journal or lock in the state folder (answer unless --dry-run), and ones that
-#: only read it; `escalate` and `guard` (the agent's side) work without one.
-STATE_WRITERS = ("", "demo", "answer", "undo")
+#: only read it; `escalate` and `guard` (the agent's side) work without one, and `demo` uses
+#: one of its own in its temp folder.
+STATE_WRITERS = ("", "answer", "undo")
 STATE_READERS = ("history",)
 
 
