@@ -426,3 +426,25 @@ def test_guard_help_explains_then(shop: Path) -> None:
     assert "--then CMD [ARG ...]" in result.stdout
     assert 'LOOPKIT_CLI="hitl guard --then claude -p"' in result.stdout
     assert "exit code" in result.stdout
+
+
+def test_then_passes_sigterm_on_to_the_command(shop: Path) -> None:
+    """A supervisor stopping hitl stops the agent too, and hitl reports how the agent ended."""
+    import signal
+    import time
+
+    (shop / "BLOCKED.md").unlink()
+    script = 'trap "echo stopped; exit 5" TERM; touch started; while :; do sleep 0.05; done'
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hitl_tui", "guard", "--then", "sh", "-c", script],
+        cwd=shop,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 20
+    while not (shop / "started").exists():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=20)
+    assert (proc.returncode, out) == (5, "stopped\n")
