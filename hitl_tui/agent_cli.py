@@ -236,8 +236,12 @@ def _run_then(command: list[str]) -> int:
         if proc is not None and proc.poll() is None:
             proc.send_signal(signum)
 
+    def wait_for_cmd(_signum, _frame) -> None:
+        """Ctrl+C already went to CMD from the terminal: sending it again would double it."""
+
     # Handlers, not SIG_IGN: CMD gets the default dispositions back when it starts.
-    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, *forwarded)}
+    previous = {sig: signal.signal(sig, forward) for sig in forwarded}
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, wait_for_cmd)
     try:
         try:
             proc = subprocess.Popen(command)
