@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from hitl_tui import cli
+from hitl_tui.model import HitlError
 
 ESCALATE_EPILOG = """\
 The question must be one line; context and at least one --attempted are required; give at
@@ -39,29 +40,48 @@ examples:
   hitl escalate --from-file - < draft.md
 
 exit codes: 2 BLOCKED.md written (stop the loop; the human was notified unless stderr says
-otherwise), 1 invalid content or BLOCKED.md already exists (nothing written, nothing sent).
-A misspelt or unknown option is a usage error: also exit 2, but nothing is written (stderr
-says which option).
+otherwise), and only then; 1 anything else: invalid content, BLOCKED.md already exists, a
+misspelt or unknown option, a missing value (nothing written, nothing sent; stderr says why
+in one line: fix it and run the command again).
 """
 
 GUARD_EPILOG = """\
 PATH is a repository (default: the git top level of the current folder), or a folder of
 repositories. Every kind of block hitl knows counts: BLOCKED.md, agenticloop task files.
 
-Put it at the top of each iteration of the loop runner:
+Put it at the top of each iteration of the loop runner, or before each agent call:
 
   while true; do
     hitl guard || exit $?
     claude -p "$(cat PROMPT.md)"
   done
 
+--then CMD [ARG ...] wraps the agent call itself: check; run CMD only when not blocked, with
+its arguments, standard streams and folder untouched; then check again. Everything after
+--then is the command. For a runner that stops only on a failing agent call (the loopkit
+run.sh, under set -e), so that an agent that escalates and then exits 0 still stops it:
+
+  LOOPKIT_CLI="hitl guard --then claude -p" ./run.sh
+
 exit codes: 0 not blocked; 2 blocked (the questions are printed) or PATH is unusable, so
-the loop stops either way; 1 failure.
+the loop stops either way; 1 failure. With --then: 2 if blocked before CMD (CMD is not run)
+or after it (CMD left a block); otherwise CMD's own exit code (128+N if a signal N ended
+it, 127 if CMD is not found, 126 if it cannot be run).
 """
 
 
+class _EscalateParser(cli._Parser):
+    """A usage error of `escalate` exits 1: its exit 2 means "BLOCKED.md was written", and a
+    loop runner under `set -e` would stop on a misspelt option with nobody asked."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        from hitl_tui.escalate import EscalationError
+
+        raise EscalationError(f"{message} (see '{self.prog} --help')")
+
+
 def build_escalate() -> argparse.ArgumentParser:
-    p = cli._Parser(
+    p = _EscalateParser(
         prog=f"{cli.PROG} escalate",
         description="Stop and ask a human: write BLOCKED.md at the repo root, notify the\n"
         "configured channel, and exit 2 so that the loop runner stops.",
@@ -93,6 +113,18 @@ def build_escalate() -> argparse.ArgumentParser:
 
 
 def run_escalate(args: argparse.Namespace) -> int:
+    from hitl_tui import escalate
+
+    try:
+        return _escalate(args)
+    except HitlError as exc:
+        if exc.exit_code != escalate.EXIT_BLOCKED:
+            raise
+        # Exit 2 is kept for "BLOCKED.md was written"; any other error is exit 1.
+        raise escalate.EscalationError(str(exc)) from None
+
+
+def _escalate(args: argparse.Namespace) -> int:
     from hitl_tui import escalate
     from hitl_tui.textio import printable
 
@@ -128,31 +160,115 @@ def run_escalate(args: argparse.Namespace) -> int:
     return escalate.EXIT_BLOCKED
 
 
+class _GuardParser(cli._Parser):
+    """`guard`'s options, then `--then CMD [ARG ...]`: everything after `--then` is CMD's, so
+    it is split off before argparse sees the arguments (CMD's own options stay CMD's)."""
+
+    def parse_intermixed_args(self, args=None, namespace=None):  # type: ignore[override]
+        args = list(sys.argv[1:] if args is None else args)
+        then: list[str] | None = None
+        if "--then" in args:
+            at = args.index("--then")
+            if "--" not in args[:at]:
+                args, then = args[:at], args[at + 1 :]
+                if not then:
+                    self.error("--then needs a command, e.g. --then claude -p")
+        parsed = super().parse_intermixed_args(args, namespace)
+        parsed.then = then
+        return parsed
+
+
 def build_guard() -> argparse.ArgumentParser:
-    p = cli._Parser(
+    p = _GuardParser(
         prog=f"{cli.PROG} guard",
         description="Exit 2 and print the pending questions while a repository is blocked;\n"
         "exit 0 otherwise. The gate a loop runner checks before each iteration.",
         epilog=GUARD_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage=f"{cli.PROG} guard [-h] [PATH] [--then CMD [ARG ...]]",
+        allow_abbrev=False,
     )
     p.add_argument("path", nargs="?", metavar="PATH", help="repository or folder of them")
+    # Never parsed by argparse (see _GuardParser); here for --help.
+    p.add_argument(
+        "--then",
+        metavar="CMD [ARG ...]",
+        help="run CMD only when not blocked, then check again (must come last)",
+    )
     return p
+
+
+class _CommandError(HitlError):
+    """CMD of `guard --then` could not be started: the shell's exit codes, 127 and 126."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 def run_guard(args: argparse.Namespace) -> int:
     from hitl_tui.escalate import EXIT_BLOCKED, find_repo
+
+    path = Path(args.path) if args.path else find_repo(Path.cwd())
+    before = _check(path)
+    if before or args.then is None:
+        return before
+    code = _run_then(args.then)
+    return EXIT_BLOCKED if _check(path) else code
+
+
+def _run_then(command: list[str]) -> int:
+    """Run CMD in the foreground and return its exit code, as a shell would report it.
+
+    hitl only waits: Ctrl+C reaches CMD (same process group) and hitl returns what CMD made of
+    it; SIGTERM and SIGHUP sent to hitl are passed on to CMD.
+    """
+    import signal
+    import subprocess
+
+    from hitl_tui.textio import printable
+
+    name = printable(command[0])
+    forwarded = (signal.SIGTERM, signal.SIGHUP)
+    proc: subprocess.Popen | None = None
+
+    def forward(signum, _frame) -> None:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signum)
+
+    def wait_for_cmd(_signum, _frame) -> None:
+        """Ctrl+C already went to CMD from the terminal: sending it again would double it."""
+
+    # Handlers, not SIG_IGN: CMD gets the default dispositions back when it starts.
+    previous = {sig: signal.signal(sig, forward) for sig in forwarded}
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, wait_for_cmd)
+    try:
+        try:
+            proc = subprocess.Popen(command)
+        except FileNotFoundError:
+            raise _CommandError(f"{name}: command not found", 127) from None
+        except OSError as exc:
+            raise _CommandError(f"{name}: {exc.strerror or type(exc).__name__}", 126) from None
+        code = proc.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 128 - code if code < 0 else code
+
+
+def _check(path: Path) -> int:
+    """Print the open blocks under `path`: EXIT_BLOCKED if there are any, else 0."""
+    from hitl_tui.escalate import EXIT_BLOCKED
     from hitl_tui.inbox import Inbox
     from hitl_tui.textio import printable
 
-    path = Path(args.path) if args.path else find_repo(Path.cwd())
     inbox = Inbox.open([path])
     cli.print_warnings(inbox)  # never a reason to stop the loop: the blocks decide
     blocks = inbox.sorted_blocks()
     for block in blocks:
         state = block.state + (f" ({block.category})" if block.category else "")
         line = f"{block.id}: {state}: {block.one_line_question()}"
-        print(printable(line))
+        print(printable(line), flush=True)
     return EXIT_BLOCKED if blocks else 0
 
 

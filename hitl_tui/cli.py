@@ -29,13 +29,15 @@ commands:
   hitl undo [ID]          revert the last answer (or the named one), byte for byte
   hitl history            every answer given, newest first (--json for scripts)
   hitl escalate ...       (agents) write BLOCKED.md, notify a human, exit 2
-  hitl guard [PATH]       (loop runners) exit 2 while the repository is blocked
+  hitl guard [PATH]       (loop runners) exit 2 while the repository is blocked;
+                          --then CMD...: run the agent CLI CMD only while not blocked
 
 Each PATH is a repository, or a folder whose sub-folders (to depth 2) are repositories.
 With no PATH: the 'repos' of the config file, else the current directory.
 Config: --config FILE, else $HITL_CONFIG, else config.toml in the user config folder.
 
-exit codes: 0 ok, 1 failure, 2 bad usage or input, 3 the block changed or is gone.
+exit codes: 0 ok, 1 failure, 2 bad usage or input, 3 the block changed or is gone
+(escalate exits 2 only when it wrote BLOCKED.md, 1 otherwise; see 'hitl escalate --help').
 Run 'hitl COMMAND --help' for a command's options.
 """
 
@@ -119,7 +121,8 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         prog=f"{PROG} demo",
         description="Open the app on a throw-away workspace of sample repositories. A simulated "
         "agent writes a new BLOCKED.md a few seconds in. Nothing outside the temp folder is "
-        "touched, and the folder is removed on exit unless --keep.",
+        "touched: the demo's answers are journaled in a state folder of its own inside it, "
+        "never in yours. The folder is removed on exit unless --keep.",
         formatter_class=fmt,
     )
     p.add_argument("--keep", action="store_true", help="keep the temp folder and print its path")
@@ -339,7 +342,9 @@ def main(argv: list[str] | None = None) -> int:
     from hitl_tui import journalstore
 
     journalstore.reset()  # a command reports the malformed records it read itself
-    recovered = _recover(debug)
+    # The demo touches nothing outside its temp folder, so it leaves the operator's journal
+    # (and any answer a crash interrupted) to the next real command.
+    recovered = [] if argv[:1] == ["demo"] else _recover(debug)
     try:
         _load_extras()
         parsers = build_parsers()
@@ -381,8 +386,9 @@ def _report_skipped() -> None:
 
 
 #: Commands that journal or lock in the state folder (answer unless --dry-run), and ones that
-#: only read it; `escalate` and `guard` (the agent's side) work without one.
-STATE_WRITERS = ("", "demo", "answer", "undo")
+#: only read it; `escalate` and `guard` (the agent's side) work without one, and `demo` uses
+#: one of its own in its temp folder.
+STATE_WRITERS = ("", "answer", "undo")
 STATE_READERS = ("history",)
 
 

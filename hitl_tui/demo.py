@@ -1,6 +1,7 @@
 """`hitl demo`: a throw-away workspace of sample repos, and a simulated agent that blocks later.
 
-Everything is written inside one temp folder, which is removed on exit (unless --keep). The
+Everything is written inside one temp folder, which is removed on exit (unless --keep): the
+sample repos (`repos/`) and the demo's own state folder (`state/`: journal, locks). The
 samples show the variants of FORMATS.md §1.2 a real inbox meets: the canonical shape, lower-case
 headings with CRLF and numbered choices, a file with no sections at all, agent text full of
 markup that must show literally, and agenticloop task files when that source is installed.
@@ -259,12 +260,21 @@ def simulated_agent(repo: Path, delay: float, stop: threading.Event) -> None:
 
 
 def run_demo(keep: bool = False, agent_delay: float = 5.0, notices: list[str] | None = None) -> int:
+    """The app on sample repos in a temp folder, which also holds the demo's own state folder.
+
+    The demo's answers, their journal, the locks and `u`/`h` use `<temp>/state`, never the
+    operator's state folder (`HITL_STATE_DIR` is pointed there for the run and put back), so
+    `hitl history` and the first `u` of the next real run know nothing of the demo.
+    """
     from hitl_tui.config import load_config
     from hitl_tui.inbox import Inbox
     from hitl_tui.workspace import Workspace
 
-    root = Path(tempfile.mkdtemp(prefix="hitl-demo-"))
+    base = Path(tempfile.mkdtemp(prefix="hitl-demo-"))
+    root = base / "repos"
     stop = threading.Event()
+    operator_state = os.environ.get("HITL_STATE_DIR")
+    os.environ["HITL_STATE_DIR"] = str(base / "state")
     try:
         build_workspace(root)
         config = load_config(None)
@@ -280,7 +290,11 @@ def run_demo(keep: bool = False, agent_delay: float = 5.0, notices: list[str] | 
         return app.return_code or 0
     finally:
         stop.set()
-        if keep:
-            print(f"hitl demo: the workspace is kept in {root}")
+        if operator_state is None:
+            os.environ.pop("HITL_STATE_DIR", None)
         else:
-            shutil.rmtree(root, ignore_errors=True)
+            os.environ["HITL_STATE_DIR"] = operator_state
+        if keep:
+            print(f"hitl demo: the workspace is kept in {base}")
+        else:
+            shutil.rmtree(base, ignore_errors=True)

@@ -286,13 +286,46 @@ def test_answer_by_path_or_repo(ws: Path, target: str, inproc):
     assert result.returncode == 0
     assert result.stdout == (
         "shop: updated PROMPT.md; updated IMPLEMENTATION_PLAN.md; removed BLOCKED.md\n"
-        "Restart the loop (run.sh).\n"
+        "The loop can resume: restart it the way you started it (shop has no run.sh).\n"
     )
     assert (ws / "shop" / "PROMPT.md").read_bytes() == (
         prompt + b"\n## Decisions\n" + expected_decision()
     )
     assert not (ws / "shop" / "BLOCKED.md").exists()
     assert (ws / "api" / "BLOCKED.md").exists()
+
+
+@pytest.mark.parametrize(
+    ("mode", "hint"),
+    [
+        (0o755, "Restart the loop: cd {repo} && ./run.sh"),
+        (0o644, "Restart the loop: cd {repo} && bash run.sh"),
+        (None, "The loop can resume: restart it the way you started it (shop has no run.sh)."),
+    ],
+)
+def test_after_a_loopkit_answer_the_restart_hint_is_true_for_the_repo(
+    ws: Path, tmp_path: Path, mode: int | None, hint: str
+):
+    shop = ws / "shop"
+    if mode is not None:
+        (shop / "run.sh").write_text("#!/usr/bin/env bash\nset -euo pipefail\n")
+        (shop / "run.sh").chmod(mode)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = run("answer", shop / "BLOCKED.md", "--choice", "B", cwd=elsewhere)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1:] == [hint.format(repo=shop)]
+
+
+def test_the_restart_hint_quotes_a_folder_with_spaces(tmp_path: Path):
+    repo = tmp_path / "my loops" / "shop"
+    shutil.copytree(FIXTURES / "loopkit-shop", repo)
+    (repo / ".git").mkdir()
+    (repo / "run.sh").write_text("#!/bin/sh\n")
+    (repo / "run.sh").chmod(0o755)
+    result = run("answer", repo, "--choice", "B", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[1] == f"Restart the loop: cd '{repo}' && ./run.sh"
 
 
 def test_answer_by_path_from_anywhere(ws: Path, tmp_path: Path):

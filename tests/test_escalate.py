@@ -458,11 +458,42 @@ def test_invalid_input_writes_nothing_and_sends_nothing(
         assert stderr == f"hitl: {expected}\n"
 
 
-def test_unknown_flag_is_a_usage_error(repo: Path) -> None:
-    result = run([*ARGS, "--frobnicate"], repo)
-    assert result.returncode == 2
-    assert not (repo / "BLOCKED.md").exists()
-    assert result.stderr.decode().count("\n") == 1
+#: Usage errors: exit 1 like refused input, never 2 (exit 2 means "BLOCKED.md was written" and
+#: stops a loopkit run.sh with nobody asked). The message names the problem.
+USAGE_ERRORS = {
+    "misspelt-option": (
+        ["--questoin", QUESTION, *ARGS[2:]],
+        "unrecognized arguments: --questoin",
+    ),
+    "unknown-option": ([*ARGS, "--frobnicate"], "unrecognized arguments: --frobnicate"),
+    "missing-value": ([*ARGS, "--choice"], "argument --choice: expected one argument"),
+    "missing-question-value": (["--question"], "argument --question: expected one argument"),
+    "no-args": ([], "--question is missing or empty"),
+    "stray-positional": ([*ARGS, "extra"], "unrecognized arguments: extra"),
+}
+
+
+@pytest.mark.parametrize("case", list(USAGE_ERRORS))
+def test_a_usage_error_exits_1_and_writes_nothing(case: str, repo: Path, chat: FakeChat) -> None:
+    args, mentions = USAGE_ERRORS[case]
+    env = clean_env(LOOPKIT_HITL_CHANNEL="slack", LOOPKIT_HITL_SLACK_WEBHOOK=chat.url)
+    result = run(args, repo, env)
+    stderr = result.stderr.decode()
+    assert result.returncode == 1, stderr
+    assert sorted(os.listdir(repo)) == [".git"]
+    assert chat.requests == []
+    assert result.stdout == b""
+    assert stderr.count("\n") == 1 and stderr.startswith("hitl: "), stderr
+    assert mentions in stderr
+
+
+def test_a_refused_replace_exits_1(repo: Path) -> None:
+    (repo / "BLOCKED.md").mkdir()
+    result = run([*ARGS, "--replace"], repo)
+    assert result.returncode == 1
+    assert result.stderr == b"hitl: BLOCKED.md in shopx is a folder\n"
+    assert sorted(os.listdir(repo)) == [".git", "BLOCKED.md"]
+    assert os.listdir(repo / "BLOCKED.md") == []
 
 
 # -- an open block is kept unless --replace ----------------------------------------------------

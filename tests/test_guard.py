@@ -231,3 +231,220 @@ def test_the_readme_run_sh_stops_on_a_block_and_resumes(tmp_path: Path) -> None:
     assert second.returncode == 0, second.stderr
     assert (repo / "sessions.log").read_text() == log + "session\n"
     assert (repo / "IMPLEMENTATION_PLAN.md").read_text() == "STATUS: done\n"
+
+
+# -- a runner shaped like loopkit's run.sh: it stops only when the agent CLI exits non-zero ----
+
+#: The real loopkit run.sh, reduced to its shape: `set -euo pipefail`, no BLOCKED.md check, one
+#: `$CLI` call per step (the verify call's failure is swallowed); the loop ends only when
+#: `set -e` meets a non-zero exit of the agent CLI, or when the plan says done.
+LOOPKIT_RUN_SH = """\
+#!/usr/bin/env bash
+set -euo pipefail
+CLI="${LOOPKIT_CLI:-claude -p}"
+while true; do
+  $CLI "Read PROMPT.md and IMPLEMENTATION_PLAN.md. Do the next step. Commit on green."
+  $CLI "/verify" || echo "verify failed, will retry"
+  grep -q "^STATUS: done$" IMPLEMENTATION_PLAN.md && { echo "done"; break; }
+done
+"""
+
+#: The README's one-line fix for that runner: `hitl guard || exit $?` before each agent call.
+GUARDED_RUN_SH = """\
+#!/usr/bin/env bash
+set -euo pipefail
+CLI="${LOOPKIT_CLI:-claude -p}"
+while true; do
+  hitl guard || exit $?
+  $CLI "Read PROMPT.md and IMPLEMENTATION_PLAN.md. Do the next step. Commit on green."
+  hitl guard || exit $?
+  $CLI "/verify" || echo "verify failed, will retry"
+  grep -q "^STATUS: done$" IMPLEMENTATION_PLAN.md && { echo "done"; break; }
+done
+"""
+
+#: An agent CLI that escalates on its first call and exits 0 anyway (as `claude -p` does when
+#: the session ends normally). It counts its calls and gives up at the 6th, so that a loop that
+#: spins is bounded.
+ESCALATES_THEN_EXITS_0 = """\
+#!/bin/sh
+echo "$*" >> calls.log
+n=$(wc -l < calls.log | tr -d " ")
+if [ "$n" -ge 6 ]; then echo "runaway: call $n" >&2; exit 99; fi
+if [ "$n" = 1 ]; then
+  hitl escalate --question 'Which DB?' --context 'storage layer' \\
+    --attempted 'read PROMPT.md' --choice 'SQLite — simple' --choice 'Postgres — ops' >/dev/null
+fi
+exit 0
+"""
+
+
+@pytest.fixture
+def loop(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A loopkit repository, and an environment with `hitl` and the fake agent `fake-cli`."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "hitl"
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m hitl_tui "$@"\n')
+    shim.chmod(0o755)
+    agent = bin_dir / "fake-cli"
+    agent.write_text(ESCALATES_THEN_EXITS_0)
+    agent.chmod(0o755)
+    repo = tmp_path / "loop"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "PROMPT.md").write_text("# Goal\nBuild it.\n")
+    (repo / "IMPLEMENTATION_PLAN.md").write_text("STATUS: in progress\n")
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    env = {k: v for k, v in env.items() if not k.startswith("LOOPKIT_")}
+    return repo, env
+
+
+def _run_loop(repo: Path, env: dict[str, str], script: str, cli: str):
+    (repo / "run.sh").write_text(script)
+    bash = shutil.which("bash") or "/bin/bash"
+    return subprocess.run(
+        [bash, "run.sh"],
+        cwd=repo,
+        env={**env, "LOOPKIT_CLI": cli},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _calls(repo: Path) -> int:
+    return len((repo / "calls.log").read_text().splitlines())
+
+
+def test_unwrapped_the_loopkit_runner_spins_past_the_block(loop) -> None:
+    """The defect the wrapper fixes: the agent escalated, exited 0, and was called again."""
+    repo, env = loop
+    result = _run_loop(repo, env, LOOPKIT_RUN_SH, "fake-cli")
+    # Called again and again after the block: the 6th call (a verify, whose failure the runner
+    # swallows) and the 7th gave up; only the fake agent's own bound ended the loop.
+    assert result.returncode == 99, result.stderr
+    assert "runaway: call 7" in result.stderr
+    assert _calls(repo) == 7
+    assert (repo / "BLOCKED.md").exists()
+
+
+def test_guard_then_stops_the_loopkit_runner_after_the_first_escalation(loop) -> None:
+    repo, env = loop
+    result = _run_loop(repo, env, LOOPKIT_RUN_SH, "hitl guard --then fake-cli")
+    assert result.returncode == 2, result.stderr
+    assert _calls(repo) == 1
+    assert result.stdout == "loop: blocked: Which DB?\n"
+    assert result.stderr == ""
+    assert (repo / "BLOCKED.md").exists()
+
+    # Answered, the same runner goes on, and the agent gets its arguments untouched.
+    answered = hitl("answer", str(repo), "--choice", "B", cwd=repo)
+    assert answered.returncode == 0, answered.stderr
+    (repo / "IMPLEMENTATION_PLAN.md").write_text("STATUS: done\n")
+    again = _run_loop(repo, env, LOOPKIT_RUN_SH, "hitl guard --then fake-cli")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == "done\n"
+    assert (repo / "calls.log").read_text().splitlines()[1:] == [
+        "Read PROMPT.md and IMPLEMENTATION_PLAN.md. Do the next step. Commit on green.",
+        "/verify",
+    ]
+
+
+def test_the_readme_guard_before_each_call_stops_the_loopkit_runner(loop) -> None:
+    repo, env = loop
+    assert GUARDED_RUN_SH in (Path(__file__).parent.parent / "README.md").read_text()
+    result = _run_loop(repo, env, GUARDED_RUN_SH, "fake-cli")
+    assert result.returncode == 2, result.stderr
+    assert _calls(repo) == 1
+    assert result.stdout == "loop: blocked: Which DB?\n"
+
+
+def test_the_readme_names_the_loopkit_cli_wrapper() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    assert 'LOOPKIT_CLI="hitl guard --then claude -p" ./run.sh' in readme
+
+
+# -- guard --then CMD: check, run CMD only when not blocked, check again -----------------------
+
+
+def test_then_runs_the_command_and_passes_its_exit_code(shop: Path) -> None:
+    (shop / "BLOCKED.md").unlink()
+    script = 'echo "args: $*"; echo "on stderr" >&2; exit 7'
+    result = guard("--then", "sh", "-c", script, "sh", "--help", "-x", "PATH", cwd=shop)
+    assert result.returncode == 7
+    assert result.stdout == "args: --help -x PATH\n"
+    assert result.stderr == "on stderr\n"
+
+
+def test_then_with_a_path_and_a_command_that_succeeds(shop: Path, tmp_path: Path) -> None:
+    (shop / "BLOCKED.md").unlink()
+    result = guard(str(shop), "--then", "touch", "ran", cwd=tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert (tmp_path / "ran").exists()
+
+
+def test_then_does_not_run_the_command_while_blocked(shop: Path, tmp_path: Path) -> None:
+    result = guard("--then", "touch", str(tmp_path / "ran"), cwd=shop)
+    assert result.returncode == 2
+    assert result.stdout == f"shop: blocked: {SHOP_QUESTION}\n"
+    assert not (tmp_path / "ran").exists()
+
+
+def test_then_exits_2_when_the_command_left_a_block(shop: Path) -> None:
+    blocked = (shop / "BLOCKED.md").read_bytes()
+    (shop / "BLOCKED.md").unlink()
+    (shop / "block.md").write_bytes(blocked)
+    result = guard("--then", "sh", "-c", "mv block.md BLOCKED.md; exit 0", cwd=shop)
+    assert result.returncode == 2
+    assert result.stdout == f"shop: blocked: {SHOP_QUESTION}\n"
+
+
+def test_then_a_command_killed_by_a_signal_exits_128_plus_it(shop: Path) -> None:
+    (shop / "BLOCKED.md").unlink()
+    result = guard("--then", "sh", "-c", "kill -TERM $$", cwd=shop)
+    assert result.returncode == 128 + 15
+
+
+def test_then_a_missing_command_is_127_in_one_line(shop: Path) -> None:
+    (shop / "BLOCKED.md").unlink()
+    result = guard("--then", "no-such-agent-cli", "-p", "x", cwd=shop)
+    assert result.returncode == 127
+    assert result.stdout == ""
+    assert result.stderr == "hitl: no-such-agent-cli: command not found\n"
+
+
+def test_then_without_a_command_is_a_usage_error(shop: Path) -> None:
+    result = guard("--then", cwd=shop)
+    assert result.returncode == 2
+    assert result.stderr.startswith("hitl: --then needs a command")
+    assert result.stderr.count("\n") == 1
+
+
+def test_guard_help_explains_then(shop: Path) -> None:
+    result = guard("--help", cwd=shop)
+    assert result.returncode == 0
+    assert "--then CMD [ARG ...]" in result.stdout
+    assert 'LOOPKIT_CLI="hitl guard --then claude -p"' in result.stdout
+    assert "exit code" in result.stdout
+
+
+def test_then_passes_sigterm_on_to_the_command(shop: Path) -> None:
+    """A supervisor stopping hitl stops the agent too, and hitl reports how the agent ended."""
+    import signal
+    import time
+
+    (shop / "BLOCKED.md").unlink()
+    script = 'trap "echo stopped; exit 5" TERM; touch started; while :; do sleep 0.05; done'
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hitl_tui", "guard", "--then", "sh", "-c", script],
+        cwd=shop,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 20
+    while not (shop / "started").exists():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=20)
+    assert (proc.returncode, out) == (5, "stopped\n")

@@ -426,3 +426,27 @@ async def test_recovery_notices_are_shown(tmp_path: Path) -> None:
         assert any(
             n.title == "Recovered" and "rolled back" in n.message for n in app._notifications
         )
+
+
+async def test_the_answered_toast_says_how_to_restart_this_repos_loop(tmp_path: Path) -> None:
+    """shop has an executable run.sh; mobile has none: each toast says what is true there."""
+    root = demo_workspace(tmp_path)
+    (root / "shop" / "run.sh").write_text("#!/usr/bin/env bash\n")
+    (root / "shop" / "run.sh").chmod(0o755)
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        for block_id in ("shop", "mobile"):
+            await _select(pilot, app, block_id)
+            await pilot.press("1")
+            await pilot.pause()
+            assert isinstance(app.screen, PreviewScreen)
+            await pilot.press("enter")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        answered = [n.message for n in app._notifications if n.title == "Answered"]
+        assert len(answered) == 2
+        assert answered[0].splitlines()[-1] == f"Restart the loop: cd {root / 'shop'} && ./run.sh"
+        assert answered[1].splitlines()[-1] == (
+            "The loop can resume: restart it the way you started it (mobile has no run.sh)."
+        )

@@ -10,6 +10,7 @@ IMPLEMENTATION_PLAN.md's `## Notes for the next session`, and removes BLOCKED.md
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -361,9 +362,24 @@ class LoopkitSource:
         summary = (
             f"{block.id}: decision added to {PROMPT}, resume note to {PLAN}, {BLOCKED} removed"
         )
-        return Plan(
-            block, answer, tuple(changes), expect, summary, hint="Restart the loop (run.sh)."
+        return Plan(block, answer, tuple(changes), expect, summary, hint=restart_hint(repo))
+
+
+def restart_hint(repo: Path) -> str:
+    """How to restart this repo's loop once BLOCKED.md is gone, as far as hitl can tell.
+
+    loopkit's runner is a `run.sh` at the root; a loop started another way gets no made-up
+    command. The folder is named, since the operator's shell is rarely in it.
+    """
+    import shlex
+
+    runner = repo / "run.sh"
+    if not runner.is_file():
+        return (
+            f"The loop can resume: restart it the way you started it ({repo.name} has no run.sh)."
         )
+    command = "./run.sh" if os.access(runner, os.X_OK) else "bash run.sh"
+    return f"Restart the loop: cd {shlex.quote(str(repo))} && {command}"
 
 
 def _fp(data: bytes | None) -> str | None:
