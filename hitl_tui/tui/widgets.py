@@ -51,7 +51,7 @@ class BlockList(ScrollView, can_focus=True):
     """
 
     DEFAULT_CSS = """
-    BlockList { background: $surface; }
+    BlockList { background: $surface; overflow-x: hidden; }
     BlockList > .blocklist--cursor {
         background: $block-cursor-background;
         color: $block-cursor-foreground;
