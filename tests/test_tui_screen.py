@@ -105,3 +105,64 @@ async def test_blocks_that_arrive_at_the_bottom_are_drawn_after_g(
             rows = list_lines(app)
             assert f"Question number {number}?" in rows[-1], "\n".join(drawn(app))
             assert len(rows) == table.size.height, "\n".join(drawn(app))
+
+
+# -- 2. categories are shown whole ------------------------------------------------------------
+
+#: FORMATS.md §2.2's documented categories, and agenticloop's own in the real fixtures.
+CATEGORIES = [
+    "transient",
+    "credentials",
+    "contract",
+    "review-exhausted",
+    "review-unknown",
+    "merge-conflict",
+    "ci-failure",
+    "tooling-failure",
+    "no-artifact",
+    "no-progress",
+]
+
+
+def categorised(root: Path) -> Path:
+    """An agenticloop repo with one blocked task per documented category."""
+    repo = root / "cats"
+    (repo / ".git").mkdir(parents=True)
+    tasks = repo / ".agenticloop" / "tasks"
+    tasks.mkdir(parents=True)
+    (repo / ".agenticloop" / "project.md").write_text(
+        "---\ntask_backend: files\ntask_file_template: .agenticloop/tasks/{taskId}.md\n---\n"
+    )
+    for index, category in enumerate(CATEGORIES, 101):
+        path = tasks / f"T-{index}.md"
+        path.write_text(
+            f"---\ntask_id: T-{index}\nstatus: blocked\nblock_category: {category}\n"
+            f"backend: files\n---\n\n# T-{index} - Task {index}\n\n## Comments\n"
+            f"- 2026-11-2{index % 10}: Blocked ({category}): stuck. Needed: a human decides "
+            f"task {index}.\n"
+        )
+        stamp = NOW.timestamp() - (200 - index) * 600
+        os.utime(path, (stamp, stamp))
+    return repo
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+async def test_every_documented_category_is_shown_whole(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    app = make_app([categorised(tmp_path)])
+    async with app.run_test(size=size) as pilot:
+        await _settle(pilot, app)
+        table = app.query_one(BlockList)
+        seen = set()
+        for _ in range(len(CATEGORIES)):
+            block = table.current
+            row = next(line for line in drawn(app) if f"{block.id} " in line)
+            assert f" {block.category} " in row, (block.category, row)
+            assert "…" not in row.split(block.category)[0], row
+            seen.add(block.category)
+            await pilot.press("j")
+            await pilot.pause()
+        assert seen == set(CATEGORIES)
+        header = next(line for line in drawn(app) if "question" in line and "state" in line)
+        assert header.index("question") > header.index("state") + len("review-exhausted")
