@@ -155,7 +155,7 @@ async def test_the_preview_screen_is_reused_with_nothing_left_from_before(tmp_pa
         first = await _open(pilot, app, "shop", "3")
         await _type_in_decision(pilot, first, *" per legal")
         assert "per legal" in _diff(first)
-        await pilot.press("escape")
+        await pilot.press("escape", "d")  # leave, discarding the edit (asked first)
         await pilot.pause()
 
         assert await _open(pilot, app, "mobile", "1") is first  # loaded with mobile's plan

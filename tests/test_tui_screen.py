@@ -7,12 +7,14 @@ import os
 from pathlib import Path
 
 import pytest
+from textual.widgets import TextArea
 
 from hitl_tui.inbox import Delta
 from hitl_tui.sources.loopkit import LoopkitSource
+from hitl_tui.tui.screens import PreviewScreen
 from hitl_tui.tui.widgets import BlockList
-from tests.test_tui import _settle
-from tests.tui_support import NOW, make_app
+from tests.test_tui import _select, _settle
+from tests.tui_support import NOW, SIZE, demo_workspace, make_app
 
 #: The sizes the issue names; each overflows the list with FLEET blocks.
 SIZES = [(150, 45), (100, 30), (80, 24)]
@@ -166,3 +168,114 @@ async def test_every_documented_category_is_shown_whole(
         assert seen == set(CATEGORIES)
         header = next(line for line in drawn(app) if "question" in line and "state" in line)
         assert header.index("question") > header.index("state") + len("review-exhausted")
+
+
+# -- 3. the preview: Tab order, the cursor at the end, no edit lost without asking ------------
+
+
+async def _preview_of(pilot, app, block_id: str = "shop", key: str = "3"):
+    await _settle(pilot, app)
+    await _select(pilot, app, block_id)
+    await pilot.press(key)
+    await pilot.pause()
+    assert isinstance(app.screen, PreviewScreen)
+    return app.screen
+
+
+def _focused_id(app) -> str | None:
+    return app.focused.id if app.focused is not None else None
+
+
+async def test_tab_goes_decision_apply_back_and_never_to_the_diff(tmp_path: Path) -> None:
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _preview_of(pilot, app)
+        assert _focused_id(app) == "apply"
+        order = []
+        for _ in range(6):
+            await pilot.press("tab")
+            await pilot.pause()
+            order.append(_focused_id(app))
+        assert order == ["cancel", "decision", "apply"] * 2, order
+        for _ in range(3):
+            await pilot.press("shift+tab")
+            await pilot.pause()
+            order.append(_focused_id(app))
+        assert order[6:] == ["decision", "cancel", "apply"], order
+        assert screen.query_one("#diff-scroll").has_focus is False
+
+
+@pytest.mark.parametrize("how", ["e", "tab"])
+async def test_typing_in_the_decision_box_appends(tmp_path: Path, how: str) -> None:
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _preview_of(pilot, app)
+        area = screen.query_one("#decision", TextArea)
+        generated = area.text
+        if how == "e":
+            await pilot.press("e")
+        else:
+            while not area.has_focus:
+                await pilot.press("tab")
+        await pilot.press(*" per legal")
+        await pilot.pause()
+        assert area.text == generated + " per legal"
+        await pilot.press("tab")  # to Apply
+        await pilot.pause()
+        assert _focused_id(app) == "apply"
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+    assert "users must contact support. per legal\n" in (root / "shop" / "PROMPT.md").read_text()
+
+
+@pytest.mark.parametrize("leave", ["escape", "back"])
+async def test_leaving_an_edited_decision_asks_first(tmp_path: Path, leave: str) -> None:
+    root = demo_workspace(tmp_path)
+    before = {p: p.read_bytes() for p in (root / "shop").iterdir() if p.is_file()}
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _preview_of(pilot, app)
+        await pilot.press("e", *" per legal")
+        await pilot.pause()
+
+        async def leave_preview() -> None:
+            if leave == "escape":
+                await pilot.press("escape")
+            else:
+                screen.query_one("#cancel").focus()
+                await pilot.pause()
+                await pilot.press("enter")
+            await pilot.pause()
+
+        await leave_preview()
+        shown = "\n".join(drawn(app))
+        assert app.screen is not screen, shown
+        assert "Discard your edit" in shown and "Keep editing" in shown, shown
+        await pilot.press("escape")  # keep editing
+        await pilot.pause()
+        assert app.screen is screen
+        area = screen.query_one("#decision", TextArea)
+        assert area.has_focus and area.text.endswith(" per legal")
+        await pilot.press("!")
+        await pilot.pause()
+        assert area.text.endswith(" per legal!")
+        assert "per legal" in "\n".join(drawn(app))
+
+        await leave_preview()
+        await pilot.press("d")  # discard, on purpose
+        await pilot.pause()
+        assert not isinstance(app.screen, PreviewScreen)
+        assert app.screen is app.screen_stack[0]
+    after = {p: p.read_bytes() for p in (root / "shop").iterdir() if p.is_file()}
+    assert after == before
+
+
+async def test_leaving_an_unedited_preview_does_not_ask(tmp_path: Path) -> None:
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        await _preview_of(pilot, app)
+        await pilot.press("e", "x", "backspace", "escape")
+        await pilot.pause()
+        assert app.screen is app.screen_stack[0]
