@@ -11,7 +11,7 @@ from textual.widgets import TextArea
 
 from hitl_tui.inbox import Delta
 from hitl_tui.sources.loopkit import LoopkitSource
-from hitl_tui.tui.screens import PreviewScreen
+from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen
 from hitl_tui.tui.widgets import BlockList
 from tests.test_tui import _select, _settle
 from tests.tui_support import NOW, SIZE, demo_workspace, make_app
@@ -279,3 +279,76 @@ async def test_leaving_an_unedited_preview_does_not_ask(tmp_path: Path) -> None:
         await pilot.press("e", "x", "backspace", "escape")
         await pilot.pause()
         assert app.screen is app.screen_stack[0]
+
+
+# -- 4. own-words drafts are kept per block until answered or discarded on purpose -----------
+
+
+def _box_text(app, index: int = 1) -> str:
+    return app.screen.query_one(f"#answer-{index}", TextArea).text
+
+
+async def test_an_own_words_draft_survives_esc_from_the_preview(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        await _select(pilot, app, "shop")
+        await pilot.press("o", *"Keep them, anonymised", "ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, PreviewScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.screen_stack[0]
+        # Another block has its own (empty) box.
+        await pilot.press("j", "o")
+        await pilot.pause()
+        assert isinstance(app.screen, TextAnswerScreen) and _box_text(app) == ""
+        await pilot.press("escape", "k")
+        await pilot.pause()
+        # Back on shop: the draft is there, in the box and on screen.
+        await pilot.press("o")
+        await pilot.pause()
+        assert isinstance(app.screen, TextAnswerScreen)
+        assert _box_text(app) == "Keep them, anonymised"
+        assert any("Keep them, anonymised" in line for line in drawn(app)), drawn(app)
+        await pilot.press("ctrl+s", "y")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "keep them for 7 years? → Keep them, anonymised\n" in (
+            (root / "shop" / "PROMPT.md").read_text()
+        )
+        # Answered: the draft is gone. Undone, the block is back with an empty box.
+        await pilot.press("u")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await _select(pilot, app, "shop")
+        await pilot.press("o")
+        await pilot.pause()
+        assert _box_text(app) == ""
+
+
+async def test_esc_from_the_text_box_keeps_the_draft_and_discard_drops_it(tmp_path: Path) -> None:
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        await _select(pilot, app, "shop")
+        await pilot.press("o", *"Half a thought", "escape")
+        await pilot.pause()
+        assert app.screen is app.screen_stack[0]
+        assert any("Draft kept" in n.message for n in app._notifications)
+        await pilot.press("o")
+        await pilot.pause()
+        assert _box_text(app) == "Half a thought"
+        await pilot.press(*" and the rest", "escape")
+        await pilot.pause()
+        await pilot.press("o")
+        await pilot.pause()
+        assert _box_text(app) == "Half a thought and the rest"
+        # Discarded on purpose: the next o starts empty.
+        await pilot.click("#discard")
+        await pilot.pause()
+        assert app.screen is app.screen_stack[0]
+        await pilot.press("o")
+        await pilot.pause()
+        assert _box_text(app) == ""

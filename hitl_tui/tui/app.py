@@ -31,8 +31,9 @@ from hitl_tui.tui.screens import (
     Preview,
     PreviewScreen,
     TextAnswerScreen,
+    Typed,
 )
-from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader
+from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader, row_key
 
 
 class HitlApp(App[int]):
@@ -80,6 +81,9 @@ class HitlApp(App[int]):
         self.poller = None
         #: One preview screen, built on first use and kept installed (see PreviewScreen).
         self._preview_screen: PreviewScreen | None = None
+        #: Own-words drafts, by (block row, choice key or None): kept while the app runs, until
+        #: the block is answered or leaves, or the operator discards the draft.
+        self.drafts: dict[tuple[str, str | None], tuple[str, ...]] = {}
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -187,6 +191,9 @@ class HitlApp(App[int]):
         table.apply(delta)
         self._update_counts()
         after = table.current
+        if delta.removed and self.drafts:
+            gone = {row_key(k) for k in delta.removed}
+            self.drafts = {k: v for k, v in self.drafts.items() if k[0] not in gone}
         moved = after is None or before is None or key_of(after) != key_of(before)
         if moved or any(key_of(b) == key_of(after) for b in delta.changed):
             self._show_current()
@@ -329,8 +336,28 @@ class HitlApp(App[int]):
                 else f"{block.id}: answer in your own words"
             )
 
-        def done(texts: tuple[str, ...] | None) -> None:
-            if texts is None:
+        draft_key = (row_key(key_of(block)), choice.key if choice else None)
+        draft = self.drafts.get(draft_key)
+        if draft is not None and len(draft) != len(questions):
+            draft = None  # the block now asks a different number of questions
+
+        def done(typed: Typed | None) -> None:
+            if typed is None:  # discarded on purpose
+                self.drafts.pop(draft_key, None)
+                return
+            texts = typed.texts
+            shown = [printable(d, keep_newlines=True) for d in defaults]
+            if not any(t.strip() for t in texts) or (draft is None and list(texts) == shown):
+                self.drafts.pop(draft_key, None)  # nothing of the operator's own to keep
+            else:
+                self.drafts[draft_key] = texts
+            if not typed.go:
+                if draft_key in self.drafts:
+                    self.notify(
+                        printable(f"Draft kept for {block.id}: press o to carry on."),
+                        title="Draft",
+                        markup=False,
+                    )
                 return
             if choice is not None:
                 answer = self._answer(choice=choice, texts=texts)
@@ -338,7 +365,7 @@ class HitlApp(App[int]):
                 answer = self._answer(texts=texts)
             self._preview(block, answer)
 
-        self.push_screen(TextAnswerScreen(block, questions, defaults, title), done)
+        self.push_screen(TextAnswerScreen(block, questions, defaults, title, draft), done)
 
     def _preview(self, block: Block, answer: Answer) -> None:
         try:
@@ -410,6 +437,8 @@ class HitlApp(App[int]):
         self.call_from_thread(self._answered, plan, done, delta)
 
     def _answered(self, plan: Plan, done: list[str], delta: Delta) -> None:
+        answered = row_key(key_of(plan.block))
+        self.drafts = {k: v for k, v in self.drafts.items() if k[0] != answered}
         self.apply_delta(delta)
         message = f"{plan.block.id}: " + "; ".join(done)
         if plan.hint:

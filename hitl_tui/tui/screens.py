@@ -299,8 +299,21 @@ class PreviewScreen(ModalScreen[Plan | None]):
         )
 
 
-class TextAnswerScreen(ModalScreen[tuple[str, ...] | None]):
-    """One text box per question (one for most blocks); Ctrl+S continues to the preview."""
+@dataclass(frozen=True)
+class Typed:
+    """What the text boxes held when the operator left them: `go` continues to the preview;
+    otherwise (Esc) the texts are kept as the block's draft."""
+
+    texts: tuple[str, ...]
+    go: bool
+
+
+class TextAnswerScreen(ModalScreen[Typed | None]):
+    """One text box per question (one for most blocks); Ctrl+S continues to the preview.
+
+    Esc goes back keeping what was typed (the app holds it as the block's draft and fills the
+    boxes with it next time); *Discard draft* empties it on purpose (dismisses None).
+    """
 
     DEFAULT_CSS = """
     TextAnswerScreen { align: center middle; background: $background; }
@@ -321,42 +334,63 @@ class TextAnswerScreen(ModalScreen[tuple[str, ...] | None]):
         Binding("ctrl+s,ctrl+j,alt+enter", "submit", "Continue to preview", priority=True),
     ]
 
-    def __init__(self, block: Block, prompts: list[str], defaults: list[str], title: str) -> None:
+    def __init__(
+        self,
+        block: Block,
+        prompts: list[str],
+        defaults: list[str],
+        title: str,
+        draft: tuple[str, ...] | None = None,
+    ) -> None:
         super().__init__()
         self.block = block
         self.prompts = prompts
         self.defaults = defaults
-        self.title_text = title
+        self.draft = draft
+        self.title_text = title + (" (your draft)" if draft else "")
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="answer-box"):
             yield Static(Content(printable(self.title_text)), id="answer-title")
-            pairs = zip(self.prompts, self.defaults, strict=True)
+            pairs = zip(self.prompts, self.draft or self.defaults, strict=True)
             for index, (prompt, default) in enumerate(pairs, 1):
                 if prompt:
                     yield Label(Content(printable(prompt)), classes="answer-question")
                 # Pre-filled with agent text (a task's recommended default): printable, so no
                 # escape sequence reaches the terminal; what the box shows is what is written.
-                shown = printable(default, keep_newlines=True)
+                # A draft is the operator's own text, shown as they left it.
+                shown = default if self.draft else printable(default, keep_newlines=True)
                 yield TextArea(shown, id=f"answer-{index}", classes="answer-text", soft_wrap=True)
             yield Static("", id="answer-error", markup=False)
             with Horizontal(id="answer-buttons"):
+                if self.draft:
+                    yield Button("Discard draft", id="discard", variant="error")
                 yield Button("Back (Esc)", id="cancel")
                 yield Button("Preview (Ctrl+S)", id="submit", variant="primary")
 
     def on_mount(self) -> None:
-        self.query_one("#answer-1", TextArea).focus()
+        area = self.query_one("#answer-1", TextArea)
+        area.focus()
+        if self.draft:
+            area.move_cursor(area.document.end)  # carry on where the draft ends
+
+    def _texts(self) -> tuple[str, ...]:
+        return tuple(area.text for area in self.query(".answer-text").results(TextArea))
 
     @on(Button.Pressed, "#submit")
     def action_submit(self) -> None:
-        texts = tuple(area.text.strip() for area in self.query(".answer-text").results(TextArea))
+        texts = tuple(text.strip() for text in self._texts())
         if not any(texts) or (len(texts) > 1 and not all(texts)):
             self.query_one("#answer-error", Static).update("Type an answer first.")
             return
-        self.dismiss(texts)
+        self.dismiss(Typed(texts, go=True))
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
+        self.dismiss(Typed(self._texts(), go=False))
+
+    @on(Button.Pressed, "#discard")
+    def action_discard(self) -> None:
         self.dismiss(None)
 
 
