@@ -342,10 +342,19 @@ async def test_new_block_appears_live_with_a_toast(tmp_path: Path) -> None:
             if any(b.id == "infra" for b in table.blocks.values()):
                 break
         assert any(b.id == "infra" for b in table.blocks.values())
-        assert any(
-            n.title == "New block" and "Rotate the password now?" in n.message
-            for n in app._notifications
-        )
+
+        def toasted() -> bool:
+            return any(
+                n.title == "New block" and "Rotate the password now?" in n.message
+                for n in app._notifications
+            )
+
+        for _ in range(40):  # the toast comes when the burst of arrivals ends (0.5 s)
+            if toasted():
+                break
+            await asyncio.sleep(0.05)
+            await pilot.pause()
+        assert toasted()
         oldest = min(table.blocks.values(), key=lambda b: b.since)
         assert table.current.id == oldest.id
         app.stop_event.set()

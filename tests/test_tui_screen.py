@@ -3,6 +3,7 @@ edits and drafts, and arrivals that do not bury the screen (issue 12, "On screen
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -352,3 +353,96 @@ async def test_esc_from_the_text_box_keeps_the_draft_and_discard_drops_it(tmp_pa
         await pilot.press("o")
         await pilot.pause()
         assert _box_text(app) == ""
+
+
+# -- 5. a burst of arrivals is one toast and one bell, and toasts stay off the buttons --------
+
+
+def _arrive(app, root: Path, names: list[str]) -> None:
+    """Blocks arriving live, one delta each (as the watcher reports them)."""
+    for name in names:
+        repo = root / name
+        (repo / ".git").mkdir(parents=True)
+        (repo / "BLOCKED.md").write_text(f"## Question\nWhat about {name}?\n")
+        block = LoopkitSource().parse(repo, repo / "BLOCKED.md", name)
+        app.apply_delta(Delta(added=[block]), announce=True)
+
+
+def _arrival_toasts(app) -> list:
+    return [n for n in app._notifications if n.title.startswith("New block")]
+
+
+def _ringing(app) -> list[int]:
+    rings: list[int] = []
+    app.config = dataclasses.replace(app.config, bell=True)
+    app.bell = lambda: rings.append(1)
+    return rings
+
+
+NAMES = ["alpha", "bravo", "charlie", "delta", "echo"]
+
+
+async def test_a_burst_of_arrivals_is_one_toast_and_one_bell(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await _settle(pilot, app)
+        rings = _ringing(app)
+        _arrive(app, root, NAMES)
+        await pilot.pause(0.8)
+        toasts = _arrival_toasts(app)
+        assert len(toasts) == 1, [t.message for t in toasts]
+        assert toasts[0].message.startswith("5 new blocks: alpha, bravo, charlie, delta, echo")
+        assert rings == [1]
+        shown = "\n".join(drawn(app))
+        assert "5 new blocks" in shown, shown
+        # A single later arrival is its own burst, named with its question.
+        _arrive(app, root, ["foxtrot"])
+        await pilot.pause(0.8)
+        assert [t.message for t in _arrival_toasts(app)][1:] == ["foxtrot: What about foxtrot?"]
+        assert rings == [1, 1]
+
+
+async def test_arrivals_wait_while_the_preview_is_open(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await _settle(pilot, app)
+        rings = _ringing(app)
+        await _select(pilot, app, "shop")
+        await pilot.press("2")
+        await pilot.pause()
+        assert isinstance(app.screen, PreviewScreen)
+        _arrive(app, root, NAMES)
+        await pilot.pause(0.8)
+        shown = "\n".join(drawn(app))
+        assert "Back (Esc)" in shown and "Apply (Enter / y)" in shown, shown
+        assert "new blocks" not in shown and not _arrival_toasts(app), shown
+        assert rings == [1]  # the bell still says something arrived
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        toasts = _arrival_toasts(app)
+        assert len(toasts) == 1 and toasts[0].message.startswith("5 new blocks: alpha")
+        assert rings == [1]
+
+
+@pytest.mark.parametrize("size", [SIZE, *SIZES, (60, 15), (40, 10)], ids=lambda s: f"{s[0]}x{s[1]}")
+async def test_a_toast_in_the_preview_leaves_its_buttons_visible(
+    tmp_path: Path, size: tuple[int, int]
+) -> None:
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=size, notifications=True) as pilot:
+        await _settle(pilot, app)
+        await _select(pilot, app, "shop")
+        await pilot.press("2")
+        await pilot.pause()
+        app.notify("A long message " * 8, title="Something", timeout=30)
+        app.notify("Another one " * 8, title="Something else", timeout=30)
+        await pilot.pause(0.3)
+        shown = drawn(app)
+        assert any("Another one" in line for line in shown), "\n".join(shown)
+        buttons = [line for line in shown if "Back (Esc)" in line]
+        assert buttons and "Apply (Enter / y)" in buttons[0], "\n".join(shown)
+        apply_button = app.screen.query_one("#apply")
+        for toast in app.screen.query("Toast"):
+            assert not toast.region.overlaps(apply_button.region), (toast.region, size)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +19,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.timer import Timer
 from textual.widgets import Footer, Static
 
 from hitl_tui.answering import apply_answer, plan_answer, source_for
@@ -34,6 +36,13 @@ from hitl_tui.tui.screens import (
     Typed,
 )
 from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader, row_key
+
+#: A burst of arrivals ends after this many seconds without a new block ...
+ARRIVAL_QUIET = 0.5
+#: ... or this long after its first block, whichever comes first.
+ARRIVAL_MAX = 2.0
+#: Blocks named in the toast of a burst; the rest are counted.
+ARRIVAL_NAMES = 5
 
 
 class HitlApp(App[int]):
@@ -84,6 +93,11 @@ class HitlApp(App[int]):
         #: Own-words drafts, by (block row, choice key or None): kept while the app runs, until
         #: the block is answered or leaves, or the operator discards the draft.
         self.drafts: dict[tuple[str, str | None], tuple[str, ...]] = {}
+        #: Blocks of the burst of arrivals in progress, and those waiting for a modal to close.
+        self._arriving: list[Block] = []
+        self._held: list[Block] = []
+        self._burst_timer: Timer | None = None
+        self._burst_began = 0.0
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -100,6 +114,7 @@ class HitlApp(App[int]):
 
     def on_mount(self) -> None:
         self.theme = "textual-dark"
+        self.screen_change_signal.subscribe(self, self._screen_changed)
         self.query_one(BlockList).focus()
         for message in self.notices:
             self.notify(printable(message), title="Recovered", severity="warning", markup=False)
@@ -198,15 +213,67 @@ class HitlApp(App[int]):
         if moved or any(key_of(b) == key_of(after) for b in delta.changed):
             self._show_current()
         if announce and delta.added:
-            if self.config.bell:
-                self.bell()
-            for block in delta.added[:3]:
-                self.notify(
-                    printable(f"{block.id}: {block.one_line_question(120)}"),
-                    title="New block",
-                    severity="warning",
-                    markup=False,
-                )
+            self._arrived(delta.added)
+
+    # -- arrivals: one toast and one bell per burst, none over a modal ------------------------
+
+    def _arrived(self, blocks: list[Block]) -> None:
+        """Collect a burst: it ends after ARRIVAL_QUIET s without a new block (ARRIVAL_MAX s at
+        the latest), then rings once and shows one toast naming every block in it."""
+        self._arriving.extend(blocks)
+        now = time.monotonic()
+        if self._burst_timer is None:
+            self._burst_began = now
+        else:
+            self._burst_timer.stop()
+        wait = min(ARRIVAL_QUIET, max(0.0, self._burst_began + ARRIVAL_MAX - now))
+        self._burst_timer = self.set_timer(wait, self._end_burst)
+
+    def _still_open(self, blocks: list[Block]) -> list[Block]:
+        """The blocks still listed, each once (one may have been answered or left meanwhile)."""
+        listed = self.query_one(BlockList).blocks
+        seen: dict[str, Block] = {}
+        for block in blocks:
+            rk = row_key(key_of(block))
+            if rk in listed:
+                seen[rk] = listed[rk]
+        return list(seen.values())
+
+    def _end_burst(self) -> None:
+        self._burst_timer = None
+        blocks = self._still_open(self._arriving)
+        self._arriving = []
+        if not blocks:
+            return
+        if self.config.bell:
+            self.bell()
+        if len(self.screen_stack) > 1:
+            # A modal is open (the preview, a text box): a toast there would cover its
+            # buttons. The bell has rung; the toast waits until the modal closes.
+            self._held.extend(blocks)
+            return
+        self._announce(blocks)
+
+    def _screen_changed(self, screen) -> None:
+        if len(self.screen_stack) == 1 and self._held:
+            blocks = self._still_open(self._held)
+            self._held = []
+            if blocks:
+                self._announce(blocks)
+
+    def _announce(self, blocks: list[Block]) -> None:
+        if len(blocks) == 1:
+            block = blocks[0]
+            title = "New block"
+            message = f"{block.id}: {block.one_line_question(120)}"
+        else:
+            names = ", ".join(b.id for b in blocks[:ARRIVAL_NAMES])
+            more = len(blocks) - ARRIVAL_NAMES
+            title = "New blocks"
+            message = f"{len(blocks)} new blocks: {names}" + (
+                f" and {more} more" if more > 0 else ""
+            )
+        self.notify(printable(message), title=title, severity="warning", markup=False)
 
     def _update_counts(self) -> None:
         count = len(self.inbox.blocks)

@@ -129,6 +129,9 @@ class PreviewScreen(ModalScreen[Plan | None]):
     PreviewScreen.-short #decision { height: 3; }
     PreviewScreen.-short #preview-buttons { height: 1; }
     PreviewScreen.-short #preview-buttons Button { height: 1; min-width: 0; border: none; }
+    /* Toasts (an error, "not applied") stand above the buttons, never over them. */
+    PreviewScreen ToastRack { margin-bottom: 6; }
+    PreviewScreen.-short ToastRack { margin-bottom: 2; }
     """
 
     #: Shown, and nothing applied, when not one line of the diff is in view.
