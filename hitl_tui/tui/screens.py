@@ -402,6 +402,7 @@ Moving
   j / ↓        next block
   k / ↑        previous block
   PgUp / PgDn  page through the list
+  g / G        first / last block (Home / End)
   mouse        click a row; scroll the detail
 
 Answering the highlighted block
