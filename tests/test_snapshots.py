@@ -87,3 +87,12 @@ def test_last_row_after_g(snap_compare, tmp_path: Path, size: tuple[int, int]) -
 
     app = make_app([fleet(tmp_path)])
     assert snap_compare(app, press=["G"], terminal_size=size, run_before=_ready)
+
+
+def test_leaving_an_edited_decision_asks(snap_compare, demo: Path) -> None:
+    async def edit_then_leave(pilot) -> None:
+        await _ready(pilot)
+        await pilot.press("j", "j", "2", "e", *" per legal", "escape")
+        await pilot.pause()
+
+    assert snap_compare(make_app([demo]), terminal_size=SIZE, run_before=edit_then_leave)
