@@ -446,3 +446,36 @@ async def test_a_toast_in_the_preview_leaves_its_buttons_visible(
         apply_button = app.screen.query_one("#apply")
         for toast in app.screen.query("Toast"):
             assert not toast.region.overlaps(apply_button.region), (toast.region, size)
+
+
+async def test_drafts_are_per_choice_and_untouched_defaults_are_no_draft(tmp_path: Path) -> None:
+    """billing/T-012 asks two questions (the first with a recommended default); T-007's
+    choice 3 asks for a note: each keeps its own draft, and defaults left as they are none."""
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        await _select(pilot, app, "billing/T-012")
+        await pilot.press("o")
+        await pilot.pause()
+        default = _box_text(app, 1)
+        assert default and _box_text(app, 2) == ""
+        await pilot.press("escape")  # nothing typed: no draft
+        await pilot.pause()
+        assert not any("Draft kept" in n.message for n in app._notifications)
+        await pilot.press("o", "tab", *"Ask finance")
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("o")
+        await pilot.pause()
+        assert (_box_text(app, 1), _box_text(app, 2)) == (default, "Ask finance")
+        await pilot.press("escape", "g")
+        # A note for T-007's choice 3 is not T-012's draft, nor T-007's own-words one.
+        await _select(pilot, app, "billing/T-007")
+        await pilot.press("3", *"Approved in standup", "escape")
+        await pilot.pause()
+        await pilot.press("o")
+        await pilot.pause()
+        assert _box_text(app) != "Approved in standup"
+        await pilot.press("escape", "3")
+        await pilot.pause()
+        assert _box_text(app) == "Approved in standup"
