@@ -74,3 +74,25 @@ def test_inbox_in_a_small_terminal(snap_compare, demo: Path, size: tuple[int, in
 @pytest.mark.parametrize("size", [(60, 15), (40, 10)], ids=["60x15", "40x10"])
 def test_preview_in_a_small_terminal(snap_compare, demo: Path, size: tuple[int, int]) -> None:
     assert snap_compare(make_app([demo]), press=["2"], terminal_size=size, run_before=_ready)
+
+
+# -- the whole list: after G the last block's row is drawn (a full list at each size) ---------
+
+
+@pytest.mark.parametrize(
+    "size", [(150, 45), (100, 30), (80, 24)], ids=["150x45", "100x30", "80x24"]
+)
+def test_last_row_after_g(snap_compare, tmp_path: Path, size: tuple[int, int]) -> None:
+    from tests.test_tui_screen import fleet
+
+    app = make_app([fleet(tmp_path)])
+    assert snap_compare(app, press=["G"], terminal_size=size, run_before=_ready)
+
+
+def test_leaving_an_edited_decision_asks(snap_compare, demo: Path) -> None:
+    async def edit_then_leave(pilot) -> None:
+        await _ready(pilot)
+        await pilot.press("j", "j", "2", "e", *" per legal", "escape")
+        await pilot.pause()
+
+    assert snap_compare(make_app([demo]), terminal_size=SIZE, run_before=edit_then_leave)

@@ -38,8 +38,10 @@ async def _settle(pilot, app) -> None:
 
 
 async def _select(pilot, app, block_id: str) -> None:
-    """Move the cursor down with j until `block_id` is highlighted."""
+    """From the first row, move the cursor down with j until `block_id` is highlighted."""
     table = app.query_one(BlockList)
+    if table.current is None or table.current.id != block_id:
+        await pilot.press("home")
     for _ in range(len(table.order)):
         if table.current is not None and table.current.id == block_id:
             return
@@ -155,7 +157,7 @@ async def test_the_preview_screen_is_reused_with_nothing_left_from_before(tmp_pa
         first = await _open(pilot, app, "shop", "3")
         await _type_in_decision(pilot, first, *" per legal")
         assert "per legal" in _diff(first)
-        await pilot.press("escape")
+        await pilot.press("escape", "d")  # leave, discarding the edit (asked first)
         await pilot.pause()
 
         assert await _open(pilot, app, "mobile", "1") is first  # loaded with mobile's plan
@@ -342,10 +344,19 @@ async def test_new_block_appears_live_with_a_toast(tmp_path: Path) -> None:
             if any(b.id == "infra" for b in table.blocks.values()):
                 break
         assert any(b.id == "infra" for b in table.blocks.values())
-        assert any(
-            n.title == "New block" and "Rotate the password now?" in n.message
-            for n in app._notifications
-        )
+
+        def toasted() -> bool:
+            return any(
+                n.title == "New block" and "Rotate the password now?" in n.message
+                for n in app._notifications
+            )
+
+        for _ in range(40):  # the toast comes when the burst of arrivals ends (0.5 s)
+            if toasted():
+                break
+            await asyncio.sleep(0.05)
+            await pilot.pause()
+        assert toasted()
         oldest = min(table.blocks.values(), key=lambda b: b.since)
         assert table.current.id == oldest.id
         app.stop_event.set()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +19,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.timer import Timer
 from textual.widgets import Footer, Static
 
 from hitl_tui.answering import apply_answer, plan_answer, source_for
@@ -31,8 +33,16 @@ from hitl_tui.tui.screens import (
     Preview,
     PreviewScreen,
     TextAnswerScreen,
+    Typed,
 )
-from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader
+from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader, row_key
+
+#: A burst of arrivals ends after this many seconds without a new block ...
+ARRIVAL_QUIET = 0.5
+#: ... or this long after its first block, whichever comes first.
+ARRIVAL_MAX = 2.0
+#: Blocks named in the toast of a burst; the rest are counted.
+ARRIVAL_NAMES = 5
 
 
 class HitlApp(App[int]):
@@ -82,6 +92,14 @@ class HitlApp(App[int]):
         self._preview_screen: PreviewScreen | None = None
         #: Configuration warnings already toasted (inbox.warnings: a project.md unread, ...).
         self._warned: set[str] = set()
+        #: Own-words drafts, by (block row, choice key or None): kept while the app runs, until
+        #: the block is answered or leaves, or the operator discards the draft.
+        self.drafts: dict[tuple[str, str | None], tuple[str, ...]] = {}
+        #: Blocks of the burst of arrivals in progress, and those waiting for a modal to close.
+        self._arriving: list[Block] = []
+        self._held: list[Block] = []
+        self._burst_timer: Timer | None = None
+        self._burst_began = 0.0
 
     # -- layout ------------------------------------------------------------------------------
 
@@ -98,6 +116,7 @@ class HitlApp(App[int]):
 
     def on_mount(self) -> None:
         self.theme = "textual-dark"
+        self.screen_change_signal.subscribe(self, self._screen_changed)
         self.query_one(BlockList).focus()
         for message in self.notices:
             self.notify(printable(message), title="Recovered", severity="warning", markup=False)
@@ -190,20 +209,75 @@ class HitlApp(App[int]):
         table.apply(delta)
         self._update_counts()
         after = table.current
+        if delta.removed and self.drafts:
+            gone = {row_key(k) for k in delta.removed}
+            self.drafts = {k: v for k, v in self.drafts.items() if k[0] not in gone}
         moved = after is None or before is None or key_of(after) != key_of(before)
         if moved or any(key_of(b) == key_of(after) for b in delta.changed):
             self._show_current()
         self._toast_warnings()
         if announce and delta.added:
-            if self.config.bell:
-                self.bell()
-            for block in delta.added[:3]:
-                self.notify(
-                    printable(f"{block.id}: {block.one_line_question(120)}"),
-                    title="New block",
-                    severity="warning",
-                    markup=False,
-                )
+            self._arrived(delta.added)
+
+    # -- arrivals: one toast and one bell per burst, none over a modal ------------------------
+
+    def _arrived(self, blocks: list[Block]) -> None:
+        """Collect a burst: it ends after ARRIVAL_QUIET s without a new block (ARRIVAL_MAX s at
+        the latest), then rings once and shows one toast naming every block in it."""
+        self._arriving.extend(blocks)
+        now = time.monotonic()
+        if self._burst_timer is None:
+            self._burst_began = now
+        else:
+            self._burst_timer.stop()
+        wait = min(ARRIVAL_QUIET, max(0.0, self._burst_began + ARRIVAL_MAX - now))
+        self._burst_timer = self.set_timer(wait, self._end_burst)
+
+    def _still_open(self, blocks: list[Block]) -> list[Block]:
+        """The blocks still listed, each once (one may have been answered or left meanwhile)."""
+        listed = self.query_one(BlockList).blocks
+        seen: dict[str, Block] = {}
+        for block in blocks:
+            rk = row_key(key_of(block))
+            if rk in listed:
+                seen[rk] = listed[rk]
+        return list(seen.values())
+
+    def _end_burst(self) -> None:
+        self._burst_timer = None
+        blocks = self._still_open(self._arriving)
+        self._arriving = []
+        if not blocks:
+            return
+        if self.config.bell:
+            self.bell()
+        if len(self.screen_stack) > 1:
+            # A modal is open (the preview, a text box): a toast there would cover its
+            # buttons. The bell has rung; the toast waits until the modal closes.
+            self._held.extend(blocks)
+            return
+        self._announce(blocks)
+
+    def _screen_changed(self, screen) -> None:
+        if len(self.screen_stack) == 1 and self._held:
+            blocks = self._still_open(self._held)
+            self._held = []
+            if blocks:
+                self._announce(blocks)
+
+    def _announce(self, blocks: list[Block]) -> None:
+        if len(blocks) == 1:
+            block = blocks[0]
+            title = "New block"
+            message = f"{block.id}: {block.one_line_question(120)}"
+        else:
+            names = ", ".join(b.id for b in blocks[:ARRIVAL_NAMES])
+            more = len(blocks) - ARRIVAL_NAMES
+            title = "New blocks"
+            message = f"{len(blocks)} new blocks: {names}" + (
+                f" and {more} more" if more > 0 else ""
+            )
+        self.notify(printable(message), title=title, severity="warning", markup=False)
 
     def _toast_warnings(self) -> None:
         """A toast once per new configuration warning (the header keeps the count)."""
@@ -343,8 +417,28 @@ class HitlApp(App[int]):
                 else f"{block.id}: answer in your own words"
             )
 
-        def done(texts: tuple[str, ...] | None) -> None:
-            if texts is None:
+        draft_key = (row_key(key_of(block)), choice.key if choice else None)
+        draft = self.drafts.get(draft_key)
+        if draft is not None and len(draft) != len(questions):
+            draft = None  # the block now asks a different number of questions
+
+        def done(typed: Typed | None) -> None:
+            if typed is None:  # discarded on purpose
+                self.drafts.pop(draft_key, None)
+                return
+            texts = typed.texts
+            shown = [printable(d, keep_newlines=True) for d in defaults]
+            if not any(t.strip() for t in texts) or (draft is None and list(texts) == shown):
+                self.drafts.pop(draft_key, None)  # nothing of the operator's own to keep
+            else:
+                self.drafts[draft_key] = texts
+            if not typed.go:
+                if draft_key in self.drafts:
+                    self.notify(
+                        printable(f"Draft kept for {block.id}: press o to carry on."),
+                        title="Draft",
+                        markup=False,
+                    )
                 return
             if choice is not None:
                 answer = self._answer(choice=choice, texts=texts)
@@ -352,7 +446,7 @@ class HitlApp(App[int]):
                 answer = self._answer(texts=texts)
             self._preview(block, answer)
 
-        self.push_screen(TextAnswerScreen(block, questions, defaults, title), done)
+        self.push_screen(TextAnswerScreen(block, questions, defaults, title, draft), done)
 
     def _preview(self, block: Block, answer: Answer) -> None:
         try:
@@ -424,6 +518,8 @@ class HitlApp(App[int]):
         self.call_from_thread(self._answered, plan, done, delta)
 
     def _answered(self, plan: Plan, done: list[str], delta: Delta) -> None:
+        answered = row_key(key_of(plan.block))
+        self.drafts = {k: v for k, v in self.drafts.items() if k[0] != answered}
         self.apply_delta(delta)
         message = f"{plan.block.id}: " + "; ".join(done)
         if plan.hint:

@@ -16,6 +16,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
+from textual.widget import Widget
 from textual.widgets import Button, Footer, Label, Static, TextArea
 
 from hitl_tui.model import Block, HitlError, Plan
@@ -51,6 +52,53 @@ class Preview:
     replan: Callable[[str], Plan] | None = None
 
 
+class ConfirmDiscard(ModalScreen[bool]):
+    """Asked before an edit or a draft is thrown away: `d` discards, `Esc` keeps editing."""
+
+    DEFAULT_CSS = """
+    ConfirmDiscard { align: center middle; background: $background 60%; }
+    #discard-box {
+        width: 60; max-width: 100%; height: auto;
+        border: round $warning; background: $surface; padding: 0 1;
+    }
+    #discard-question { height: auto; margin-bottom: 1; }
+    #discard-buttons { height: auto; align-horizontal: right; }
+    #discard-buttons Button { margin-left: 2; }
+    ConfirmDiscard.-short #discard-question { margin-bottom: 0; }
+    ConfirmDiscard.-short #discard-buttons Button, ConfirmDiscard.-narrow #discard-buttons Button {
+        height: 1; min-width: 0; border: none; margin-left: 1;
+    }
+    """
+
+    BINDINGS: ClassVar = [
+        Binding("d", "discard", "Discard"),
+        Binding("escape,n,k", "keep", "Keep editing"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="discard-box") as box:
+            box.border_title = "Discard?"
+            yield Static(Content(printable(self.question)), id="discard-question")
+            with Horizontal(id="discard-buttons"):
+                yield Button("Keep editing (Esc)", id="keep", variant="primary")
+                yield Button("Discard (d)", id="discard", variant="error")
+
+    def on_mount(self) -> None:
+        self.query_one("#keep", Button).focus()
+
+    @on(Button.Pressed, "#discard")
+    def action_discard(self) -> None:
+        self.dismiss(True)
+
+    @on(Button.Pressed, "#keep")
+    def action_keep(self) -> None:
+        self.dismiss(False)
+
+
 class PreviewScreen(ModalScreen[Plan | None]):
     """The exact diff of every file the answer changes. Enter or y applies, Escape goes back.
 
@@ -81,6 +129,9 @@ class PreviewScreen(ModalScreen[Plan | None]):
     PreviewScreen.-short #decision { height: 3; }
     PreviewScreen.-short #preview-buttons { height: 1; }
     PreviewScreen.-short #preview-buttons Button { height: 1; min-width: 0; border: none; }
+    /* Toasts (an error, "not applied") stand above the buttons, never over them. */
+    PreviewScreen ToastRack { margin-bottom: 6; }
+    PreviewScreen.-short ToastRack { margin-bottom: 2; }
     """
 
     #: Shown, and nothing applied, when not one line of the diff is in view.
@@ -93,6 +144,12 @@ class PreviewScreen(ModalScreen[Plan | None]):
         Binding("escape", "cancel", "Back"),
         Binding("y", "apply", "Apply"),
         Binding("e", "edit", "Edit decision"),
+        # The diff is not in the Tab order (Tab goes decision -> Apply -> Back); these keys
+        # scroll it from the buttons (in the decision box they move its cursor).
+        Binding("down", "scroll_diff(1)", "Scroll diff", show=False),
+        Binding("up", "scroll_diff(-1)", "Scroll diff", show=False),
+        Binding("pagedown", "scroll_diff(10)", "Scroll diff", show=False),
+        Binding("pageup", "scroll_diff(-10)", "Scroll diff", show=False),
     ]
 
     def __init__(self, preview: Preview) -> None:
@@ -114,16 +171,17 @@ class PreviewScreen(ModalScreen[Plan | None]):
         self.replan = preview.replan
         self.title_text = preview.title
         self.error: str | None = None
+        self._opened = True
         if self.is_mounted:
             self._fill()
 
     def compose(self) -> ComposeResult:
         with Vertical(id="preview-box"):
             yield Static(id="preview-title")
-            with VerticalScroll(id="diff-scroll"):
+            with VerticalScroll(id="diff-scroll", can_focus=False):
                 yield Static(id="diff")
             area = TextArea(id="decision", soft_wrap=True)
-            area.border_title = "Decision text (e or Tab to edit)"
+            area.border_title = "Decision text (e to edit)"
             yield area
             yield Static("", id="preview-error", markup=False)
             with Horizontal(id="preview-buttons"):
@@ -134,7 +192,11 @@ class PreviewScreen(ModalScreen[Plan | None]):
         self._fill()
 
     def on_screen_resume(self) -> None:
-        self.query_one("#apply", Button).focus()
+        # Each new preview opens on Apply; back from a question on top (discard?), the focus
+        # stays where the operator left it.
+        if self._opened:
+            self._opened = False
+            self.query_one("#apply", Button).focus()
 
     def _fill(self) -> None:
         self.query_one("#preview-title", Static).update(Content(printable(self.title_text)))
@@ -148,9 +210,42 @@ class PreviewScreen(ModalScreen[Plan | None]):
         area.load_text(self.editable or "")
         self.query_one("#apply", Button).focus()
 
+    @property
+    def focus_chain(self) -> list[Widget]:
+        """Tab goes decision box -> Apply -> Back (the diff scrolls with the arrow keys)."""
+        if not self.is_mounted:
+            return super().focus_chain
+        area = self.query_one("#decision", TextArea)
+        chain: list[Widget] = [area] if area.display else []
+        return [*chain, self.query_one("#apply", Button), self.query_one("#cancel", Button)]
+
+    def focus_next(self, selector="*") -> Widget | None:
+        return self._at_the_end(super().focus_next(selector))
+
+    def focus_previous(self, selector="*") -> Widget | None:
+        return self._at_the_end(super().focus_previous(selector))
+
+    def _at_the_end(self, widget: Widget | None) -> Widget | None:
+        """Tabbing into the decision box puts the cursor after its text: typing appends."""
+        if isinstance(widget, TextArea):
+            widget.move_cursor(widget.document.end)
+        return widget
+
     def action_edit(self) -> None:
         if self.editable is not None:
-            self.query_one("#decision", TextArea).focus()
+            area = self.query_one("#decision", TextArea)
+            area.focus()
+            area.move_cursor(area.document.end)
+
+    def action_scroll_diff(self, lines: int) -> None:
+        self.query_one("#diff-scroll", VerticalScroll).scroll_relative(y=lines, animate=False)
+
+    @property
+    def edited(self) -> bool:
+        """The decision box holds text other than the generated decision."""
+        if self.editable is None or not self.is_mounted:
+            return False
+        return self.query_one("#decision", TextArea).text != self.editable
 
     @on(TextArea.Changed, "#decision")
     def _edited(self, event: TextArea.Changed) -> None:
@@ -191,11 +286,37 @@ class PreviewScreen(ModalScreen[Plan | None]):
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        if not self.edited:
+            self.dismiss(None)
+            return
+
+        def answered(discard: bool | None) -> None:
+            if discard:
+                self.dismiss(None)
+            else:  # back in the box, the cursor where it was
+                self.query_one("#decision", TextArea).focus()
+
+        self.app.push_screen(
+            ConfirmDiscard("Discard your edit of the decision text? Nothing is written."),
+            answered,
+        )
 
 
-class TextAnswerScreen(ModalScreen[tuple[str, ...] | None]):
-    """One text box per question (one for most blocks); Ctrl+S continues to the preview."""
+@dataclass(frozen=True)
+class Typed:
+    """What the text boxes held when the operator left them: `go` continues to the preview;
+    otherwise (Esc) the texts are kept as the block's draft."""
+
+    texts: tuple[str, ...]
+    go: bool
+
+
+class TextAnswerScreen(ModalScreen[Typed | None]):
+    """One text box per question (one for most blocks); Ctrl+S continues to the preview.
+
+    Esc goes back keeping what was typed (the app holds it as the block's draft and fills the
+    boxes with it next time); *Discard draft* empties it on purpose (dismisses None).
+    """
 
     DEFAULT_CSS = """
     TextAnswerScreen { align: center middle; background: $background; }
@@ -216,42 +337,63 @@ class TextAnswerScreen(ModalScreen[tuple[str, ...] | None]):
         Binding("ctrl+s,ctrl+j,alt+enter", "submit", "Continue to preview", priority=True),
     ]
 
-    def __init__(self, block: Block, prompts: list[str], defaults: list[str], title: str) -> None:
+    def __init__(
+        self,
+        block: Block,
+        prompts: list[str],
+        defaults: list[str],
+        title: str,
+        draft: tuple[str, ...] | None = None,
+    ) -> None:
         super().__init__()
         self.block = block
         self.prompts = prompts
         self.defaults = defaults
-        self.title_text = title
+        self.draft = draft
+        self.title_text = title + (" (your draft)" if draft else "")
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="answer-box"):
             yield Static(Content(printable(self.title_text)), id="answer-title")
-            pairs = zip(self.prompts, self.defaults, strict=True)
+            pairs = zip(self.prompts, self.draft or self.defaults, strict=True)
             for index, (prompt, default) in enumerate(pairs, 1):
                 if prompt:
                     yield Label(Content(printable(prompt)), classes="answer-question")
                 # Pre-filled with agent text (a task's recommended default): printable, so no
                 # escape sequence reaches the terminal; what the box shows is what is written.
-                shown = printable(default, keep_newlines=True)
+                # A draft is the operator's own text, shown as they left it.
+                shown = default if self.draft else printable(default, keep_newlines=True)
                 yield TextArea(shown, id=f"answer-{index}", classes="answer-text", soft_wrap=True)
             yield Static("", id="answer-error", markup=False)
             with Horizontal(id="answer-buttons"):
+                if self.draft:
+                    yield Button("Discard draft", id="discard", variant="error")
                 yield Button("Back (Esc)", id="cancel")
                 yield Button("Preview (Ctrl+S)", id="submit", variant="primary")
 
     def on_mount(self) -> None:
-        self.query_one("#answer-1", TextArea).focus()
+        area = self.query_one("#answer-1", TextArea)
+        area.focus()
+        if self.draft:
+            area.move_cursor(area.document.end)  # carry on where the draft ends
+
+    def _texts(self) -> tuple[str, ...]:
+        return tuple(area.text for area in self.query(".answer-text").results(TextArea))
 
     @on(Button.Pressed, "#submit")
     def action_submit(self) -> None:
-        texts = tuple(area.text.strip() for area in self.query(".answer-text").results(TextArea))
+        texts = tuple(text.strip() for text in self._texts())
         if not any(texts) or (len(texts) > 1 and not all(texts)):
             self.query_one("#answer-error", Static).update("Type an answer first.")
             return
-        self.dismiss(texts)
+        self.dismiss(Typed(texts, go=True))
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
+        self.dismiss(Typed(self._texts(), go=False))
+
+    @on(Button.Pressed, "#discard")
+    def action_discard(self) -> None:
         self.dismiss(None)
 
 
@@ -260,6 +402,7 @@ Moving
   j / ↓        next block
   k / ↑        previous block
   PgUp / PgDn  page through the list
+  g / G        first / last block (Home / End)
   mouse        click a row; scroll the detail
 
 Answering the highlighted block
@@ -267,8 +410,9 @@ Answering the highlighted block
   o            answer in your own words
   in the preview:
     Enter / y  apply
-    e / Tab    edit the decision text that goes into PROMPT.md
-    Esc        back, nothing written
+    e          edit the decision text that goes into PROMPT.md
+    Tab        decision text -> Apply -> Back;  ↑ ↓ PgUp PgDn scroll the diff
+    Esc        back, nothing written (asks first if you edited the decision)
 
 Undoing
   u            undo the last answer, byte for byte (refused if a file moved on)

@@ -31,6 +31,7 @@ from textual.widgets import Static, TextArea
 
 from hitl_tui.inbox import Delta, Key, key_of
 from hitl_tui.model import Block
+from hitl_tui.sources.agenticloop import CATEGORIES
 from hitl_tui.textio import printable
 from hitl_tui.timefmt import age
 
@@ -51,7 +52,7 @@ class BlockList(ScrollView, can_focus=True):
     """
 
     DEFAULT_CSS = """
-    BlockList { background: $surface; }
+    BlockList { background: $surface; overflow-x: hidden; }
     BlockList > .blocklist--cursor {
         background: $block-cursor-background;
         color: $block-cursor-foreground;
@@ -81,8 +82,12 @@ class BlockList(ScrollView, can_focus=True):
         Binding("home,g", "first", "First", show=False),
         Binding("end,G", "last", "Last", show=False),
     ]
-    #: (title, width) of the fixed columns; the question takes the rest.
+    #: (title, width) of the fixed columns; the question takes the rest. The state column
+    #: widens to the longest state shown (see `_state_width`).
     FIXED = (("block", 20), ("age", 4), ("state", 9))
+    #: The state column is never wider than the longest documented category (FORMATS.md
+    #: §2.2, `review-exhausted`): an unknown, longer one is cut, the question keeps its room.
+    STATE_MAX = max(len(c) for c in CATEGORIES)
     #: Narrower than this, the state column is left out and the block column is only as wide
     #: as the longest id, so the highlighted block's id and question both stay in view.
     NARROW = 56
@@ -104,6 +109,9 @@ class BlockList(ScrollView, can_focus=True):
         self._index: dict[str, int] = {}
         self._lines: dict[tuple[str, int, bool, bool], Strip] = {}
         self._id_cells: int | None = None
+        self._state_cells: int | None = None
+        #: The column titles above the list, redrawn when the columns change width.
+        self.header: Widget | None = None
 
     # -- data --------------------------------------------------------------------------------
 
@@ -116,9 +124,12 @@ class BlockList(ScrollView, can_focus=True):
     def _reindex(self) -> None:
         self._index = {rk: i for i, rk in enumerate(self.order)}
         self._id_cells = None
+        before, self._state_cells = self._state_cells, None
         self.virtual_size = Size(self.scrollable_content_region.width, len(self.order))
         self._lines.clear()
         self.refresh()
+        if self.header is not None and before != self._state_width():
+            self.header.refresh()  # the column titles follow the state column's width
 
     def load(self, blocks: list[Block]) -> None:
         """Replace every row (start-up, or an out-of-order arrival)."""
@@ -244,7 +255,7 @@ class BlockList(ScrollView, can_focus=True):
 
     # -- drawing -----------------------------------------------------------------------------
 
-    def header(self, width: int) -> Strip:
+    def titles(self, width: int) -> Strip:
         """The column titles, for the Static above the list."""
         titles = [title for title, _ in self.FIXED] + ["question"]
         return self._strip(titles, [Style(bold=True)] * 4, width)
@@ -252,6 +263,7 @@ class BlockList(ScrollView, can_focus=True):
     def _widths(self, width: int) -> list[int]:
         """Each column's width; 0 leaves a column out (the state, in a narrow terminal)."""
         fixed = [w for _, w in self.FIXED]
+        fixed[2] = self._state_width()
         if width < self.NARROW:
             fixed = [min(fixed[0], max(self._longest_id(), 5), max(6, width // 2)), fixed[1], 0]
         used = sum(fixed) + 2 * sum(1 for w in fixed if w)
@@ -263,6 +275,15 @@ class BlockList(ScrollView, can_focus=True):
                 (cell_len(printable(b.id)) for b in self.blocks.values()), default=0
             )
         return self._id_cells
+
+    def _state_width(self) -> int:
+        """As wide as the longest state of the listed blocks (`no-progress`, `credentials`,
+        `merge-conflict` whole), between `needs ctx` and the longest documented category.
+        Measured once per change of the list, never per keystroke."""
+        if self._state_cells is None:
+            longest = max((cell_len(_state(b)) for b in self.blocks.values()), default=0)
+            self._state_cells = min(max(self.FIXED[2][1], longest), self.STATE_MAX)
+        return self._state_cells
 
     def _strip(self, cells: list[str], styles: list[Style], width: int, base=PLAIN) -> Strip:
         segments = [Segment(" ", base)]
@@ -292,14 +313,12 @@ class BlockList(ScrollView, can_focus=True):
         base = self.rich_style
         if selected:
             base = base + self.get_component_rich_style("blocklist--cursor")
-        state, state_style = "", Style()
-        if block.state == "needs_context":
-            state, state_style = "needs ctx", self.get_component_rich_style("blocklist--ctx")
+        state, state_style = _state(block), Style()
         if block.problems:
-            state = "raw" if not block.choices else "check"
             state_style = self.get_component_rich_style("blocklist--problem")
-        elif block.state == "blocked" and block.category:
-            state = printable(block.category)
+        elif block.state == "needs_context":
+            state_style = self.get_component_rich_style("blocklist--ctx")
+        elif state:
             state_style = self.get_component_rich_style("blocklist--category")
         if selected:
             state_style = Style()
@@ -312,6 +331,17 @@ class BlockList(ScrollView, can_focus=True):
         return self._strip(cells, [Style(), Style(), state_style, Style()], width, base)
 
 
+def _state(block: Block) -> str:
+    """What the state column says: a problem, `needs ctx`, or a blocked task's category."""
+    if block.problems:
+        return "raw" if not block.choices else "check"
+    if block.state == "needs_context":
+        return "needs ctx"
+    if block.state == "blocked" and block.category:
+        return printable(block.category)
+    return ""
+
+
 class BlockListHeader(Widget):
     """The column titles above the list (the list itself scrolls under them)."""
 
@@ -322,9 +352,10 @@ class BlockListHeader(Widget):
     def __init__(self, blocklist: BlockList, **kwargs) -> None:
         super().__init__(**kwargs)
         self.blocklist = blocklist
+        blocklist.header = self
 
     def render_line(self, y: int) -> Strip:
-        return self.blocklist.header(self.size.width).apply_style(self.rich_style)
+        return self.blocklist.titles(self.size.width).apply_style(self.rich_style)
 
 
 def _clip(text: str, limit: int) -> str:
