@@ -76,18 +76,20 @@ class ConcurrentWrite(StaleError):
 # -- renameat2 -------------------------------------------------------------------------------
 
 
-def _load_renameat2():
+def _libc(name: str, *argtypes: object):
+    """A C library function with errno kept, or None where the library has none."""
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        fn = libc.renameat2
+        fn = getattr(libc, name)
     except (OSError, AttributeError):
         return None
-    fn.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+    fn.argtypes = argtypes
     fn.restype = ctypes.c_int
     return fn
 
 
-_RENAMEAT2 = _load_renameat2()
+_INT, _PATH, _UINT = ctypes.c_int, ctypes.c_char_p, ctypes.c_uint
+_RENAMEAT2 = _libc("renameat2", _INT, _PATH, _INT, _PATH, _UINT)
 
 
 def renameat2(src_dir: int, src: str, dst_dir: int, dst: str, flags: int) -> None:
@@ -631,24 +633,7 @@ _STATX_BTIME = 0x800
 _AT_EMPTY_PATH = 0x1000
 
 
-def _load_statx():
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        fn = libc.statx
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes = (
-        ctypes.c_int,
-        ctypes.c_char_p,
-        ctypes.c_int,
-        ctypes.c_uint,
-        ctypes.POINTER(_Statx),
-    )
-    fn.restype = ctypes.c_int
-    return fn
-
-
-_STATX = _load_statx()
+_STATX = _libc("statx", _INT, _PATH, _INT, _UINT, ctypes.POINTER(_Statx))
 
 
 def birth_time(fd: int) -> int | None:

@@ -185,14 +185,20 @@ def undo_while(state: Path, act, delay: float) -> tuple[int, bytes]:
     return proc.returncode, err
 
 
+def answered_shop(tmp_path: Path, monkeypatch, round_: int) -> tuple[Path, Path]:
+    """A fresh shop and state folder for one round, its block answered (B)."""
+    folder = tmp_path / f"r{round_}"
+    state = folder / "state"
+    monkeypatch.setenv("HITL_STATE_DIR", str(state))
+    repo = copy_shop(folder / "shop")
+    assert run_hitl("answer", repo / "BLOCKED.md", "--choice", "B").returncode == 0
+    return repo, state
+
+
 def test_undo_never_replaces_the_loops_next_block(tmp_path: Path, monkeypatch):
     """Between undo's checks and its writes, the resumed loop writes its next question."""
     for round_ in range(20):
-        folder = tmp_path / f"r{round_}"
-        state = folder / "state"
-        monkeypatch.setenv("HITL_STATE_DIR", str(state))
-        repo = copy_shop(folder / "shop")
-        assert run_hitl("answer", repo / "BLOCKED.md", "--choice", "B").returncode == 0
+        repo, state = answered_shop(tmp_path, monkeypatch, round_)
         nxt = b"## Question:\nThe next question, round %d?\n" % round_
 
         def write_next(repo=repo, nxt=nxt) -> None:
@@ -209,11 +215,7 @@ def test_undo_never_replaces_the_loops_next_block(tmp_path: Path, monkeypatch):
 
 def test_undo_keeps_a_prompt_edit_made_meanwhile(tmp_path: Path, monkeypatch):
     for round_ in range(20):
-        folder = tmp_path / f"r{round_}"
-        state = folder / "state"
-        monkeypatch.setenv("HITL_STATE_DIR", str(state))
-        repo = copy_shop(folder / "shop")
-        assert run_hitl("answer", repo / "BLOCKED.md", "--choice", "B").returncode == 0
+        repo, state = answered_shop(tmp_path, monkeypatch, round_)
         line = b"- loop: a note written while the undo ran %d\n" % round_
 
         def append(repo=repo, line=line) -> None:
