@@ -183,9 +183,22 @@ async def _watch(
             result = on_delta(delta)
             if asyncio.iscoroutine(result):
                 await result
+            # Remembered first-seen times are written once the change is on its way to the
+            # screen, in the background: never on the path from a file event to its row.
+            _in_background(asyncio.to_thread(inbox.save_since))
         if delta.rewatch or set(inbox.watch_dirs()) != set(dirs):
             restart.set()
             return
+
+
+_BACKGROUND: set[asyncio.Task] = set()
+
+
+def _in_background(work) -> None:
+    """Run `work` without waiting for it (a reference is kept until it is done)."""
+    task = asyncio.ensure_future(work)
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
 
 
 class _Either:

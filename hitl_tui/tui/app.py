@@ -19,6 +19,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import Footer, Static
 
@@ -326,7 +327,11 @@ class HitlApp(App[int]):
         )
 
     def _show_current(self) -> None:
-        self.query_one(BlockDetail).show(self.query_one(BlockList).current)
+        try:
+            detail, table = self.query_one(BlockDetail), self.query_one(BlockList)
+        except NoMatches:  # a highlight that arrives while the app is closing
+            return
+        detail.show(table.current)
 
     @on(BlockList.Highlighted)
     def _highlighted(self, event: BlockList.Highlighted) -> None:
