@@ -15,10 +15,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from hitl_tui import __version__
+from hitl_tui import __version__, agent_cli, journal_cli
+from hitl_tui.cli_base import PROG, Parser, print_warnings, use_config
 from hitl_tui.model import Answer, HitlError, UsageError
-
-PROG = "hitl"
 
 EPILOG = """\
 commands:
@@ -42,13 +41,6 @@ Run 'hitl COMMAND --help' for a command's options.
 """
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors as one line and exit code 2."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see '{self.prog} --help')")
-
-
 def _add_common(parser: argparse.ArgumentParser, paths: bool = True) -> None:
     if paths:
         parser.add_argument(
@@ -64,7 +56,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     fmt = argparse.RawDescriptionHelpFormatter
     parsers: dict[str, argparse.ArgumentParser] = {}
 
-    main = _Parser(
+    main = Parser(
         prog=PROG,
         description="The operator's inbox for blocked coding-agent loops.",
         epilog=EPILOG,
@@ -74,7 +66,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     main.add_argument("--version", action="version", version=f"hitl {__version__}")
     parsers[""] = main
 
-    p = _Parser(
+    p = Parser(
         prog=f"{PROG} list",
         description="Print every open block, oldest first.",
         epilog="--json prints one array; each element has id, repo, source, path, state,\n"
@@ -85,7 +77,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     p.add_argument("--json", action="store_true", help="print one JSON array")
     parsers["list"] = p
 
-    p = _Parser(
+    p = Parser(
         prog=f"{PROG} answer",
         description="Answer one block and write the answer back as its loop expects.",
         epilog="TARGET: a block file, a repository with exactly one open block, or an id\n"
@@ -117,7 +109,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     _add_common(p)
     parsers["answer"] = p
 
-    p = _Parser(
+    p = Parser(
         prog=f"{PROG} demo",
         description="Open the app on a throw-away workspace of sample repositories. A simulated "
         "agent writes a new BLOCKED.md a few seconds in. Nothing outside the temp folder is "
@@ -134,15 +126,10 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         help="when the simulated agent writes its block (default 5; 0: never)",
     )
     parsers["demo"] = p
-    for name, extra in EXTRA_COMMANDS.items():
-        parsers[name] = extra[0]()
+    for name, (build, _run) in COMMANDS.items():
+        if build is not None:
+            parsers[name] = build()
     return parsers
-
-
-#: Subcommands added by other modules: name -> (build parser, run). Keeps this file small.
-EXTRA_COMMANDS: dict[
-    str, tuple[Callable[[], argparse.ArgumentParser], Callable[[argparse.Namespace], int]]
-] = {}
 
 
 def _repo_paths(args: argparse.Namespace, config) -> list[Path]:
@@ -158,15 +145,8 @@ def _open_inbox(args: argparse.Namespace):
     from hitl_tui.inbox import Inbox
 
     config = load_config(args.config)
-    _use_config(config)
+    use_config(config)
     return config, Inbox.open(_repo_paths(args, config), cached=True)
-
-
-def _use_config(config) -> None:
-    """What the rest of the command takes from the config beyond its arguments."""
-    from hitl_tui import journalstore
-
-    journalstore.set_retention(config.journal_keep)
 
 
 def _resolve(args: argparse.Namespace, inbox):
@@ -218,15 +198,6 @@ def cmd_list(args: argparse.Namespace) -> int:
         question = printable(b.one_line_question())
         print(f"{printable(b.id):<{width}}  {age(b.since):>4}  {state}{question}")
     return 0
-
-
-def print_warnings(inbox) -> None:
-    """Each configuration problem of the inbox's repositories once, on stderr: a repository
-    whose project.md cannot be read is a warning, never a block (stdout stays the listing)."""
-    from hitl_tui.textio import printable
-
-    for warning in inbox.warnings:
-        print(f"hitl: warning: {printable(warning)}", file=sys.stderr)
 
 
 def _is_github_issue(target: str) -> bool:
@@ -303,7 +274,7 @@ def cmd_app(args: argparse.Namespace) -> int:
     from hitl_tui.workspace import Workspace
 
     config = load_config(args.config)
-    _use_config(config)
+    use_config(config)
     workspace = Workspace.discover(_repo_paths(args, config))
     from hitl_tui.tui.app import HitlApp
 
@@ -319,21 +290,20 @@ def cmd_app(args: argparse.Namespace) -> int:
 #: Commands that open the app, which shows recovery messages itself.
 APP_COMMANDS = ("", "demo")
 
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "list": cmd_list,
-    "answer": cmd_answer,
-    "demo": cmd_demo,
+Build = Callable[[], argparse.ArgumentParser] | None
+Run = Callable[[argparse.Namespace], int]
+
+#: Every subcommand: name -> (its parser, None for one built above; what runs it). The one
+#: table of commands: `hitl --help` and dispatch both read it (a test checks each is listed).
+COMMANDS: dict[str, tuple[Build, Run]] = {
+    "list": (None, cmd_list),
+    "answer": (None, cmd_answer),
+    "demo": (None, cmd_demo),
+    "undo": (journal_cli.build_undo, journal_cli.run_undo),
+    "history": (journal_cli.build_history, journal_cli.run_history),
+    "escalate": (agent_cli.build_escalate, agent_cli.run_escalate),
+    "guard": (agent_cli.build_guard, agent_cli.run_guard),
 }
-
-
-def _load_extras() -> None:
-    """Import the modules that register extra subcommands (escalate, guard, ...)."""
-    for module in ("hitl_tui.agent_cli", "hitl_tui.journal_cli"):
-        try:
-            __import__(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -346,7 +316,6 @@ def main(argv: list[str] | None = None) -> int:
     # (and any answer a crash interrupted) to the next real command.
     recovered = [] if argv[:1] == ["demo"] else _recover(debug)
     try:
-        _load_extras()
         parsers = build_parsers()
         name = argv[0] if argv and argv[0] in parsers and argv[0] else ""
         parser = parsers[name]
@@ -357,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
             for message in recovered:
                 print(f"hitl: {_one_line(message)}", file=sys.stderr)
         _check_state(name, args)
-        run = COMMANDS.get(name) or (EXTRA_COMMANDS[name][1] if name in EXTRA_COMMANDS else cmd_app)
+        run = COMMANDS[name][1] if name else cmd_app
         return run(args)
     except HitlError as exc:
         print(f"hitl: {_one_line(str(exc))}", file=sys.stderr)
