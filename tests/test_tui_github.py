@@ -7,6 +7,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from textual.widgets import TextArea
 
 from hitl_tui.config import Config
 from hitl_tui.inbox import Inbox
@@ -85,6 +86,37 @@ async def test_github_block_listed_and_answered_in_the_app(local: Path, fake: Fa
         assert fake.labels_of("acme/shop", 12) == []
         assert any(n.title == "Answered" for n in app._notifications)
         assert TOKEN not in str(app.query_one("#topbar").render())
+        app.stop_event.set()
+
+
+async def test_own_words_start_from_each_questions_default_on_github_too(
+    local: Path, fake: FakeGithub
+) -> None:
+    """`o` on an issue asking several questions: one box per question, each pre-filled with
+    that question's recommended default, as for a task file."""
+    fake.add_issue("acme/shop", 20, title="Export format")
+    fake.add_comment(
+        "acme/shop",
+        20,
+        "Questions:\n1. Per line or per invoice? Recommended: per line.\n"
+        "2. Which port? Recommended: 8080.\n\nAGENT_TASK_STATUS: needs_context\n",
+    )
+    app = _app(local, ({"repo": "acme/shop", "api_url": fake.url},))
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.query_one(BlockList)
+        await _until(pilot, lambda: "acme/shop#20" in {b.id for b in table.blocks.values()})
+        await pilot.press("home")
+        for _ in table.order:
+            if table.current.id == "acme/shop#20":
+                break
+            await pilot.press("j")
+        assert table.current.id == "acme/shop#20"
+        await pilot.press("o")
+        await pilot.pause()
+        assert isinstance(app.screen, TextAnswerScreen)
+        boxes = list(app.screen.query(".answer-text").results(TextArea))
+        assert [box.text for box in boxes] == ["per line", "8080"]
+        await pilot.press("escape")
         app.stop_event.set()
 
 

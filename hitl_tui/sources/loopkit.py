@@ -305,6 +305,7 @@ class LoopkitSource:
             since=datetime.now(UTC),
             fingerprint="unreadable",
             raw="",
+            answerable=False,
             problems=(f"BLOCKED.md could not be read: {reason}.",),
         )
 
@@ -327,7 +328,7 @@ class LoopkitSource:
         return text
 
     def plan(self, block: Block, answer: Answer) -> Plan:
-        if block.fingerprint in ("unreadable", "directory"):
+        if not block.answerable:
             raise HitlError(f"{block.id}: BLOCKED.md cannot be read, so it cannot be answered")
         decision = self.decision_text(block, answer)
         if not decision:

@@ -405,7 +405,7 @@ class HitlApp(App[int]):
     def _ask_text(self, block: Block, choice: Choice | None) -> None:
         questions = list(block.questions) if choice is None and len(block.questions) > 1 else []
         if questions:
-            defaults = list(block.meta.get("defaults") or [])
+            defaults = list(block.defaults)
             defaults = [(d or "") for d in defaults] + [""] * (len(questions) - len(defaults))
             title = f"Answer each question of {block.id}"
         else:
