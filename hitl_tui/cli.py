@@ -140,13 +140,16 @@ def _repo_paths(args: argparse.Namespace, config) -> list[Path]:
     return [Path.cwd()]
 
 
-def _open_inbox(args: argparse.Namespace):
+def _open_inbox(args: argparse.Namespace, config=None):
+    """(config, the inbox of the PATHs, scanned), knowing the config's remote backends."""
     from hitl_tui.config import load_config
     from hitl_tui.inbox import Inbox
 
-    config = load_config(args.config)
+    config = config or load_config(args.config)
     use_config(config)
-    return config, Inbox.open(_repo_paths(args, config), cached=True)
+    inbox = Inbox.open(_repo_paths(args, config), cached=True)
+    inbox.use_remotes(config.remotes)
+    return config, inbox
 
 
 def _resolve(args: argparse.Namespace, inbox):
@@ -174,10 +177,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     from hitl_tui.timefmt import age
 
     _config, inbox = _open_inbox(args)
-    if _config.github:
-        from hitl_tui.github_sync import add_to_inbox
-
-        add_to_inbox(_config, inbox)  # one stderr line per source it could not read
+    for remote in inbox.remotes:
+        remote.read_into(inbox, _warn)  # one stderr line per scope it could not read
     print_warnings(inbox)
     blocks = inbox.sorted_blocks()
     if args.json:
@@ -200,28 +201,22 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _is_github_issue(target: str) -> bool:
-    """`owner/name#12` (and no such file): a GitHub issue, answered over the API."""
-    import re
-
-    ref = re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+#\d{1,9}", target)
-    return ref is not None and not os.path.exists(target)
+def _warn(text: str) -> None:
+    print(f"hitl: {_one_line(text)}", file=sys.stderr)
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
     from hitl_tui.answering import apply_answer, plan_answer
+    from hitl_tui.config import load_config
     from hitl_tui.model import StaleError
 
-    if _is_github_issue(args.target):
-        from hitl_tui import github_sync
-        from hitl_tui.config import load_config
-        from hitl_tui.sources import github
-
-        config = load_config(args.config)
-        block, secret = github_sync.read_issue_block(config, args.target)
-        plan = github.plan(block, answer_from_args(args, block, config.operator_name()))
-        return finish_answer(args, plan, lambda p: github_sync.apply_sync(p, secret))
-    config, inbox = _open_inbox(args)
+    config = load_config(args.config)
+    remote = next((r for r in config.remotes if r.owns(args.target)), None)
+    if remote is not None:  # `owner/name#12`: read afresh, answered over its API
+        block = remote.read(args.target)
+        plan = remote.plan(block, answer_from_args(args, block, config.operator_name()))
+        return finish_answer(args, plan, remote.send)
+    config, inbox = _open_inbox(args, config)
     try:
         inbox, block = _resolve(args, inbox)
     except UsageError:
@@ -312,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     from hitl_tui import journalstore
 
     journalstore.reset()  # a command reports the malformed records it read itself
+    journalstore.set_retention_source(_configured_keep)  # until the command reads its config
     # The demo touches nothing outside its temp folder, so it leaves the operator's journal
     # (and any answer a crash interrupted) to the next real command.
     recovered = [] if argv[:1] == ["demo"] else _recover(debug)
@@ -369,6 +365,13 @@ def _check_state(name: str, args: argparse.Namespace) -> None:
         check_state_dir(write=True)
     elif name in STATE_READERS:
         check_state_dir(write=False)
+
+
+def _configured_keep():
+    """`journal_keep` of the user's config file (`--config` is not parsed yet at recovery)."""
+    from hitl_tui.config import load_config
+
+    return load_config().journal_keep
 
 
 def _recover(debug: bool) -> list[str]:

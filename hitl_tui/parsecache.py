@@ -374,8 +374,7 @@ class ParseCache:
 
     def parse(self, source, repo: Path, path: Path, label: str) -> Block | None:
         """`source.parse(repo, path, label)`, or its earlier result if the file is unchanged."""
-        cacheable = getattr(source, "cacheable", None)
-        if cacheable is None or not cacheable(repo, path):
+        if not source.cacheable(repo, path):
             return source.parse(repo, path, label)
         name = os.fspath(path)
         try:

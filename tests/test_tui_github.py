@@ -11,6 +11,7 @@ from textual.widgets import TextArea
 
 from hitl_tui.config import Config
 from hitl_tui.inbox import Inbox
+from hitl_tui.registry import remote_sources
 from hitl_tui.tui.app import HitlApp
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen
 from hitl_tui.tui.widgets import BlockList
@@ -42,7 +43,7 @@ def local(tmp_path: Path, monkeypatch) -> Path:
 
 
 def _app(repo: Path, github: tuple[dict, ...]) -> HitlApp:
-    config = Config(operator="Ada", bell=False, github=github)
+    config = Config(operator="Ada", bell=False, remotes=remote_sources({"github": list(github)}))
     return HitlApp(Inbox(Workspace.discover([repo])), config=config, clock=lambda: NOW)
 
 
@@ -126,7 +127,7 @@ async def test_unreachable_source_is_shown_and_hides_nothing(local: Path) -> Non
         port = s.getsockname()[1]
     app = _app(local, ({"repo": "acme/shop", "api_url": f"http://127.0.0.1:{port}"},))
     async with app.run_test(size=SIZE) as pilot:
-        await _until(pilot, lambda: bool(app.github_states), seconds=20)
+        await _until(pilot, lambda: bool(app.source_states), seconds=20)
         bar = str(app.query_one("#topbar").render())
         assert "GitHub 0/1 ok" in bar and "acme/shop" in bar
         assert {b.id for b in app.query_one(BlockList).blocks.values()} == {"shop"}
@@ -141,8 +142,8 @@ async def test_a_slow_loris_source_gives_up_and_hides_nothing(local: Path) -> No
     app = _app(local, (source,))
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await _until(pilot, lambda: bool(app.github_states), seconds=2 + 5)
-            [(state, message)] = app.github_states.values()
+            await _until(pilot, lambda: bool(app.source_states), seconds=2 + 5)
+            [(state, message)] = app.source_states["GitHub"].values()
             assert (state, message) == ("unreachable", "no complete answer within 2 s")
             assert {b.id for b in app.query_one(BlockList).blocks.values()} == {"shop"}
             assert "GitHub 0/1 ok" in str(app.query_one("#topbar").render())

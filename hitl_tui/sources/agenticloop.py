@@ -39,6 +39,7 @@ from hitl_tui.model import (
     UsageError,
     fingerprint,
 )
+from hitl_tui.sources.base import Source
 from hitl_tui.textio import _LINE, TextDoc, heading_of, normalise_heading, one_line
 
 NAME = "agenticloop"
@@ -581,7 +582,7 @@ def _real_inside(child: str, parent: str) -> bool:
 # -- the source -------------------------------------------------------------------------------
 
 
-class AgenticloopSource:
+class AgenticloopSource(Source):
     """Task files of agenticloop's files backend."""
 
     name = NAME

@@ -29,6 +29,7 @@ from hitl_tui.model import (
     UsageError,
     fingerprint,
 )
+from hitl_tui.sources.base import Source
 from hitl_tui.textio import BOM, TextDoc, heading_of, normalise_heading, one_line
 
 BLOCKED = "BLOCKED.md"
@@ -228,7 +229,7 @@ def parse_blocked(text: str) -> tuple[dict, list[str]]:
     }, problems
 
 
-class LoopkitSource:
+class LoopkitSource(Source):
     """BLOCKED.md at each repository's root."""
 
     name = "loopkit"
