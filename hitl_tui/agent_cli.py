@@ -1,6 +1,6 @@
 """`hitl escalate` and `hitl guard`: the commands the agent and its loop runner call.
 
-Registered in `cli.EXTRA_COMMANDS` on import. This module stays light (no httpx, no Textual)
+Listed in `cli.COMMANDS`. This module stays light (no httpx, no Textual)
 because every `hitl` invocation imports it; the work is in `escalate.py` and the inbox.
 """
 
@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from hitl_tui import cli
+from hitl_tui import cli_base
 from hitl_tui.model import HitlError
 
 ESCALATE_EPILOG = """\
@@ -70,7 +70,7 @@ it, 127 if CMD is not found, 126 if it cannot be run).
 """
 
 
-class _EscalateParser(cli._Parser):
+class _EscalateParser(cli_base.Parser):
     """A usage error of `escalate` exits 1: its exit 2 means "BLOCKED.md was written", and a
     loop runner under `set -e` would stop on a misspelt option with nobody asked."""
 
@@ -82,7 +82,7 @@ class _EscalateParser(cli._Parser):
 
 def build_escalate() -> argparse.ArgumentParser:
     p = _EscalateParser(
-        prog=f"{cli.PROG} escalate",
+        prog=f"{cli_base.PROG} escalate",
         description="Stop and ask a human: write BLOCKED.md at the repo root, notify the\n"
         "configured channel, and exit 2 so that the loop runner stops.",
         epilog=ESCALATE_EPILOG,
@@ -160,7 +160,7 @@ def _escalate(args: argparse.Namespace) -> int:
     return escalate.EXIT_BLOCKED
 
 
-class _GuardParser(cli._Parser):
+class _GuardParser(cli_base.Parser):
     """`guard`'s options, then `--then CMD [ARG ...]`: everything after `--then` is CMD's, so
     it is split off before argparse sees the arguments (CMD's own options stay CMD's)."""
 
@@ -180,12 +180,12 @@ class _GuardParser(cli._Parser):
 
 def build_guard() -> argparse.ArgumentParser:
     p = _GuardParser(
-        prog=f"{cli.PROG} guard",
+        prog=f"{cli_base.PROG} guard",
         description="Exit 2 and print the pending questions while a repository is blocked;\n"
         "exit 0 otherwise. The gate a loop runner checks before each iteration.",
         epilog=GUARD_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage=f"{cli.PROG} guard [-h] [PATH] [--then CMD [ARG ...]]",
+        usage=f"{cli_base.PROG} guard [-h] [PATH] [--then CMD [ARG ...]]",
         allow_abbrev=False,
     )
     p.add_argument("path", nargs="?", metavar="PATH", help="repository or folder of them")
@@ -263,14 +263,10 @@ def _check(path: Path) -> int:
     from hitl_tui.textio import printable
 
     inbox = Inbox.open([path])
-    cli.print_warnings(inbox)  # never a reason to stop the loop: the blocks decide
+    cli_base.print_warnings(inbox)  # never a reason to stop the loop: the blocks decide
     blocks = inbox.sorted_blocks()
     for block in blocks:
         state = block.state + (f" ({block.category})" if block.category else "")
         line = f"{block.id}: {state}: {block.one_line_question()}"
         print(printable(line), flush=True)
     return EXIT_BLOCKED if blocks else 0
-
-
-cli.EXTRA_COMMANDS["escalate"] = (build_escalate, run_escalate)
-cli.EXTRA_COMMANDS["guard"] = (build_guard, run_guard)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 from hitl_tui.inbox import Inbox
 from hitl_tui.model import Answer, Block, HitlError, Plan, StaleError
@@ -11,18 +10,15 @@ from hitl_tui.sources.base import Source
 
 
 def source_for(inbox: Inbox, block: Block) -> Source:
-    for source in inbox.sources:
-        if source.name == block.source:
-            return source
-    raise HitlError(f"{block.id}: no writer for blocks from {block.source}")
+    """The source (a file format or a remote backend) that planned and answers `block`."""
+    source = inbox.source_named(block.source)
+    if source is None:
+        raise HitlError(f"{block.id}: no writer for blocks from {block.source}")
+    return source
 
 
 def plan_answer(inbox: Inbox, block: Block, answer: Answer) -> Plan:
-    """The exact file changes for `answer`; raises UsageError for an empty or invalid answer."""
-    if block.source == "github":
-        from hitl_tui.sources import github
-
-        return github.plan(block, answer)
+    """The exact changes for `answer`; raises UsageError for an empty or invalid answer."""
     source = source_for(inbox, block)
     fresh = as_on_disk(source, block)
     return source.plan(fresh, with_choice_from(fresh, answer))
@@ -53,17 +49,10 @@ def as_on_disk(source: Source, block: Block) -> Block:
 
     What an answer writes must follow from the bytes it replaces, never from a Block that came
     out of the parse cache (or out of a long-open app). If the file changed, `block` is returned
-    as it is, and the planner's own fingerprint check refuses it (StaleError).
+    as it is, and the planner's own fingerprint check refuses it (StaleError). Each source
+    says how (`Source.as_planned_from`: a remote one re-reads when it sends).
     """
-    if not isinstance(block.path, Path) or not isinstance(block.repo, Path):
-        return block
-    try:
-        fresh = source.parse(block.repo, block.path, block.id)
-    except HitlError:
-        return block
-    if fresh is None or fresh.fingerprint != block.fingerprint:
-        return block
-    return replace(fresh, id=block.id)
+    return source.as_planned_from(block)
 
 
 #: How often `apply_answer(replan=True)` plans again when a file beside the block changed.
@@ -78,12 +67,11 @@ def apply_answer(inbox: Inbox, plan: Plan, replan: bool = False) -> list[str]:
     times; the block file itself must be unchanged. Without it (the app, where the operator
     confirmed a diff), that is a StaleError to review again.
 
-    A GitHub plan is sent over the network (blocking; call it from a worker thread).
+    A remote backend's plan is sent over the network (blocking; call it from a worker thread).
     """
-    if plan.remote:
-        from hitl_tui.github_sync import apply_sync
-
-        return apply_sync(plan)
+    source = source_for(inbox, plan.block)
+    if source.remote:
+        return source.send(plan)
     from hitl_tui.apply import OtherFileChanged, apply_plan
 
     moved: list[str] = []

@@ -15,10 +15,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from hitl_tui import __version__
+from hitl_tui import __version__, agent_cli, journal_cli
+from hitl_tui.cli_base import PROG, Parser, print_warnings, use_config
 from hitl_tui.model import Answer, HitlError, UsageError
-
-PROG = "hitl"
 
 EPILOG = """\
 commands:
@@ -42,13 +41,6 @@ Run 'hitl COMMAND --help' for a command's options.
 """
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors as one line and exit code 2."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{message} (see '{self.prog} --help')")
-
-
 def _add_common(parser: argparse.ArgumentParser, paths: bool = True) -> None:
     if paths:
         parser.add_argument(
@@ -64,7 +56,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     fmt = argparse.RawDescriptionHelpFormatter
     parsers: dict[str, argparse.ArgumentParser] = {}
 
-    main = _Parser(
+    main = Parser(
         prog=PROG,
         description="The operator's inbox for blocked coding-agent loops.",
         epilog=EPILOG,
@@ -74,7 +66,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     main.add_argument("--version", action="version", version=f"hitl {__version__}")
     parsers[""] = main
 
-    p = _Parser(
+    p = Parser(
         prog=f"{PROG} list",
         description="Print every open block, oldest first.",
         epilog="--json prints one array; each element has id, repo, source, path, state,\n"
@@ -85,7 +77,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     p.add_argument("--json", action="store_true", help="print one JSON array")
     parsers["list"] = p
 
-    p = _Parser(
+    p = Parser(
         prog=f"{PROG} answer",
         description="Answer one block and write the answer back as its loop expects.",
         epilog="TARGET: a block file, a repository with exactly one open block, or an id\n"
@@ -117,7 +109,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     _add_common(p)
     parsers["answer"] = p
 
-    p = _Parser(
+    p = Parser(
         prog=f"{PROG} demo",
         description="Open the app on a throw-away workspace of sample repositories. A simulated "
         "agent writes a new BLOCKED.md a few seconds in. Nothing outside the temp folder is "
@@ -134,15 +126,10 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         help="when the simulated agent writes its block (default 5; 0: never)",
     )
     parsers["demo"] = p
-    for name, extra in EXTRA_COMMANDS.items():
-        parsers[name] = extra[0]()
+    for name, (build, _run) in COMMANDS.items():
+        if build is not None:
+            parsers[name] = build()
     return parsers
-
-
-#: Subcommands added by other modules: name -> (build parser, run). Keeps this file small.
-EXTRA_COMMANDS: dict[
-    str, tuple[Callable[[], argparse.ArgumentParser], Callable[[argparse.Namespace], int]]
-] = {}
 
 
 def _repo_paths(args: argparse.Namespace, config) -> list[Path]:
@@ -153,20 +140,16 @@ def _repo_paths(args: argparse.Namespace, config) -> list[Path]:
     return [Path.cwd()]
 
 
-def _open_inbox(args: argparse.Namespace):
+def _open_inbox(args: argparse.Namespace, config=None):
+    """(config, the inbox of the PATHs, scanned), knowing the config's remote backends."""
     from hitl_tui.config import load_config
     from hitl_tui.inbox import Inbox
 
-    config = load_config(args.config)
-    _use_config(config)
-    return config, Inbox.open(_repo_paths(args, config), cached=True)
-
-
-def _use_config(config) -> None:
-    """What the rest of the command takes from the config beyond its arguments."""
-    from hitl_tui import journalstore
-
-    journalstore.set_retention(config.journal_keep)
+    config = config or load_config(args.config)
+    use_config(config)
+    inbox = Inbox.open(_repo_paths(args, config), cached=True)
+    inbox.use_remotes(config.remotes)
+    return config, inbox
 
 
 def _resolve(args: argparse.Namespace, inbox):
@@ -194,10 +177,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     from hitl_tui.timefmt import age
 
     _config, inbox = _open_inbox(args)
-    if _config.github:
-        from hitl_tui.github_sync import add_to_inbox
-
-        add_to_inbox(_config, inbox)  # one stderr line per source it could not read
+    for remote in inbox.remotes:
+        remote.read_into(inbox, _warn)  # one stderr line per scope it could not read
     print_warnings(inbox)
     blocks = inbox.sorted_blocks()
     if args.json:
@@ -220,37 +201,22 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_warnings(inbox) -> None:
-    """Each configuration problem of the inbox's repositories once, on stderr: a repository
-    whose project.md cannot be read is a warning, never a block (stdout stays the listing)."""
-    from hitl_tui.textio import printable
-
-    for warning in inbox.warnings:
-        print(f"hitl: warning: {printable(warning)}", file=sys.stderr)
-
-
-def _is_github_issue(target: str) -> bool:
-    """`owner/name#12` (and no such file): a GitHub issue, answered over the API."""
-    import re
-
-    ref = re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+#\d{1,9}", target)
-    return ref is not None and not os.path.exists(target)
+def _warn(text: str) -> None:
+    print(f"hitl: {_one_line(text)}", file=sys.stderr)
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
     from hitl_tui.answering import apply_answer, plan_answer
+    from hitl_tui.config import load_config
     from hitl_tui.model import StaleError
 
-    if _is_github_issue(args.target):
-        from hitl_tui import github_sync
-        from hitl_tui.config import load_config
-        from hitl_tui.sources import github
-
-        config = load_config(args.config)
-        block, secret = github_sync.read_issue_block(config, args.target)
-        plan = github.plan(block, answer_from_args(args, block, config.operator_name()))
-        return finish_answer(args, plan, lambda p: github_sync.apply_sync(p, secret))
-    config, inbox = _open_inbox(args)
+    config = load_config(args.config)
+    remote = next((r for r in config.remotes if r.owns(args.target)), None)
+    if remote is not None:  # `owner/name#12`: read afresh, answered over its API
+        block = remote.read(args.target)
+        plan = remote.plan(block, answer_from_args(args, block, config.operator_name()))
+        return finish_answer(args, plan, remote.send)
+    config, inbox = _open_inbox(args, config)
     try:
         inbox, block = _resolve(args, inbox)
     except UsageError:
@@ -303,7 +269,7 @@ def cmd_app(args: argparse.Namespace) -> int:
     from hitl_tui.workspace import Workspace
 
     config = load_config(args.config)
-    _use_config(config)
+    use_config(config)
     workspace = Workspace.discover(_repo_paths(args, config))
     from hitl_tui.tui.app import HitlApp
 
@@ -319,21 +285,20 @@ def cmd_app(args: argparse.Namespace) -> int:
 #: Commands that open the app, which shows recovery messages itself.
 APP_COMMANDS = ("", "demo")
 
-COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "list": cmd_list,
-    "answer": cmd_answer,
-    "demo": cmd_demo,
+Build = Callable[[], argparse.ArgumentParser] | None
+Run = Callable[[argparse.Namespace], int]
+
+#: Every subcommand: name -> (its parser, None for one built above; what runs it). The one
+#: table of commands: `hitl --help` and dispatch both read it (a test checks each is listed).
+COMMANDS: dict[str, tuple[Build, Run]] = {
+    "list": (None, cmd_list),
+    "answer": (None, cmd_answer),
+    "demo": (None, cmd_demo),
+    "undo": (journal_cli.build_undo, journal_cli.run_undo),
+    "history": (journal_cli.build_history, journal_cli.run_history),
+    "escalate": (agent_cli.build_escalate, agent_cli.run_escalate),
+    "guard": (agent_cli.build_guard, agent_cli.run_guard),
 }
-
-
-def _load_extras() -> None:
-    """Import the modules that register extra subcommands (escalate, guard, ...)."""
-    for module in ("hitl_tui.agent_cli", "hitl_tui.journal_cli"):
-        try:
-            __import__(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -342,11 +307,11 @@ def main(argv: list[str] | None = None) -> int:
     from hitl_tui import journalstore
 
     journalstore.reset()  # a command reports the malformed records it read itself
+    journalstore.set_retention_source(_configured_keep)  # until the command reads its config
     # The demo touches nothing outside its temp folder, so it leaves the operator's journal
     # (and any answer a crash interrupted) to the next real command.
     recovered = [] if argv[:1] == ["demo"] else _recover(debug)
     try:
-        _load_extras()
         parsers = build_parsers()
         name = argv[0] if argv and argv[0] in parsers and argv[0] else ""
         parser = parsers[name]
@@ -357,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
             for message in recovered:
                 print(f"hitl: {_one_line(message)}", file=sys.stderr)
         _check_state(name, args)
-        run = COMMANDS.get(name) or (EXTRA_COMMANDS[name][1] if name in EXTRA_COMMANDS else cmd_app)
+        run = COMMANDS[name][1] if name else cmd_app
         return run(args)
     except HitlError as exc:
         print(f"hitl: {_one_line(str(exc))}", file=sys.stderr)
@@ -400,6 +365,13 @@ def _check_state(name: str, args: argparse.Namespace) -> None:
         check_state_dir(write=True)
     elif name in STATE_READERS:
         check_state_dir(write=False)
+
+
+def _configured_keep():
+    """`journal_keep` of the user's config file (`--config` is not parsed yet at recovery)."""
+    from hitl_tui.config import load_config
+
+    return load_config().journal_keep
 
 
 def _recover(debug: bool) -> list[str]:

@@ -18,12 +18,16 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+from hitl_tui.journalstore import DEFAULT_KEEP
 from hitl_tui.model import HitlError, UsageError
 from hitl_tui.paths import config_file
+from hitl_tui.registry import REMOTE, remote_sources
+from hitl_tui.sources.base import Source
 
-KNOWN_KEYS = {"repos", "operator", "bell", "github", "journal_keep"}
+#: The config's own keys, and one table per remote backend (`[[github]]`, see `registry`).
+KNOWN_KEYS = {"repos", "operator", "bell", "journal_keep", *REMOTE}
 #: How long closed journal segments are kept, by default (see journalstore: retention).
-JOURNAL_KEEP = timedelta(days=90)
+JOURNAL_KEEP = DEFAULT_KEEP
 _DURATION = re.compile(r"\s*(\d{1,6})\s*([hdw])\s*\Z")
 _UNITS = {"h": "hours", "d": "days", "w": "weeks"}
 
@@ -33,7 +37,8 @@ class Config:
     repos: tuple[Path, ...] = ()
     operator: str | None = None
     bell: bool = True
-    github: tuple[dict, ...] = ()
+    #: The remote backends of the config's tables, each validated once, at load.
+    remotes: tuple[Source, ...] = ()
     path: Path | None = None
     #: None: the journal is kept forever.
     journal_keep: timedelta | None = JOURNAL_KEEP
@@ -90,19 +95,12 @@ def load_config(explicit: str | Path | None = None) -> Config:
     bell = data.get("bell", True)
     if not isinstance(bell, bool):
         raise UsageError(f"{path}: 'bell' must be true or false")
-    github = data.get("github", [])
-    if isinstance(github, dict):
-        github = [github]
-    if not isinstance(github, list):
-        raise UsageError(f"{path}: 'github' must be a [[github]] table or an array of them")
-    if github:
-        # Checked now, with the file named, before any command reads or writes anything.
-        from hitl_tui.sources.github import parse_config
-
-        try:
-            parse_config(github)
-        except UsageError as exc:
-            raise UsageError(f"{path}: {exc}") from None
+    try:
+        # Each backend checks its own table now, with the file named, before any command
+        # reads or writes anything.
+        remotes = remote_sources({key: data[key] for key in REMOTE if key in data})
+    except UsageError as exc:
+        raise UsageError(f"{path}: {exc}") from None
     keep = _journal_keep(path, data.get("journal_keep", "90d"))
     base = path.parent
     resolved = tuple(base / _expand(path, r) for r in repos)
@@ -110,7 +108,7 @@ def load_config(explicit: str | Path | None = None) -> Config:
         tuple(p.absolute() for p in resolved),
         operator,
         bell,
-        tuple(github),
+        remotes,
         path,
         journal_keep=keep,
     )

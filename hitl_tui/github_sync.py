@@ -18,7 +18,9 @@ which amounts to:
 before, and show its state (rate-limited until HH:MM, unreachable, unauthorised). To answer:
 `answering.plan_answer` then `answering.apply_answer` (or `await apply_remote(plan)`).
 
-For the CLI: `add_to_inbox(config, inbox)` and `cli_answer(args)`.
+`GithubBackend` is this backend behind the one interface of `sources.base.Source`: the
+registry builds it from the `[[github]]` tables, and the CLI, the app, answering and the
+journal only ever ask it (`read_into`, `watch`, `owns`/`read`, `plan`, `send`).
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import os
 import random
 import re
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -50,6 +52,7 @@ from hitl_tui.github_api import (
 )
 from hitl_tui.model import Block, HitlError, Plan, StaleError, UsageError
 from hitl_tui.sources import github as gh
+from hitl_tui.sources.base import OnUpdate, Source
 from hitl_tui.sources.github import GithubSource
 
 ISSUE_REF = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+)#(\d{1,9})$")
@@ -547,12 +550,23 @@ def _journal(plan: Plan, done: list[str], problem: str | None) -> str | None:
     if problem:
         summary += f"; NOT finished ({problem}): answer again to finish"
     try:
-        entry = journal.begin(dataclasses.replace(plan, summary=summary))
+        entry = journal.begin(
+            dataclasses.replace(plan, summary=summary),
+            remote=True,
+            not_undoable=_not_undoable(plan.block),
+        )
         journal.commit(entry)
     except (OSError, HitlError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return f"(the journal could not record it: {reason})"
     return None
+
+
+def _not_undoable(block: Block) -> str:
+    return (
+        f"answered a GitHub issue ({block.id}): hitl cannot undo a posted comment; answer the "
+        "issue again or edit it on GitHub"
+    )
 
 
 def _partial(block: Block, plan: Plan, index: int, done: list[str], exc: GithubError) -> HitlError:
@@ -601,18 +615,79 @@ def apply_sync(plan: Plan, token: Secret | str | None = None) -> list[str]:
     return run_sync(lambda: apply_remote(plan, token))
 
 
-# -- the CLI ---------------------------------------------------------------------------------------
+# -- the backend ----------------------------------------------------------------------------------
 
 
-def _warn(text: str) -> None:
-    from hitl_tui.textio import printable
+class GithubBackend(Source):
+    """Every `[[github]]` table of the config, as one backend (see `sources.base.Source`)."""
 
-    print(f"hitl: {printable(' '.join(text.split()))}", file=sys.stderr)
+    name = gh.SOURCE
+    title = "GitHub"
+    config_key = "github"
+    remote = True
+    undoable = False
+
+    def __init__(self, entries: Sequence[GithubSource]) -> None:
+        self.entries = list(entries)
+        self._poller: GithubPoller | None = None
+        #: The token that read a block for `hitl answer`, by block id: sent with the same.
+        self._secrets: dict[str, Secret | None] = {}
+
+    def __repr__(self) -> str:
+        return f"GithubBackend({[e.scope for e in self.entries]!r})"
+
+    @classmethod
+    def from_config(cls, tables: list) -> GithubBackend:
+        return cls(gh.parse_config(tables))
+
+    def plan(self, block: Block, answer: Any) -> Plan:
+        return gh.plan(block, answer)
+
+    def send(self, plan: Plan) -> list[str]:
+        return apply_sync(plan, self._secrets.get(plan.block.id))
+
+    def why_not_undoable(self, block: Block) -> str:
+        return _not_undoable(block)
+
+    def owns(self, target: str) -> bool:
+        """`owner/name#12` (and no such file): an issue, answered over the API."""
+        return ISSUE_REF.fullmatch(target) is not None and not os.path.exists(target)
+
+    def read(self, target: str) -> Block:
+        block, secret = read_issue_block(self.entries, target)
+        self._secrets[block.id] = secret
+        return block
+
+    def read_into(self, inbox: Any, warn: Callable[[str], None]) -> None:
+        add_to_inbox(self.entries, inbox, warn=warn)
+
+    async def watch(self, inbox: Any, on_update: OnUpdate, stop: asyncio.Event) -> None:
+        async def update(result: SourceResult, delta: Any) -> None:
+            await on_update(result.scope, result.state, result.message, delta)
+
+        async with GithubPoller(self.entries, resolve_token) as poller:
+            self._poller = poller
+            try:
+                await watch_github(poller, inbox, update, stop)
+            finally:
+                self._poller = None
+
+    def refresh_soon(self) -> None:
+        if self._poller is not None:
+            self._poller.refresh_soon()
 
 
-def add_to_inbox(config: Any, inbox: Any, token: Secret | str | None = None) -> list[SourceResult]:
+# -- one read, for a command --------------------------------------------------------------------
+
+
+def add_to_inbox(
+    sources: Sequence[GithubSource],
+    inbox: Any,
+    token: Secret | str | None = None,
+    *,
+    warn: Callable[[str], None],
+) -> list[SourceResult]:
     """`hitl list`: read every [[github]] source once into `inbox`; one warning per failure."""
-    sources = gh.parse_config(list(config.github))
     if not sources:
         return []
     secret = _token(token) if token is not None else resolve_token
@@ -624,7 +699,7 @@ def add_to_inbox(config: Any, inbox: Any, token: Secret | str | None = None) -> 
     results = run_sync(poll)
     for result in results:
         if result.blocks is None:
-            _warn(
+            warn(
                 f"github {result.scope}: {result.state}: {result.message}; "
                 "its blocks are not listed"
             )
@@ -633,14 +708,14 @@ def add_to_inbox(config: Any, inbox: Any, token: Secret | str | None = None) -> 
     return results
 
 
-def find_source(config: Any, full_name: str) -> GithubSource:
-    for src in gh.parse_config(list(config.github)):
+def find_source(sources: Sequence[GithubSource], full_name: str) -> GithubSource:
+    for src in sources:
         if src.covers(full_name):
             return src
     raise UsageError(f"{full_name} is not in the [[github]] config (repo or org)")
 
 
-def read_issue_block(config: Any, target: str) -> tuple[Block, Secret | None]:
+def read_issue_block(sources: Sequence[GithubSource], target: str) -> tuple[Block, Secret | None]:
     """The open block of `owner/name#12`, read afresh, and the token that read it.
 
     Raises UsageError for a reference outside the [[github]] config, StaleError when the issue
@@ -650,7 +725,7 @@ def read_issue_block(config: Any, target: str) -> tuple[Block, Secret | None]:
     if match is None:
         raise UsageError(f"{target!r} is not owner/name#NUMBER")
     full_name, number = match.group(1), int(match.group(2))
-    src = find_source(config, full_name)
+    src = find_source(sources, full_name)
     secret = resolve_token(src.api_url)
 
     async def read() -> Block | None:

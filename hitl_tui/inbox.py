@@ -102,6 +102,9 @@ class Inbox:
         self._by_repo: dict[Path, set[Key]] = {}
         #: Watched folder -> its repository; built when first needed (a CLI run never does).
         self._dir_owner: dict[Path, Path] | None = None
+        #: The remote backends (GitHub, ...; see `use_remotes`): their blocks come in through
+        #: `replace_remote`, and answering finds their planner here like the local ones'.
+        self.remotes: list[Source] = []
         #: Blocks of remote sources (GitHub), by (source, scope); kept across local rescans.
         self._remote: dict[tuple[str, str], set[Key]] = {}
         #: What a source could not read in a repository's configuration (a project.md it
@@ -126,6 +129,14 @@ class Inbox:
         return cls(
             workspace, cache=ParseCache.for_workspace(workspace.paths), since=SinceBook.for_state()
         )
+
+    def use_remotes(self, remotes: Iterable[Source]) -> None:
+        """The remote backends of the config (`Config.remotes`), whose blocks this inbox lists."""
+        self.remotes = list(remotes)
+
+    def source_named(self, name: str) -> Source | None:
+        """The source (local or remote) whose blocks carry `name` as their `Block.source`."""
+        return next((s for s in [*self.sources, *self.remotes] if s.name == name), None)
 
     def save_cache(self) -> None:
         if self.cache is not None:
@@ -208,8 +219,7 @@ class Inbox:
         self._note_warnings(repo, source)
 
     def _note_warnings(self, repo: Path, source: Source) -> None:
-        get = getattr(source, "warnings", None)
-        found = tuple(get(repo)) if get is not None else ()
+        found = tuple(source.warnings(repo))
         if found:
             self._warnings[(repo, source.name)] = found
         else:

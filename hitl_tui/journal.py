@@ -137,10 +137,18 @@ class Entry:
     repo_id: tuple | None = None
     #: When the block answered had begun (its `since`); None in old records.
     block_since: datetime | None = None
+    #: The answer went to a remote backend: `repo` and `block_path` are a name and a URL.
+    remote: bool = False
+    #: Why it cannot be undone (its source said so when it was journaled); None: it can.
+    not_undoable: str | None = None
 
     @property
     def undone(self) -> bool:
         return self.undone_by is not None
+
+    @property
+    def undoable(self) -> bool:
+        return self.not_undoable is None
 
     def to_json(self) -> dict:
         return {
@@ -297,8 +305,18 @@ def _where(value: object, remote: bool) -> Path | str:
 
 def _entry(begin: dict, end: dict | None) -> Entry:
     block = begin.get("block") or {}  # every field's type was checked by journalstore.problem
-    # A remote answer (GitHub) has no file steps; its repo and path are a name and a URL.
-    remote = not begin.get("files") and "://" in str(block.get("path", ""))
+    # What its source could do is recorded with the answer. Records from before that (no
+    # "remote" key) had one remote backend, GitHub: no file steps, and a URL for a path.
+    legacy = "remote" not in block
+    remote = block.get("remote") is True or (
+        legacy and not begin.get("files") and "://" in str(block.get("path", ""))
+    )
+    not_undoable = block.get("not_undoable")
+    if legacy and remote:
+        not_undoable = (
+            f"answered {block.get('id', '')} on {block.get('source', '')}: hitl cannot undo "
+            "what was sent there"
+        )
     answer = begin.get("answer") or {}
     status = "in progress"
     if end is not None:
@@ -323,6 +341,8 @@ def _entry(begin: dict, end: dict | None) -> Entry:
         answer=answer if isinstance(answer, dict) else {},
         repo_id=_repo_id(begin.get("repo_id")),
         block_since=_since(block.get("since")),
+        remote=remote,
+        not_undoable=not_undoable if isinstance(not_undoable, str) else None,
     )
 
 
@@ -485,18 +505,29 @@ def _temp_folders(rd: RepoDir, steps: tuple[FileStep, ...]) -> set[int]:
 # -- begin, commit, roll back (used by apply.apply_plan) ---------------------------------------
 
 
-def begin(plan: Plan, identity: tuple | None = None) -> str:
+def begin(
+    plan: Plan,
+    identity: tuple | None = None,
+    *,
+    remote: bool = False,
+    not_undoable: str | None = None,
+) -> str:
     """Journal `plan` before its first write: the old and new bytes of each file, then a record.
 
+    `remote` and `not_undoable` are what the plan's source can do (`Source.remote`,
+    `Source.why_not_undoable`), recorded so that undo and history need not know the source.
     Raises OSError when the state folder cannot take it (nothing was written to the repo).
     """
     now = _now()
     entry_id = _new_id(now)
+    abilities = {"remote": remote, **({"not_undoable": not_undoable} if not_undoable else {})}
     with journalstore.storing_blobs():  # no blob is pruned until the open file names it
-        return _begin(plan, now, entry_id, identity)
+        return _begin(plan, now, entry_id, identity, abilities)
 
 
-def _begin(plan: Plan, now: datetime, entry_id: str, identity: tuple | None) -> str:
+def _begin(
+    plan: Plan, now: datetime, entry_id: str, identity: tuple | None, abilities: dict
+) -> str:
     steps = []
     for change in plan.changes:
         old_sha = None if change.old is None else _store_blob(change.old)
@@ -530,6 +561,7 @@ def _begin(plan: Plan, now: datetime, entry_id: str, identity: tuple | None) -> 
             "question": block.one_line_question(300),
             # When the block began: an undo puts it back (the list's order and age).
             "since": block.since.isoformat(),
+            **abilities,
         },
         "answer": {
             "choice": None
@@ -763,7 +795,7 @@ def _pick(entries: _Entries, entry_id: str | None) -> Entry:
     id stops where it is found and anything else reads to the end, to be sure it is unique."""
     if entry_id is None:
         for e in entries.newest_first():
-            if e.kind == "answer" and e.status == "done" and not e.undone and not _remote(e):
+            if e.kind == "answer" and e.status == "done" and not e.undone and e.undoable:
                 return e
         raise UsageError("nothing to undo: no answer in the journal (see 'hitl history')")
     from hitl_tui.textio import printable
@@ -784,7 +816,7 @@ def _pick(entries: _Entries, entry_id: str | None) -> Entry:
             i == wanted.strip("/") or i.endswith(tail) for i in (e.block_id, shown)
         ):
             # A block's id: its newest answer that can still be undone.
-            if e.block_id not in blocks and e.status == "done" and not e.undone and not _remote(e):
+            if e.block_id not in blocks and e.status == "done" and not e.undone and e.undoable:
                 found.setdefault(e.id, e)
             blocks.add(e.block_id)
     if not wanted or not found:
@@ -809,10 +841,8 @@ def undo(
     """
     entry = _pick(_entries(_read_records()), entry_id)
     _check_undoable(entry)
-    if operator is None:
-        from hitl_tui.config import load_config
-
-        operator = load_config().operator_name()
+    if operator is None:  # every command passes the config's operator (`Config.operator_name`)
+        operator = "operator"
     where = _locate(entry)
     if where is None:
         raise StaleError(f"cannot undo {entry.id}: the repository {entry.repo} is gone")
@@ -918,19 +948,11 @@ def _remember_since(entry: Entry) -> None:
     book.save()
 
 
-def _remote(entry: Entry) -> bool:
-    """An answer sent to GitHub: journaled for history, but a posted comment cannot be undone."""
-    return entry.block_source == "github"
-
-
 def _check_undoable(entry: Entry) -> None:
     if entry.kind != "answer":
         raise UsageError(f"{entry.id} is an undo, not an answer")
-    if _remote(entry):
-        raise UsageError(
-            f"{entry.id} answered a GitHub issue ({entry.block_id}): hitl cannot undo a posted "
-            "comment; answer the issue again or edit it on GitHub"
-        )
+    if not entry.undoable:
+        raise UsageError(f"{entry.id} {entry.not_undoable}")
     if entry.undone:
         raise UsageError(f"{entry.id} was already undone (by {entry.undone_by})")
     if entry.status == "rolled back":

@@ -1,4 +1,4 @@
-"""`hitl undo` and `hitl history`: registered in `cli.EXTRA_COMMANDS` on import.
+"""`hitl undo` and `hitl history`: listed in `cli.COMMANDS`.
 
 Light on purpose (no Textual): every `hitl` invocation imports it.
 """
@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from hitl_tui import cli
+from hitl_tui import cli_base
 
 #: Answers a page of `hitl history`.
 PAGE = 50
@@ -41,8 +41,8 @@ A malformed journal record is skipped and named on stderr; the rest is shown.
 
 
 def build_undo() -> argparse.ArgumentParser:
-    p = cli._Parser(
-        prog=f"{cli.PROG} undo",
+    p = cli_base.Parser(
+        prog=f"{cli_base.PROG} undo",
         description="Revert an answer byte for byte, the block file included.",
         epilog=UNDO_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -53,8 +53,8 @@ def build_undo() -> argparse.ArgumentParser:
 
 
 def build_history() -> argparse.ArgumentParser:
-    p = cli._Parser(
-        prog=f"{cli.PROG} history",
+    p = cli_base.Parser(
+        prog=f"{cli_base.PROG} history",
         description="Print the journal of answers: when, who, where, what, undone or not.",
         epilog=HISTORY_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -79,7 +79,7 @@ def run_undo(args: argparse.Namespace) -> int:
     from hitl_tui.textio import printable
 
     config = load_config(args.config)
-    cli._use_config(config)
+    cli_base.use_config(config)
     print(printable(journal.undo(args.id, operator=config.operator_name())))
     return 0
 
@@ -131,7 +131,3 @@ def run_history(args: argparse.Namespace) -> int:
     if more:
         print(f"(older answers: {again}; all of them: --limit 0)")
     return 0
-
-
-cli.EXTRA_COMMANDS["undo"] = (build_undo, run_undo)
-cli.EXTRA_COMMANDS["history"] = (build_history, run_history)

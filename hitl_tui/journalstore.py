@@ -52,7 +52,7 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -72,6 +72,11 @@ STEP_ACTIONS = ("update", "create", "remove")
 
 _UNSET = object()
 _keep: object = _UNSET
+#: How long closed segments are kept when nobody said (no config file says otherwise).
+DEFAULT_KEEP = timedelta(days=90)
+#: Where the retention comes from when no command set it (the CLI: its config file, read
+#: when first needed); None: DEFAULT_KEEP. The store never reads the config itself.
+_keep_source: Callable[[], timedelta | None] | None = None
 #: (file name, byte offset) -> line number of every malformed record read by this process.
 _skipped: dict[tuple[str, int], int] = {}
 
@@ -270,14 +275,21 @@ def set_retention(keep: timedelta | None) -> None:
     _keep = keep
 
 
+def set_retention_source(source: Callable[[], timedelta | None] | None) -> None:
+    """Where the retention comes from until `set_retention` is called (the config file)."""
+    global _keep_source
+    _keep_source = source
+
+
 def _retention() -> timedelta | None:
     if _keep is not _UNSET:
         return _keep  # type: ignore[return-value]
-    from hitl_tui.config import load_config
+    if _keep_source is None:
+        return DEFAULT_KEEP
     from hitl_tui.model import HitlError
 
     try:
-        return load_config().journal_keep
+        return _keep_source()
     except HitlError:
         return None  # an unreadable config: keep everything
 
@@ -435,9 +447,11 @@ def problem(record: object) -> str | None:
     block = record.get("block", {})
     if not isinstance(block, dict):
         return "bad block"
-    for key in ("id", "source", "path", "fingerprint", "question"):
+    for key in ("id", "source", "path", "fingerprint", "question", "not_undoable"):
         if not _optional(block, key, (str,)):
             return f"bad block {key}"
+    if not _optional(block, "remote", (bool,)):
+        return "bad block remote"
     answer = record.get("answer", {})
     if not isinstance(answer, dict) or not _optional(answer, "decision", (str,)):
         return "bad answer"

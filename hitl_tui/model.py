@@ -55,6 +55,10 @@ class Choice:
     consequence: str | None = None
     #: The operator must type text with this choice (a note, an answer); the UI asks for it.
     needs_text: bool = False
+    #: What the choice does, in its source's words (`default`, `approve`, `resume`, `keep`),
+    #: read by that source's planner; None for a choice the agent listed itself. Not compared:
+    #: the planner takes it from the choice of that key as parsed again from the file.
+    kind: str | None = field(default=None, compare=False)
 
     def label(self) -> str:
         text = f"{self.key}) {self.option}"
@@ -98,7 +102,13 @@ class Block:
     truncated: bool = False
     #: Separate questions that each want an answer (agenticloop needs_context).
     questions: tuple[str, ...] = ()
-    #: Source-specific facts the planner needs (frontmatter, notes, ...). Not shown.
+    #: What each of `questions` is answered with by default (its recommended default; None:
+    #: none): the own-words boxes start from these.
+    defaults: tuple[str | None, ...] = ()
+    #: False when the block can only be shown (a file that could not be read, a header that
+    #: does not parse): its planner refuses every answer.
+    answerable: bool = True
+    #: Facts only this block's own planner reads (frontmatter, notes, ...). Not shown.
     meta: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property

@@ -55,7 +55,7 @@ import yaml
 from hitl_tui import __version__
 from hitl_tui.model import Block, Choice, Section
 
-FORMAT = 2
+FORMAT = 3
 SHARDS = 16
 #: A file changed this recently before its parse may change again without a new signature.
 RACY_NS = 2_000_000_000
@@ -87,6 +87,7 @@ _LIST_NAMES = tuple(_FIELDS[i] for i in _STR_LISTS)
 _LENGTH = len(_FIELDS)
 _CHOICES, _EXTRA, _SINCE = _INDEX["choices"], _INDEX["extra"], _INDEX["since"]
 _TRUNCATED, _META = _INDEX["truncated"], _INDEX["meta"]
+_DEFAULTS, _ANSWERABLE = _INDEX["defaults"], _INDEX["answerable"]
 _get_str = operator.itemgetter(*_STR)
 _get_optional = operator.itemgetter(*_OPTIONAL_STR)
 _get_lists = operator.itemgetter(*_STR_LISTS)
@@ -104,8 +105,9 @@ def freeze(block: Block) -> list:
     for i in _STR_LISTS:
         state[i] = list(state[i])
     state[_INDEX["choices"]] = [
-        [c.key, c.option, c.consequence, c.needs_text] for c in block.choices
+        [c.key, c.option, c.consequence, c.needs_text, c.kind] for c in block.choices
     ]
+    state[_DEFAULTS] = list(block.defaults)
     state[_INDEX["extra"]] = [[s.title, s.body] for s in block.extra]
     state[_INDEX["since"]] = block.since.isoformat()
     _encode(block.meta)  # kept as it is until saved; fail now if it could not be
@@ -145,14 +147,22 @@ def thaw(state: object, repo: Path, path: Path) -> Block:
         lists.append(tuple(items))
     choices = []
     for c in state[_CHOICES]:
-        if type(c) is not list or len(c) != 4:
+        if type(c) is not list or len(c) != 5:
             raise ValueError("choices")
-        key, option, consequence, needs_text = c
+        key, option, consequence, needs_text, kind = c
         if type(key) is not str or type(option) is not str or type(needs_text) is not bool:
             raise ValueError("choices")
         if consequence is not None and type(consequence) is not str:
             raise ValueError("choices")
-        choices.append(Choice(key, option, consequence, needs_text))
+        if kind is not None and type(kind) is not str:
+            raise ValueError("choices")
+        choices.append(Choice(key, option, consequence, needs_text, kind))
+    defaults = state[_DEFAULTS]
+    if type(defaults) is not list:
+        raise ValueError("defaults")
+    for d in defaults:
+        if d is not None and type(d) is not str:
+            raise ValueError("defaults")
     extra = []
     for x in state[_EXTRA]:
         if type(x) is not list or len(x) != 2 or type(x[0]) is not str or type(x[1]) is not str:
@@ -166,6 +176,8 @@ def thaw(state: object, repo: Path, path: Path) -> Block:
         raise ValueError("since")
     if type(state[_TRUNCATED]) is not bool or type(state[_META]) is not dict:
         raise ValueError("truncated or meta")
+    if type(state[_ANSWERABLE]) is not bool:
+        raise ValueError("answerable")
     block = object.__new__(Block)
     put = object.__setattr__
     for name, value in zip(_FIELDS, state, strict=True):
@@ -175,6 +187,7 @@ def thaw(state: object, repo: Path, path: Path) -> Block:
     put(block, "since", when)
     put(block, "choices", tuple(choices))
     put(block, "extra", tuple(extra))
+    put(block, "defaults", tuple(defaults))
     for name, value in zip(_LIST_NAMES, lists, strict=True):
         put(block, name, value)
     return block
@@ -361,8 +374,7 @@ class ParseCache:
 
     def parse(self, source, repo: Path, path: Path, label: str) -> Block | None:
         """`source.parse(repo, path, label)`, or its earlier result if the file is unchanged."""
-        cacheable = getattr(source, "cacheable", None)
-        if cacheable is None or not cacheable(repo, path):
+        if not source.cacheable(repo, path):
             return source.parse(repo, path, label)
         name = os.fspath(path)
         try:

@@ -111,7 +111,7 @@ def test_fixture_needs_context_has_numbered_questions_and_defaults(billing: Path
     )
     assert t12.question.startswith("1. Should rounding happen")
     assert "\n2. Which rounding mode for halves?" in t12.question
-    assert t12.meta["defaults"] == ("per line, to match the export", None)
+    assert t12.defaults == ("per line, to match the export", None)
     assert t12.meta["question_heads"] == (
         "Should rounding happen per line or on the invoice total?",
         "Which rounding mode for halves?",
@@ -664,7 +664,7 @@ def test_yaml_syntax_is_only_text(tmp_path: Path) -> None:
     start = time.monotonic()
     block = _blocks(repo)["proj/T-500"]
     assert time.monotonic() - start < 2
-    assert block.meta["kind"] == "task" and block.category == "transient"
+    assert block.answerable and block.category == "transient"
     assert block.meta["header"]["b"] == "&b [*a,*a,*a,*a,*a,*a,*a]"
     assert block.meta["header"]["x"] == "!!python/object:os.system ls"
 
@@ -712,7 +712,7 @@ def test_status_value_on_continuation_line_is_not_a_status(tmp_path: Path) -> No
     text = "---\nstatus:\n  blocked\nblock_category: transient\nx: 1\n---\n\n## Comments\n"
     path = _task(repo, "T-505", text)
     block = _parse(repo, path)
-    assert block is not None and block.meta["kind"] == "broken"
+    assert block is not None and not block.answerable
     assert block.problems == (
         "the task header does not parse: line 3: '  blocked' is neither "
         "`key: value`, a `- item` nor a # comment",
@@ -962,7 +962,7 @@ def test_every_question_with_a_default_offers_accepting_them_all(tmp_path: Path)
         "  2. Host? Recommended: localhost. Who: ops.\n"
     )
     block = _parse(repo, _task(repo, "T-072", text))
-    assert block is not None and block.meta["defaults"] == ("8080", "localhost")
+    assert block is not None and block.defaults == ("8080", "localhost")
     first = block.choices[0]
     assert first.option == "Accept the recommended defaults: 1. 8080; 2. localhost"
     assert first.consequence == (

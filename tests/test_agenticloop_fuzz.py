@@ -145,7 +145,7 @@ def _check_answer(text: str, newline: str, final_newline: bool) -> None:
         source = AgenticloopSource()
         block = source.parse(repo, path, "r")
         event("parsed" if block is not None else "not a block")
-        if block is None or block.meta.get("kind") != "task":
+        if block is None or not block.answerable:
             return
         texts = ("ok",) * max(1, len(block.questions))
         try:

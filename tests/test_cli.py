@@ -565,6 +565,20 @@ def test_help(ws: Path, args: list[str], usage: str, mentions: list[str], inproc
         assert text in result.stdout
 
 
+def test_every_command_is_listed_and_has_its_help(ws: Path, inproc):
+    """One table of commands: `hitl --help` names each, and each answers `--help` with its
+    own usage (renaming a command module is an import error, never four commands gone)."""
+    from hitl_tui import cli
+
+    assert set(cli.COMMANDS) == {"list", "answer", "demo", "undo", "history", "escalate", "guard"}
+    listing = inproc("--help", cwd=ws).stdout
+    for name in cli.COMMANDS:
+        assert f"hitl {name}" in listing, name
+        result = inproc(name, "--help", cwd=ws)
+        assert result.returncode == 0, (name, result.stderr)
+        assert result.stdout.startswith(f"usage: hitl {name}"), name
+
+
 # -- no textual on the scripting paths ----------------------------------------------------------
 
 NO_TEXTUAL = """

@@ -27,6 +27,7 @@ from hitl_tui.github_sync import (
 )
 from hitl_tui.inbox import Inbox
 from hitl_tui.model import Answer, StaleError, UsageError
+from hitl_tui.registry import remote_sources
 from hitl_tui.sources import github as gh
 from hitl_tui.workspace import Workspace
 from tests.github_fake import LOGIN, TOKEN, FakeGithub
@@ -594,6 +595,7 @@ async def test_answering_through_the_inbox_api(fake, tmp_path, monkeypatch):
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     blocked_issue(fake, 1)
     inbox = Inbox(Workspace.discover([tmp_path]))
+    inbox.use_remotes(remote_sources({"github": [entry(fake)]}))  # as the config builds them
     (result,) = await poll(fake)
     delta = inbox.replace_remote("github", result.scope, result.blocks)
     assert [b.id for b in delta.added] == ["acme/shop#1"]

@@ -368,6 +368,22 @@ def test_undo_and_history_never_load_textual(shop: Path):
     assert (shop / "BLOCKED.md").exists()
 
 
+def test_a_remote_block_with_a_path_like_a_files_is_never_taken_for_a_local_file(shop: Path):
+    """A block on another machine (`host:/path`): what its source recorded decides, not the
+    shape of the path, so undo never restores local files for it."""
+    import dataclasses
+
+    plan = plan_for(shop)
+    block = dataclasses.replace(plan.block, source="elsewhere", path="host:/srv/shop/BLOCKED.md")
+    sent = dataclasses.replace(plan, block=block, changes=(), expect={})
+    entry_id = journal.begin(sent, remote=True, not_undoable="was sent to host: not undoable")
+    journal.commit(entry_id)
+    [entry] = journal.history()
+    assert entry.remote and entry.block_path == "host:/srv/shop/BLOCKED.md"
+    with pytest.raises(UsageError, match="was sent to host: not undoable"):
+        journal.undo(entry_id, operator="x")
+
+
 def test_a_remote_answer_is_history_only(shop: Path):
     """A GitHub answer is journaled with no files: shown, never undone, closed by recovery."""
     import dataclasses
@@ -376,8 +392,10 @@ def test_a_remote_answer_is_history_only(shop: Path):
     block = dataclasses.replace(
         plan.block, source="github", repo="acme/shop", path="https://github.com/acme/shop/issues/7"
     )
-    remote = dataclasses.replace(plan, block=block, changes=(), expect={})
-    entry_id = journal.begin(remote)  # crashed before its commit
+    sent = dataclasses.replace(plan, block=block, changes=(), expect={})
+    # What the source can do is recorded with it: the journal never asks the source's name.
+    why = "answered a GitHub issue (acme/shop#7): hitl cannot undo a posted comment"
+    entry_id = journal.begin(sent, remote=True, not_undoable=why)  # crashed before its commit
     [message] = journal.recover()
     assert message.startswith("recorded an interrupted answer to shop")
     [entry] = journal.history()
@@ -385,7 +403,7 @@ def test_a_remote_answer_is_history_only(shop: Path):
     assert entry.block_path == "https://github.com/acme/shop/issues/7"
     assert entry.to_json()["repo"] == "acme/shop"
     assert entry.to_json()["block"]["path"] == "https://github.com/acme/shop/issues/7"
-    with pytest.raises(UsageError):
+    with pytest.raises(UsageError, match="cannot undo a posted comment"):
         journal.undo(entry_id, operator="x")
     with pytest.raises(UsageError, match="nothing to undo"):
         journal.undo(operator="x")

@@ -369,7 +369,7 @@ def test_header_values_come_back_exactly(fleet: Path) -> None:
     cached = warm.resolve(str(task))
     assert cached == fresh
     header, again = fresh.meta["header"], cached.meta["header"]
-    assert again == header and cached.meta["defaults"] == fresh.meta["defaults"]
+    assert again == header and cached.defaults == fresh.defaults
     assert header["tags"] == ["a", "b, c", ["d"]] and header["empty"] == {}
     assert header["nested"] == {"$": "dollar", "list": ["x"]} and header["text"] == "two\nlines\n"
     assert {k: type(v) for k, v in again.items()} == {k: type(v) for k, v in header.items()}
@@ -410,8 +410,10 @@ def test_what_an_answer_writes_follows_the_file_not_the_cache(fleet: Path, tmp_p
 
     def plant(row):
         if row[1] == str(fleet / "tasks-0" / task):
-            meta = row[4][parsecache._INDEX["meta"]]
-            meta.update(approval_gate=True, choice_kinds={"A": "approve", "B": "keep"})
+            state = row[4]
+            state[parsecache._INDEX["meta"]].update(approval_gate=True)
+            choices = state[parsecache._INDEX["choices"]]
+            choices[0][4], choices[1][4] = "approve", "keep"  # the choices' kinds
         return row
 
     _rewrite_rows(fleet, plant)

@@ -7,9 +7,11 @@ import socket
 from pathlib import Path
 
 import pytest
+from textual.widgets import TextArea
 
 from hitl_tui.config import Config
 from hitl_tui.inbox import Inbox
+from hitl_tui.registry import remote_sources
 from hitl_tui.tui.app import HitlApp
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen
 from hitl_tui.tui.widgets import BlockList
@@ -41,7 +43,7 @@ def local(tmp_path: Path, monkeypatch) -> Path:
 
 
 def _app(repo: Path, github: tuple[dict, ...]) -> HitlApp:
-    config = Config(operator="Ada", bell=False, github=github)
+    config = Config(operator="Ada", bell=False, remotes=remote_sources({"github": list(github)}))
     return HitlApp(Inbox(Workspace.discover([repo])), config=config, clock=lambda: NOW)
 
 
@@ -88,13 +90,44 @@ async def test_github_block_listed_and_answered_in_the_app(local: Path, fake: Fa
         app.stop_event.set()
 
 
+async def test_own_words_start_from_each_questions_default_on_github_too(
+    local: Path, fake: FakeGithub
+) -> None:
+    """`o` on an issue asking several questions: one box per question, each pre-filled with
+    that question's recommended default, as for a task file."""
+    fake.add_issue("acme/shop", 20, title="Export format")
+    fake.add_comment(
+        "acme/shop",
+        20,
+        "Questions:\n1. Per line or per invoice? Recommended: per line.\n"
+        "2. Which port? Recommended: 8080.\n\nAGENT_TASK_STATUS: needs_context\n",
+    )
+    app = _app(local, ({"repo": "acme/shop", "api_url": fake.url},))
+    async with app.run_test(size=SIZE) as pilot:
+        table = app.query_one(BlockList)
+        await _until(pilot, lambda: "acme/shop#20" in {b.id for b in table.blocks.values()})
+        await pilot.press("home")
+        for _ in table.order:
+            if table.current.id == "acme/shop#20":
+                break
+            await pilot.press("j")
+        assert table.current.id == "acme/shop#20"
+        await pilot.press("o")
+        await pilot.pause()
+        assert isinstance(app.screen, TextAnswerScreen)
+        boxes = list(app.screen.query(".answer-text").results(TextArea))
+        assert [box.text for box in boxes] == ["per line", "8080"]
+        await pilot.press("escape")
+        app.stop_event.set()
+
+
 async def test_unreachable_source_is_shown_and_hides_nothing(local: Path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     app = _app(local, ({"repo": "acme/shop", "api_url": f"http://127.0.0.1:{port}"},))
     async with app.run_test(size=SIZE) as pilot:
-        await _until(pilot, lambda: bool(app.github_states), seconds=20)
+        await _until(pilot, lambda: bool(app.source_states), seconds=20)
         bar = str(app.query_one("#topbar").render())
         assert "GitHub 0/1 ok" in bar and "acme/shop" in bar
         assert {b.id for b in app.query_one(BlockList).blocks.values()} == {"shop"}
@@ -109,8 +142,8 @@ async def test_a_slow_loris_source_gives_up_and_hides_nothing(local: Path) -> No
     app = _app(local, (source,))
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await _until(pilot, lambda: bool(app.github_states), seconds=2 + 5)
-            [(state, message)] = app.github_states.values()
+            await _until(pilot, lambda: bool(app.source_states), seconds=2 + 5)
+            [(state, message)] = app.source_states["GitHub"].values()
             assert (state, message) == ("unreachable", "no complete answer within 2 s")
             assert {b.id for b in app.query_one(BlockList).blocks.values()} == {"shop"}
             assert "GitHub 0/1 ok" in str(app.query_one("#topbar").render())

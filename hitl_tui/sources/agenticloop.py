@@ -39,6 +39,7 @@ from hitl_tui.model import (
     UsageError,
     fingerprint,
 )
+from hitl_tui.sources.base import Source
 from hitl_tui.textio import _LINE, TextDoc, heading_of, normalise_heading, one_line
 
 NAME = "agenticloop"
@@ -581,7 +582,7 @@ def _real_inside(child: str, parent: str) -> bool:
 # -- the source -------------------------------------------------------------------------------
 
 
-class AgenticloopSource:
+class AgenticloopSource(Source):
     """Task files of agenticloop's files backend."""
 
     name = NAME
@@ -755,7 +756,7 @@ class AgenticloopSource:
         context = _context(title, state, category, parts, body, header, note)
         attempted = _tried(mentioning, split_notes)
         has_category = "block_category" in header
-        kinds, choices = _choices(state, has_category, gate, recommended, bool(items))
+        choices = _choices(state, has_category, gate, recommended, bool(items))
         sections = [
             Section(t, b.strip())
             for (t, b), name in zip(body.sections, body.names, strict=True)
@@ -780,15 +781,13 @@ class AgenticloopSource:
             problems=tuple(problems),
             truncated=read.truncated,
             questions=questions if len(questions) > 1 else (),
+            defaults=defaults if len(questions) > 1 else (recommended,),
             meta={
-                "kind": "task",
                 "task_id": task_id,
                 "status": state,
                 "approval_gate": gate,
                 "recommended": recommended,
-                "defaults": defaults if len(questions) > 1 else (recommended,),
                 "question_heads": tuple(h for h, _ in split_items),
-                "choice_kinds": kinds,
                 "note": note.text if note else None,
                 "summary": _summary(title, question, split_items),
                 # The day of that note: when the block began (`inbox.began`).
@@ -823,7 +822,8 @@ class AgenticloopSource:
             raw=text,
             problems=(problem,),
             truncated=read.truncated if read else False,
-            meta={"kind": "broken", "task_id": task_id},
+            answerable=False,
+            meta={"task_id": task_id},
         )
 
     # -- answering -------------------------------------------------------------------------
@@ -835,8 +835,7 @@ class AgenticloopSource:
         return decide(block, answer).note
 
     def plan(self, block: Block, answer: Answer) -> Plan:
-        kind = block.meta.get("kind")
-        if kind != "task":
+        if not block.answerable:
             raise HitlError(f"{block.id}: the task header does not parse; fix the file by hand")
         task_id = block.meta["task_id"]
         fsio.resolve_for_write(block.repo, block.path)
@@ -881,14 +880,13 @@ class Decision:
 def decide(block: Block, answer: Answer) -> Decision:
     """What an answer means for a task: the note's text, and whether it resumes or approves."""
     who = one_line(answer.operator) or "operator"
-    kinds: dict[str, str] = block.meta.get("choice_kinds", {})
     remark = f" Note: {one_line(answer.note)}" if answer.note and answer.note.strip() else ""
     texts = [one_line(t) for t in answer.texts]
     if answer.choice is None:
         if not texts or not any(texts):
             raise UsageError(f"{block.id}: the answer is empty: pick a choice or type an answer")
         return Decision(_answers(block, who, texts) + remark, True, False)
-    kind = kinds.get(answer.choice.key)
+    kind = next((c.kind for c in block.choices if c.key == answer.choice.key), None)
     if kind is None:
         block.find_choice(answer.choice.key)  # raises UsageError naming the valid keys
         raise UsageError(f"{block.id}: choice {answer.choice.key} is not one of this task's")
@@ -1051,13 +1049,10 @@ def _choices(
             True,
         )
     )
-    kinds: dict[str, str] = {}
-    choices: list[Choice] = []
-    for i, (kind, option, consequence, needs_text) in enumerate(found):
-        key = "ABCDEFGH"[i]
-        kinds[key] = kind
-        choices.append(Choice(key, option, consequence, needs_text))
-    return kinds, tuple(choices)
+    return tuple(
+        Choice("ABCDEFGH"[i], option, consequence, needs_text, kind)
+        for i, (kind, option, consequence, needs_text) in enumerate(found)
+    )
 
 
 # -- writing ----------------------------------------------------------------------------------

@@ -1,46 +1,145 @@
-"""The interface every block source implements, and helpers they share.
+"""The one interface every backend implements: a local file format or a remote tracker.
 
-A source knows where its blocks live in a repository (so the watcher can watch those folders,
-non-recursively), how to parse one file into a Block, and how to plan the writes of an answer.
-Adding a new format is adding one module that implements `Source`.
+A backend declares what it can do (class attributes, with defaults here) and overrides only
+the methods it needs; the inbox, answering, the journal, the CLI and the app ask it, and never
+test its name or the shape of its paths.
+
+- A **local file format** (loopkit's BLOCKED.md, agenticloop task files) says where its blocks
+  live in a repository (`watch_dirs`, `block_files`, `claims`, `layout_changed`), parses one
+  file (`parse`), and plans an answer as the exact new bytes of files (`plan`), which
+  `apply.apply_plan` writes and the journal can undo. It is one module plus one line in
+  `hitl_tui.registry`.
+- A **remote backend** (GitHub issues; another machine later) reads a config table
+  (`config_key`, validated once at load by `from_config`), lists its blocks by polling
+  (`read_into` for a command, `watch` for the app), reads one block a command names
+  (`owns`, `read`), plans an answer as requests (`plan`) and sends them (`send`). It is one
+  module plus one line in `hitl_tui.registry`: nothing else names it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, ClassVar
 
-from hitl_tui.model import Answer, Block, Plan
+from hitl_tui.model import Answer, Block, HitlError, Plan
+
+#: What a remote backend reports after reading one of its scopes (see `Source.watch`):
+#: (scope, state, one-line message, the inbox Delta or None when the scope was not read).
+#: `state` is "ok" or why not ("rate-limited", "unreachable", "unauthorised", "error").
+OnUpdate = Callable[[str, str, str, Any], Awaitable[None]]
 
 
-class Source(Protocol):
-    name: str
+class Source:
+    """A backend. Every ability has a default here: a subclass declares only what differs."""
+
+    #: The name blocks carry (`Block.source`, `list --json`'s `source`).
+    name: ClassVar[str] = ""
+    #: What the app's header calls its scopes' states ("GitHub 1/1 ok"); remote backends.
+    title: ClassVar[str] = ""
+    #: The config file's table this backend reads (`[[github]]`), or None: it needs none.
+    config_key: ClassVar[str | None] = None
+    #: Its blocks live elsewhere: an answer is sent (`send`), never written to local files, and
+    #: a block's `repo` and `path` are names and URLs, not folders and files.
+    remote: ClassVar[bool] = False
+    #: An answer can be undone byte for byte (`hitl undo`); see `why_not_undoable`.
+    undoable: ClassVar[bool] = True
+
+    # -- configuration ---------------------------------------------------------------------
+
+    @classmethod
+    def from_config(cls, tables: list) -> Source:
+        """The backend for its config tables, validated; UsageError (one line) when invalid.
+        Called once, by `config.load_config`, which names the file in the error."""
+        return cls()
+
+    # -- where blocks live (local file formats) ------------------------------------------------
 
     def watch_dirs(self, repo: Path) -> list[Path]:
         """Folders whose direct entries can hold or locate this source's blocks."""
-        ...
+        return []
 
     def block_files(self, repo: Path) -> list[Path]:
         """Every file in `repo` that may hold a block now (parsed on a full scan)."""
-        ...
+        return []
 
     def claims(self, repo: Path, path: Path) -> bool:
         """Whether a change to `path` may add, change or remove one of this source's blocks."""
-        ...
+        return False
 
     def layout_changed(self, repo: Path, path: Path) -> bool:
         """Whether a change to `path` moves where this source's blocks live (rescan the repo)."""
-        ...
+        return False
 
     def parse(self, repo: Path, path: Path, label: str) -> Block | None:
         """The block in `path`, or None when the file is gone or holds no open block."""
-        ...
+        return None
 
-    # Optional: `cacheable(repo, path) -> bool`, true when `parse` depends on nothing but the
-    # file's bytes, its stat and the label (and finds no block where there is no file), so
-    # that `parsecache` may reuse an earlier result while the file's stat is unchanged. A
-    # source without it is parsed afresh every time.
+    def cacheable(self, repo: Path, path: Path) -> bool:
+        """True when `parse` depends on nothing but the file's bytes, its stat and the label
+        (and finds no block where there is no file), so that `parsecache` may reuse an earlier
+        result while the file's stat is unchanged. False: parsed afresh every time."""
+        return False
+
+    def warnings(self, repo: Path) -> list[str]:
+        """What this source could not read in the repository's configuration (never blocks)."""
+        return []
+
+    # -- answering -----------------------------------------------------------------------------
 
     def plan(self, block: Block, answer: Answer) -> Plan:
-        """The exact file changes that answer `block`; raises HitlError when it cannot."""
-        ...
+        """The exact changes that answer `block`; raises HitlError when it cannot."""
+        raise HitlError(f"{block.id}: {self.name} blocks cannot be answered")
+
+    def decision_text(self, block: Block, answer: Answer) -> str | None:
+        """The text the answer writes, which the operator may edit in the preview (passed back
+        as `Answer.decision_override`); None: nothing to edit."""
+        return None
+
+    def as_planned_from(self, block: Block) -> Block:
+        """`block` as the planner must see it: parsed again from its file when the file still
+        holds the same bytes (a Block out of the parse cache or a long-open app never decides
+        what is written). If it changed, `block` as it is: the planner's fingerprint check
+        refuses it. A remote backend re-reads when it sends, so it returns `block`."""
+        if self.remote:
+            return block
+        try:
+            fresh = self.parse(Path(block.repo), Path(block.path), block.id)
+        except HitlError:
+            return block
+        if fresh is None or fresh.fingerprint != block.fingerprint:
+            return block
+        return replace(fresh, id=block.id)
+
+    def send(self, plan: Plan) -> list[str]:
+        """Carry out a remote plan (blocking: call it off the UI thread); one line per thing
+        done. Local formats never send: `apply.apply_plan` writes their plans."""
+        raise HitlError(f"{plan.block.id}: {self.name} answers are written, not sent")
+
+    def why_not_undoable(self, block: Block) -> str:
+        """Why an answer to `block` cannot be undone, completing `<journal id> ...`; the journal
+        records it with the answer (`undoable` False)."""
+        return f"answered {block.id}: hitl cannot undo an answer sent to {self.title or self.name}"
+
+    # -- remote backends -----------------------------------------------------------------------
+
+    def owns(self, target: str) -> bool:
+        """Whether `hitl answer TARGET` names one of this backend's blocks (`owner/name#12`)."""
+        return False
+
+    def read(self, target: str) -> Block:
+        """The block `target` names, read now (for `hitl answer`); HitlError when it cannot."""
+        raise HitlError(f"{target}: not a {self.name} block")
+
+    def read_into(self, inbox: Any, warn: Callable[[str], None]) -> None:
+        """Read every scope once into `inbox` (`hitl list`); `warn` one line per scope that
+        could not be read (its blocks are not listed)."""
+
+    async def watch(self, inbox: Any, on_update: OnUpdate, stop: Any) -> None:
+        """Poll until `stop` (an asyncio.Event) is set, swapping each scope's blocks into
+        `inbox` and awaiting `on_update` after each (the app runs this in a worker)."""
+
+    def refresh_soon(self) -> None:
+        """Read every scope again soon (after an answer was sent); thread-safe enough to call
+        from the app's thread."""

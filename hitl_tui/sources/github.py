@@ -535,7 +535,7 @@ def build_block(
     else:
         default = _first(parts, "recommended default", "recommended")
 
-    choices, kinds = _choices(src, state, default, gate, questions)
+    choices = _choices(src, state, default, gate, questions)
     since = marker_comment.created if marker_comment else parse_time(issue.get("created_at"))
     owner, _, name = full_name.partition("/")
     print_fp = {
@@ -567,6 +567,7 @@ def build_block(
         title=title,
         problems=tuple(problems),
         questions=tuple(questions) if len(questions) > 1 else (),
+        defaults=tuple(defaults) if len(questions) > 1 else (default,),
         meta={
             "owner": owner,
             "name": name,
@@ -578,14 +579,13 @@ def build_block(
             "gate": gate,
             "labelled": labelled,
             "default": default,
-            "choice_kinds": kinds,
         },
     )
 
 
 def _choices(
     src: GithubSource, state: str, default: str | None, gate: bool, questions: list[str]
-) -> tuple[list[Choice], dict[str, str]]:
+) -> list[Choice]:
     blocked = src.labels.blocked
     unlabel = f"label {blocked!r} removed" if state == "blocked" else "no label change"
     provided = "ending AGENT_CONTEXT_STATUS: provided"
@@ -636,11 +636,10 @@ def _choices(
             )
         )
     letters = "ABCDEFGH"
-    choices = [
-        Choice(letters[i], option, cons, needs) for i, (_, option, cons, needs) in enumerate(rows)
+    return [
+        Choice(letters[i], option, cons, needs, kind)
+        for i, (kind, option, cons, needs) in enumerate(rows)
     ]
-    kinds = {letters[i]: row[0] for i, row in enumerate(rows)}
-    return choices, kinds
 
 
 # -- planning an answer ------------------------------------------------------------------------
@@ -668,7 +667,7 @@ def _check_text(text: str, what: str) -> str:
 def comment_text(block: Block, answer: Answer) -> tuple[str, str]:
     """(kind of answer, the exact comment body) for `answer`; UsageError when it is empty."""
     if answer.choice is not None:
-        kind = block.meta.get("choice_kinds", {}).get(answer.choice.key)
+        kind = next((c.kind for c in block.choices if c.key == answer.choice.key), None)
         if kind is None:
             raise UsageError(f"no choice {answer.choice.key!r} in {block.id}")
     elif answer.texts:

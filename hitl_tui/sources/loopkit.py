@@ -29,6 +29,7 @@ from hitl_tui.model import (
     UsageError,
     fingerprint,
 )
+from hitl_tui.sources.base import Source
 from hitl_tui.textio import BOM, TextDoc, heading_of, normalise_heading, one_line
 
 BLOCKED = "BLOCKED.md"
@@ -228,7 +229,7 @@ def parse_blocked(text: str) -> tuple[dict, list[str]]:
     }, problems
 
 
-class LoopkitSource:
+class LoopkitSource(Source):
     """BLOCKED.md at each repository's root."""
 
     name = "loopkit"
@@ -305,6 +306,7 @@ class LoopkitSource:
             since=datetime.now(UTC),
             fingerprint="unreadable",
             raw="",
+            answerable=False,
             problems=(f"BLOCKED.md could not be read: {reason}.",),
         )
 
@@ -327,7 +329,7 @@ class LoopkitSource:
         return text
 
     def plan(self, block: Block, answer: Answer) -> Plan:
-        if block.fingerprint in ("unreadable", "directory"):
+        if not block.answerable:
             raise HitlError(f"{block.id}: BLOCKED.md cannot be read, so it cannot be answered")
         decision = self.decision_text(block, answer)
         if not decision:

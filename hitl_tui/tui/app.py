@@ -27,6 +27,7 @@ from hitl_tui.answering import apply_answer, plan_answer, source_for
 from hitl_tui.config import Config
 from hitl_tui.inbox import Delta, Inbox, default_workers, key_of
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
+from hitl_tui.sources.base import Source
 from hitl_tui.textio import printable
 from hitl_tui.tui.screens import (
     HelpScreen,
@@ -86,9 +87,9 @@ class HitlApp(App[int]):
         self.operator = self.config.operator_name()
         #: Messages from before start-up (answers a crash interrupted, then recovered).
         self.notices = list(notices or ())
-        #: scope -> (state, one-line message) of each GitHub source, as last polled.
-        self.github_states: dict[str, tuple[str, str]] = {}
-        self.poller = None
+        #: Each remote backend's title -> scope -> (state, one-line message), as last polled.
+        self.source_states: dict[str, dict[str, tuple[str, str]]] = {}
+        self.inbox.use_remotes(self.config.remotes)
         #: One preview screen, built on first use and kept installed (see PreviewScreen).
         self._preview_screen: PreviewScreen | None = None
         #: Configuration warnings already toasted (inbox.warnings: a project.md unread, ...).
@@ -148,8 +149,8 @@ class HitlApp(App[int]):
         self._toast_warnings()
         if self.watch_enabled:
             self.run_watcher()
-            if self.config.github:
-                self.run_github()
+            for source in self.inbox.remotes:
+                self.run_remote(source)
 
     @work(exclusive=True, group="watch", exit_on_error=False)
     async def run_watcher(self) -> None:
@@ -164,30 +165,32 @@ class HitlApp(App[int]):
                 self._watch_error(exc)
                 await asyncio.sleep(2)
 
-    @work(exclusive=True, group="github", exit_on_error=False)
-    async def run_github(self) -> None:
-        """Poll the `[[github]]` sources; each shows its own state, none hides the others."""
-        from hitl_tui.github_api import resolve_token
-        from hitl_tui.github_sync import GithubPoller, watch_github
+    @work(group="remote", exit_on_error=False)
+    async def run_remote(self, source: Source) -> None:
+        """Poll a remote backend's scopes; each shows its own state, none hides the others."""
+
+        async def update(scope: str, state: str, message: str, delta: Delta | None) -> None:
+            await self._on_remote(source, scope, state, message, delta)
 
         try:
-            async with GithubPoller(self.config.github, resolve_token) as poller:
-                self.poller = poller
-                await watch_github(poller, self.inbox, self._on_github, self.stop_event)
-        except HitlError as exc:  # the config's [[github]] entries are unusable
-            self.notify(printable(str(exc)), title="GitHub", severity="error", markup=False)
+            await source.watch(self.inbox, update, self.stop_event)
+        except HitlError as exc:  # the backend cannot start at all
+            self.notify(printable(str(exc)), title=source.title, severity="error", markup=False)
 
-    async def _on_github(self, result, delta: Delta | None) -> None:
-        before = self.github_states.get(result.scope)
-        self.github_states[result.scope] = (result.state, result.message)
+    async def _on_remote(
+        self, source: Source, scope: str, state: str, message: str, delta: Delta | None
+    ) -> None:
+        states = self.source_states.setdefault(source.title, {})
+        before = states.get(scope)
+        states[scope] = (state, message)
         if delta is not None:
             self.apply_delta(delta, announce=before is not None)
         else:
             self._update_counts()
-        if result.state != "ok" and (before is None or before[0] != result.state):
+        if state != "ok" and (before is None or before[0] != state):
             self.notify(
-                printable(f"{result.scope}: {result.message}"),
-                title="GitHub source",
+                printable(f"{scope}: {message}"),
+                title=f"{source.title} source",
                 severity="warning",
                 markup=False,
             )
@@ -300,13 +303,10 @@ class HitlApp(App[int]):
         else:
             text = f"hitl · no open blocks · watching {_plural(watched, 'repo')}"
             bar.remove_class("has-blocks")
-        if self.github_states:
-            states = [state for state, _ in self.github_states.values()]
-            ok = states.count("ok")
-            text += f" · GitHub {ok}/{len(states)} ok"
-            trouble = [
-                f"{scope} {msg}" for scope, (st, msg) in self.github_states.items() if st != "ok"
-            ]
+        for title, scopes in self.source_states.items():
+            ok = sum(state == "ok" for state, _ in scopes.values())
+            text += f" · {title} {ok}/{len(scopes)} ok"
+            trouble = [f"{scope} {msg}" for scope, (st, msg) in scopes.items() if st != "ok"]
             if trouble:
                 text += f" ({printable(trouble[0])})"
         warnings = len(self.inbox.warnings)
@@ -410,7 +410,7 @@ class HitlApp(App[int]):
     def _ask_text(self, block: Block, choice: Choice | None) -> None:
         questions = list(block.questions) if choice is None and len(block.questions) > 1 else []
         if questions:
-            defaults = list(block.meta.get("defaults") or [])
+            defaults = list(block.defaults)
             defaults = [(d or "") for d in defaults] + [""] * (len(questions) - len(defaults))
             title = f"Answer each question of {block.id}"
         else:
@@ -462,30 +462,23 @@ class HitlApp(App[int]):
         except HitlError as exc:
             self.notify(printable(str(exc)), severity="error", markup=False, timeout=8)
             return
-        try:
-            source = source_for(self.inbox, block)
-        except HitlError:  # a remote block (GitHub): its planner has no editable text
-            source = None
-        editable = None
         replan = None
-        decision_text = getattr(source, "decision_text", None)
-        if decision_text is not None:
-            try:
-                editable = decision_text(block, answer)
-            except HitlError:
-                editable = None
-            if editable is not None:
+        try:
+            editable = source_for(self.inbox, block).decision_text(block, answer)
+        except HitlError:
+            editable = None
+        if editable is not None:
 
-                def replan(text: str) -> Plan:
-                    edited = Answer(
-                        choice=answer.choice,
-                        texts=answer.texts,
-                        note=answer.note,
-                        operator=answer.operator,
-                        when=answer.when,
-                        decision_override=text,
-                    )
-                    return plan_answer(self.inbox, block, edited)
+            def replan(text: str) -> Plan:
+                edited = Answer(
+                    choice=answer.choice,
+                    texts=answer.texts,
+                    note=answer.note,
+                    operator=answer.operator,
+                    when=answer.when,
+                    decision_override=text,
+                )
+                return plan_answer(self.inbox, block, edited)
 
         what = answer.choice.label() if answer.choice else "your own words"
         title = f"Answer {block.id} with {what}"
@@ -514,10 +507,10 @@ class HitlApp(App[int]):
                 self.notify, printable(str(exc)), severity="error", markup=False, timeout=10
             )
             return
-        if plan.remote:
+        source = source_for(self.inbox, block)
+        if source.remote:
             delta = self.inbox.drop(block)
-            if self.poller is not None:
-                self.call_from_thread(self.poller.refresh_soon)
+            self.call_from_thread(source.refresh_soon)
         else:
             delta = self.inbox.handle([block.path])
         self.call_from_thread(self._answered, plan, done, delta)
