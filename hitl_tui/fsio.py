@@ -1,9 +1,12 @@
 """Reading untrusted files safely and writing files atomically.
 
 Reads are bounded (a 50 MB BLOCKED.md is hashed in full but only its head is kept). Writes go to
-a temp file in the same folder, are fsynced, get the old file's mode, and are renamed over the
-target; the folder is fsynced after. Nothing is ever written through a symlink that leaves the
-repository.
+a temp file in the same folder, are fsynced, get the old file's mode (or the one asked for: the
+state folder's own files are 0600), and are renamed over the target; the folder is fsynced
+after. The journal, its store and the `since` memory write through `atomic_write` too; the
+repository's writes go through `repofs` (folder handles) and the parse cache keeps its own
+unsynced temp-and-rename (a lost cache is rebuilt). Nothing is ever written through a symlink
+that leaves the repository.
 """
 
 from __future__ import annotations
@@ -122,27 +125,27 @@ def resolve_for_write(repo: Path, path: Path) -> Path:
     return target
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that a crash leaves either the old or the new file.
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Replace `path` with `data` so that a crash leaves either the old or the new file (temp
+    file in the same folder, fsync, rename, fsync the folder).
 
-    The new file keeps the old one's permission bits (new files get the umask's default).
+    `mode` None keeps the old file's permission bits (new files get the umask's default).
     """
     folder = path.parent
-    try:
-        mode: int | None = stat.S_IMODE(os.stat(path).st_mode)
-    except FileNotFoundError:
-        mode = None
+    if mode is None:
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
     fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
+            os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
-        if mode is None:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -385,7 +385,7 @@ def _store_blob(data: bytes) -> str:
     except FileNotFoundError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
-    _write_file(path, data, 0o600)
+    fsio.atomic_write(path, data, 0o600)
     return sha
 
 
@@ -400,39 +400,6 @@ def _load_blob(sha: str) -> bytes:
 
 
 # -- writing files -------------------------------------------------------------------------
-
-
-def _write_file(path: Path, data: bytes, mode: int | None) -> None:
-    """Atomically replace `path` with `data` (temp file, fsync, rename, fsync the folder).
-
-    `mode` None keeps the current file's permission bits (new files get the umask default).
-    """
-    if mode is None:
-        try:
-            mode = stat.S_IMODE(os.stat(path).st_mode)
-        except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-    fd, tmp = _mkstemp(path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fchmod(f.fileno(), mode)
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    fsio.fsync_dir(path.parent)
-
-
-def _mkstemp(folder: Path) -> tuple[int, str]:
-    import tempfile
-
-    return tempfile.mkstemp(prefix=fsio.TEMP_PREFIX, suffix=".tmp", dir=folder)
 
 
 def _mode_of(path: Path) -> int | None:

@@ -50,8 +50,8 @@ import fcntl
 import json
 import os
 import re
-import secrets
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -159,29 +159,6 @@ def storing_blobs() -> contextlib.AbstractContextManager[None]:
     return _flock("prune.lock", fcntl.LOCK_SH)
 
 
-# -- durable small files ---------------------------------------------------------------------
-
-
-def _durable_write(path: Path, data: bytes) -> None:
-    """Atomically create or replace `path` (temp file, fsync, rename, fsync the folder)."""
-    tmp = path.parent / f"{fsio.TEMP_PREFIX}{secrets.token_hex(6)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    fsio.fsync_dir(path.parent)
-
-
 # -- appending -------------------------------------------------------------------------------
 
 
@@ -201,7 +178,7 @@ def append(record: dict) -> None:
             opened.mkdir(parents=True, exist_ok=True)
             entry = {"v": 1, "segment": _next_seq(), "begin": record}
             data = json.dumps(entry, ensure_ascii=True, separators=(",", ":")).encode()
-            _durable_write(opened / _id_name(record["id"]), data)
+            fsio.atomic_write(opened / _id_name(record["id"]), data, 0o600)
     rotated = False
     with journal_lock():
         fd = os.open(active_file(), os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
@@ -346,7 +323,7 @@ def _segment_refs(segment: Segment) -> set[str]:
             return {line for line in text.split("\n") if HEX64.match(line)}
     names = _refs_of(segment.path)
     with contextlib.suppress(OSError):
-        _durable_write(segment.refs, "".join(f"{n}\n" for n in sorted(names)).encode())
+        fsio.atomic_write(segment.refs, "".join(f"{n}\n" for n in sorted(names)).encode(), 0o600)
     return names
 
 
@@ -608,6 +585,10 @@ def _read_open(path: Path) -> tuple[int, dict] | None:
     return None
 
 
+#: A temp file in open/ older than this is a leftover of a crash, not a write in flight.
+STALE_TEMP_SECONDS = 60.0
+
+
 def _open_entries() -> list[tuple[int, dict]]:
     """(first segment, begin record) of every entry in progress, oldest first."""
     try:
@@ -617,8 +598,12 @@ def _open_entries() -> list[tuple[int, dict]]:
     found = []
     for name in names:
         if name.startswith(fsio.TEMP_PREFIX):
+            # A write interrupted before its rename; a young one may be another process's write
+            # in flight (two operators answering at once), which must not be pulled from under it.
             with contextlib.suppress(OSError):
-                os.unlink(open_folder() / name)  # a write interrupted before its rename
+                path = open_folder() / name
+                if time.time() - path.stat().st_mtime > STALE_TEMP_SECONDS:
+                    os.unlink(path)
             continue
         entry = _read_open(open_folder() / name)
         if entry is not None:
@@ -659,7 +644,7 @@ def _migrate() -> None:
         for folded in pending:
             entry = {"v": 1, "segment": folded.seq, "begin": folded.begin}
             data = json.dumps(entry, ensure_ascii=True, separators=(",", ":")).encode()
-            _durable_write(building / folded.begin["id"], data)
+            fsio.atomic_write(building / folded.begin["id"], data, 0o600)
         fsio.fsync_dir(building)
         os.rename(building, open_folder())
         fsio.fsync_dir(folder())

@@ -25,20 +25,19 @@ once more under the lock before it writes anything.
 On disk: one folder per workspace under the state folder, holding SHARDS JSON files, one per
 group of repositories, so that an answer rewrites a sixteenth of the cache. JSON, not pickle: a
 corrupt or planted file can hold nothing but data, its nesting is bounded by the decoder, and
-every field is type-checked before it becomes a Block (anything else is a miss, parsed afresh).
+every field is type-checked before it becomes a Block (anything else is a miss, parsed afresh):
+that codec is `blockcodec`; this module is the cache around it (shards, stamps, signatures,
+housekeeping).
 Only a regular file of ours, not writable by others, under MAX_SHARD_BYTES, is read at all.
 Writes are a temp file and a rename; a cache lost in a crash is rebuilt by the next scan.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import dataclasses
 import functools
 import hashlib
 import json
-import operator
 import os
 import re
 import stat
@@ -47,13 +46,13 @@ import tempfile
 import threading
 import time
 import zlib
-from datetime import date, datetime
 from pathlib import Path
 
 import yaml
 
 from hitl_tui import __version__
-from hitl_tui.model import Block, Choice, Section
+from hitl_tui.blockcodec import Uncacheable, freeze, loads, thaw, to_json
+from hitl_tui.model import Block
 
 FORMAT = 3
 SHARDS = 16
@@ -66,203 +65,19 @@ MAX_SHARD_BYTES = 32 << 20
 #: A block whose text is longer than this is parsed afresh each time, not cached (keeps the
 #: shards small; block files are a few KiB).
 MAX_CACHED_RAW = 16 << 10
-#: Python's ints hash modulo 2**61 - 1: a set of multiples of it would take quadratic time to
-#: build. Keys and set members beyond this are refused (no YAML header needs them).
-MAX_KEY_INT = (1 << 61) - 2
-#: json refuses to write ints of more than 4,300 digits.
-MAX_INT_BITS = 14_000
 
 Sig = tuple[int, int, int, int, int]
 #: (source name, file path) -> (signature, label, the block's fields or None)
 EntryKey = tuple[str, str]
 Entry = tuple[Sig, str, list | None]
 
-_FIELDS = tuple(f.name for f in dataclasses.fields(Block))
-_INDEX = {name: i for i, name in enumerate(_FIELDS)}
-_STR = tuple(_INDEX[n] for n in ("id", "source", "state", "question", "context", "fingerprint"))
-_STR += (_INDEX["raw"],)
-_OPTIONAL_STR = tuple(_INDEX[n] for n in ("category", "title"))
-_STR_LISTS = tuple(_INDEX[n] for n in ("attempted", "problems", "questions"))
-_LIST_NAMES = tuple(_FIELDS[i] for i in _STR_LISTS)
-_LENGTH = len(_FIELDS)
-_CHOICES, _EXTRA, _SINCE = _INDEX["choices"], _INDEX["extra"], _INDEX["since"]
-_TRUNCATED, _META = _INDEX["truncated"], _INDEX["meta"]
-_DEFAULTS, _ANSWERABLE = _INDEX["defaults"], _INDEX["answerable"]
-_get_str = operator.itemgetter(*_STR)
-_get_optional = operator.itemgetter(*_OPTIONAL_STR)
-_get_lists = operator.itemgetter(*_STR_LISTS)
-
-
-class Uncacheable(Exception):
-    """A value the cache cannot store exactly (the block is parsed afresh each time instead)."""
-
-
-def freeze(block: Block) -> list:
-    """A Block's fields as plain data, its `meta` as it is (encoded for JSON when saved, decoded
-    when loaded). Raises Uncacheable for a value the file could not carry exactly."""
-    state = [getattr(block, name) for name in _FIELDS]
-    state[_INDEX["repo"]] = state[_INDEX["path"]] = None
-    for i in _STR_LISTS:
-        state[i] = list(state[i])
-    state[_INDEX["choices"]] = [
-        [c.key, c.option, c.consequence, c.needs_text, c.kind] for c in block.choices
-    ]
-    state[_DEFAULTS] = list(block.defaults)
-    state[_INDEX["extra"]] = [[s.title, s.body] for s in block.extra]
-    state[_INDEX["since"]] = block.since.isoformat()
-    _encode(block.meta)  # kept as it is until saved; fail now if it could not be
-    return state
-
 
 def _row(key: EntryKey, entry: Entry) -> list:
     """An entry as written to disk: the block's facts for the planner encoded for JSON."""
     (source, name), (sig, label, state) = key, entry
     if state is not None:
-        state = list(state)
-        state[_INDEX["meta"]] = _encode(state[_INDEX["meta"]])
+        state = to_json(state)
     return [source, name, list(sig), label, state]
-
-
-def thaw(state: object, repo: Path, path: Path) -> Block:
-    """The Block `freeze` took apart, for `path` in `repo`; ValueError if it is not that.
-
-    Every field's type is checked (the file may have been tampered with). This runs once per
-    cached block at every start, so it is written for speed: no generators, no keyword call.
-    """
-    if type(state) is not list or len(state) != _LENGTH:
-        raise ValueError("not a block")
-    for value in _get_str(state):
-        if type(value) is not str:
-            raise ValueError("a text field")
-    for value in _get_optional(state):
-        if value is not None and type(value) is not str:
-            raise ValueError("an optional text field")
-    lists = []
-    for items in _get_lists(state):
-        if type(items) is not list:
-            raise ValueError("a list field")
-        for x in items:
-            if type(x) is not str:
-                raise ValueError("a list field")
-        lists.append(tuple(items))
-    choices = []
-    for c in state[_CHOICES]:
-        if type(c) is not list or len(c) != 5:
-            raise ValueError("choices")
-        key, option, consequence, needs_text, kind = c
-        if type(key) is not str or type(option) is not str or type(needs_text) is not bool:
-            raise ValueError("choices")
-        if consequence is not None and type(consequence) is not str:
-            raise ValueError("choices")
-        if kind is not None and type(kind) is not str:
-            raise ValueError("choices")
-        choices.append(Choice(key, option, consequence, needs_text, kind))
-    defaults = state[_DEFAULTS]
-    if type(defaults) is not list:
-        raise ValueError("defaults")
-    for d in defaults:
-        if d is not None and type(d) is not str:
-            raise ValueError("defaults")
-    extra = []
-    for x in state[_EXTRA]:
-        if type(x) is not list or len(x) != 2 or type(x[0]) is not str or type(x[1]) is not str:
-            raise ValueError("extra")
-        extra.append(Section(x[0], x[1]))
-    since = state[_SINCE]
-    if type(since) is not str:
-        raise ValueError("since")
-    when = datetime.fromisoformat(since)
-    if when.tzinfo is None:
-        raise ValueError("since")
-    if type(state[_TRUNCATED]) is not bool or type(state[_META]) is not dict:
-        raise ValueError("truncated or meta")
-    if type(state[_ANSWERABLE]) is not bool:
-        raise ValueError("answerable")
-    block = object.__new__(Block)
-    put = object.__setattr__
-    for name, value in zip(_FIELDS, state, strict=True):
-        put(block, name, value)
-    put(block, "repo", repo)
-    put(block, "path", path)
-    put(block, "since", when)
-    put(block, "choices", tuple(choices))
-    put(block, "extra", tuple(extra))
-    put(block, "defaults", tuple(defaults))
-    for name, value in zip(_LIST_NAMES, lists, strict=True):
-        put(block, name, value)
-    return block
-
-
-# -- values JSON has no word for ---------------------------------------------------------------
-#
-# A task's YAML header may hold dates, sets, bytes and keys that are not strings; the planner's
-# facts hold tuples. Each is written as {"$": kind, "v": ...} and read back exactly.
-
-
-def _encode(value: object) -> object:
-    if type(value) is int and value.bit_length() > MAX_INT_BITS:
-        raise Uncacheable("an int too long for JSON")
-    if value is None or type(value) in (bool, int, float, str):
-        return value
-    if type(value) is list:
-        return [_encode(v) for v in value]
-    if type(value) is tuple:
-        return {"$": "tuple", "v": [_encode(v) for v in value]}
-    if type(value) is dict:
-        if all(type(k) is str for k in value) and "$" not in value:
-            return {k: _encode(v) for k, v in value.items()}
-        return {"$": "dict", "v": [[_encode(_key(k)), _encode(v)] for k, v in value.items()]}
-    if type(value) is datetime:
-        return {"$": "datetime", "v": value.isoformat()}
-    if type(value) is date:
-        return {"$": "date", "v": value.isoformat()}
-    if type(value) in (set, frozenset):
-        return {"$": type(value).__name__, "v": [_encode(_key(v)) for v in value]}
-    if type(value) is bytes:
-        return {"$": "bytes", "v": base64.b64encode(value).decode("ascii")}
-    raise Uncacheable(type(value).__name__)
-
-
-def _decoded(obj: dict) -> object:
-    """json.loads' object_hook: a tagged value back to its type (raises on anything odd)."""
-    kind = obj.get("$")
-    if kind is None:
-        return obj
-    v = obj["v"]
-    if kind == "tuple":
-        return tuple(v)
-    if kind == "dict":
-        return {_hashable(k): val for k, val in v}
-    if kind == "datetime":
-        return datetime.fromisoformat(v)
-    if kind == "date":
-        return date.fromisoformat(v)
-    if kind == "set":
-        return {_hashable(x) for x in v}
-    if kind == "frozenset":
-        return frozenset(_hashable(x) for x in v)
-    if kind == "bytes":
-        return base64.b64decode(v.encode("ascii"), validate=True)
-    raise ValueError(f"unknown tag {kind!r}")
-
-
-def _hashable(key: object) -> object:
-    """A dict key or set member read back. Only scalars, and no int whose hash a planted file
-    could make collide with thousands of others (see MAX_KEY_INT); a tuple key nested deep
-    enough would overflow the C stack when hashed."""
-    if type(key) is int and abs(key) > MAX_KEY_INT:
-        raise ValueError("an int key out of range")
-    if type(key) in (str, int, float, bool, date, datetime, bytes) or key is None:
-        return key
-    raise ValueError("a key that is not a scalar")
-
-
-def _key(key: object) -> object:
-    """_hashable, for writing: a key the reader would refuse is not cached at all."""
-    try:
-        return _hashable(key)
-    except ValueError:
-        raise Uncacheable("a key the cache does not keep") from None
 
 
 @functools.cache
@@ -474,7 +289,7 @@ class ParseCache:
             if data is None:
                 continue
             try:
-                entries = _entries_of(json.loads(data, object_hook=_decoded), stamp)
+                entries = _entries_of(loads(data), stamp)
             except Exception:  # corrupt, truncated, nested too deep, planted: an empty shard
                 continue
             if entries is not None:

@@ -24,9 +24,10 @@ import fcntl
 import json
 import os
 import sys
-import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from hitl_tui import fsio
 
 FORMAT = 1
 NAME = "since.json"
@@ -205,17 +206,7 @@ class SinceBook:
             data = json.dumps(
                 {"format": FORMAT, "blocks": [[s, p, r, t] for (s, p), (r, t) in rows.items()]}
             ).encode()
-            tmp_fd, tmp = tempfile.mkstemp(prefix=".since-", dir=folder)
-            try:
-                with os.fdopen(tmp_fd, "wb") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, self.path)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
+            fsio.atomic_write(self.path, data, 0o600)
             self._rows = rows
             self._added.clear()
             self._dropped.clear()

@@ -25,10 +25,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hitl_tui import escalate
-from hitl_tui.escalate import EscalationError, from_args, from_draft, message, render, scrub
+from hitl_tui import escalate, notify
+from hitl_tui.escalate import EscalationError, from_args, from_draft, message
 from hitl_tui.model import Choice
+from hitl_tui.notify import scrub
 from hitl_tui.sources.loopkit import parse_blocked
+from hitl_tui.sources.loopkit_render import Escalation, render
 from tests.hostile_servers import Echo, SlowLoris
 
 QUESTION = "Should deleting a workspace also delete its archived invoices?"
@@ -252,13 +254,13 @@ def test_telegram_defaults_to_the_public_api(monkeypatch) -> None:
         seen.append((url, timeout, body))
         return 200, "OK"
 
-    monkeypatch.setattr(escalate, "_send", fake_send)
+    monkeypatch.setattr(notify, "send", fake_send)
     env = {
         "LOOPKIT_HITL_CHANNEL": "Telegram",
         "LOOPKIT_HITL_TELEGRAM_TOKEN": TOKEN,
         "LOOPKIT_HITL_TELEGRAM_CHAT": "42",
     }
-    assert escalate.notify("hello", env) == ("telegram", None)
+    assert notify.notify("hello", env) == ("telegram", None)
     [(url, timeout, body)] = seen
     assert url == f"https://api.telegram.org/bot{TOKEN}/sendMessage"
     assert (timeout, body) == (5.0, {"data": {"chat_id": "42", "text": "hello"}})
@@ -535,14 +537,14 @@ def test_no_writable_state_folder_is_not_fatal(repo: Path, tmp_path: Path) -> No
 
 def test_telegram_token_is_quoted_into_the_path(monkeypatch) -> None:
     urls: list[str] = []
-    monkeypatch.setattr(escalate, "_send", lambda url, timeout, **kw: urls.append(url) or (200, ""))
+    monkeypatch.setattr(notify, "send", lambda url, timeout, **kw: urls.append(url) or (200, ""))
     env = {
         "LOOPKIT_HITL_CHANNEL": "telegram",
         "LOOPKIT_HITL_TELEGRAM_TOKEN": "12:a#b/c?d",
         "LOOPKIT_HITL_TELEGRAM_CHAT": "1",
         "LOOPKIT_HITL_TELEGRAM_API": "http://gw.local/api/",
     }
-    assert escalate.notify("hi", env) == ("telegram", None)
+    assert notify.notify("hi", env) == ("telegram", None)
     assert urls == ["http://gw.local/api/bot12:a%23b%2Fc%3Fd/sendMessage"]
 
 
@@ -768,7 +770,7 @@ def test_hostile_but_carriable_text_is_accepted_and_reads_back(
     ]
 
 
-def _assert_reads_back(esc: escalate.Escalation, question: str) -> None:
+def _assert_reads_back(esc: Escalation, question: str) -> None:
     data = render(esc)
     fields, problems = parse_blocked(data.decode("utf-8"))
     assert problems == []

@@ -18,13 +18,8 @@ import pytest
 from hitl_tui import answering, journal
 from hitl_tui.github_api import GithubClient, GithubError, Secret, resolve_token
 from hitl_tui.github_api import scrub as gh_scrub
-from hitl_tui.github_sync import (
-    GithubPoller,
-    PartialAnswer,
-    apply_remote,
-    gh_message,
-    watch_github,
-)
+from hitl_tui.github_poll import GithubPoller, gh_message, watch_github
+from hitl_tui.github_send import PartialAnswer, apply_remote
 from hitl_tui.inbox import Inbox
 from hitl_tui.model import Answer, StaleError, UsageError
 from hitl_tui.registry import remote_sources

@@ -22,6 +22,7 @@ import pytest
 from hitl_tui import journal, journalstore
 from hitl_tui.apply import apply_plan
 from hitl_tui.cli import main
+from hitl_tui.config import load_config
 from tests.hostile_cases import copy_shop, hitl_env, snapshot
 from tests.test_journal import Crash, crash_at, plan_for
 
@@ -229,7 +230,9 @@ def test_retention_prunes_old_segments_and_their_blobs_never_an_open_answer(
 ):
     config = Path(os.environ["HITL_CONFIG"])
     config.write_text('journal_keep = "30d"\n')
-    journalstore.reset()  # the retention is read from the config, as a command does
+    journalstore.reset()
+    # The retention is read from the config, as every command arranges (cli.main).
+    journalstore.set_retention_source(lambda: load_config().journal_keep)
     a = copy_shop(tmp_path / "a")
     old_ids = answer_many(a, 4, monkeypatch)
     # An answer crashed mid-way, long ago, and never recovered since: it must survive.

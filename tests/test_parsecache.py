@@ -7,6 +7,7 @@ the rule itself with its real value.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -20,10 +21,15 @@ import pytest
 
 from hitl_tui import fsio, parsecache
 from hitl_tui.inbox import PARALLEL_MIN_REPOS, Inbox
+from hitl_tui.model import Block
 from hitl_tui.parsecache import ParseCache
 from hitl_tui.sources import agenticloop
 from hitl_tui.workspace import Workspace
 from tests.conftest import FIXTURES
+
+#: Where each field of a Block stands in a shard's row (the on-disk format: the fields in the
+#: dataclass's order).
+FIELD = {f.name: i for i, f in enumerate(dataclasses.fields(Block))}
 
 BLOCKED = "## Question\nShip {what}?\n## Choices\n- A) yes\n- B) no\n"
 TASK = """\
@@ -309,7 +315,7 @@ def test_housekeeping_removes_only_what_the_cache_wrote(fleet: Path, tmp_path: P
 
 def test_entries_that_are_not_what_freeze_wrote_are_parsed_again(fleet: Path) -> None:
     Inbox.open([fleet], cached=True)
-    since = parsecache._INDEX["since"]
+    since = FIELD["since"]
     bad = [
         ("choices", [[1, 2, 3, 4, 5, 6]]),
         ("since", "2020-01-01T00:00:00"),  # no timezone: would not sort with the others
@@ -321,7 +327,7 @@ def test_entries_that_are_not_what_freeze_wrote_are_parsed_again(fleet: Path) ->
     def spoil(row):
         if row[4] is not None:
             field, value = bad[hash(row[1]) % len(bad)]
-            row[4][parsecache._INDEX[field]] = value
+            row[4][FIELD[field]] = value
         return row
 
     _rewrite_rows(fleet, spoil)
@@ -383,7 +389,7 @@ def test_a_stale_entry_cannot_make_an_answer_write(fleet: Path, monkeypatch) -> 
 
     def forge(row):
         if row[1] == str(path):
-            row[4][parsecache._INDEX["fingerprint"]] = "sha256:" + "0" * 64
+            row[4][FIELD["fingerprint"]] = "sha256:" + "0" * 64
         return row
 
     _rewrite_rows(fleet, forge)
@@ -411,8 +417,8 @@ def test_what_an_answer_writes_follows_the_file_not_the_cache(fleet: Path, tmp_p
     def plant(row):
         if row[1] == str(fleet / "tasks-0" / task):
             state = row[4]
-            state[parsecache._INDEX["meta"]].update(approval_gate=True)
-            choices = state[parsecache._INDEX["choices"]]
+            state[FIELD["meta"]].update(approval_gate=True)
+            choices = state[FIELD["choices"]]
             choices[0][4], choices[1][4] = "approve", "keep"  # the choices' kinds
         return row
 
@@ -494,7 +500,7 @@ def test_the_choice_written_is_the_files_not_the_caches(fleet: Path) -> None:
 
     def plant(row):
         if row[1] == str(path):
-            row[4][parsecache._INDEX["choices"]][0][1] = "drop the production database"
+            row[4][FIELD["choices"]][0][1] = "drop the production database"
         return row
 
     _rewrite_rows(fleet, plant)
@@ -524,7 +530,7 @@ async def test_the_app_writes_the_files_choice_not_the_caches(fleet: Path) -> No
 
     def plant(row):
         if row[1] == str(path):
-            row[4][parsecache._INDEX["choices"]][0][1] = "drop the production database"
+            row[4][FIELD["choices"]][0][1] = "drop the production database"
         return row
 
     _rewrite_rows(repo, plant)

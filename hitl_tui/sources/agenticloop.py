@@ -39,6 +39,8 @@ from hitl_tui.model import (
     UsageError,
     fingerprint,
 )
+from hitl_tui.sources.agentic_common import CATEGORIES, lettered
+from hitl_tui.sources.agentic_common import NOTE_LABELS as _LABELS
 from hitl_tui.sources.base import Source
 from hitl_tui.textio import _LINE, TextDoc, heading_of, normalise_heading, one_line
 
@@ -59,21 +61,6 @@ OTHER_STATES = frozenset(
 RESUMED = "agent-ready"
 EDITABLE_KEYS = ("status", "block_category", "approved")
 EPOCH = datetime.fromtimestamp(0, UTC)
-
-#: FORMATS.md §2.2 (wording after the blocked-state seed); unknown categories show as they are.
-CATEGORIES = {
-    "transient": "a retryable failure persisted after a reasonable retry",
-    "credentials": "auth, a token, a provider or a permission is missing or invalid",
-    "contract": "the task record is impossible, contradictory, missing key information, "
-    "or waiting on a change-request approval",
-    "review-exhausted": "review rounds are no longer making progress",
-    "review-unknown": "a review gave no clear accepted or needs_revision result",
-    "merge-conflict": "the implementation cannot be merged cleanly",
-    "ci-failure": "required remote checks are failing or incomplete",
-    "tooling-failure": "the diagnostic budget for a command or host-tool defect ran out",
-    "no-artifact": "the implementation ran but produced nothing reviewable",
-    "no-progress": "the attempt budget or self-loop guard tripped with no new progress",
-}
 
 #: agenticloop's task linter (`src/validate-config.js` PLACEHOLDER_PATTERNS): a task file
 #: matching one fails validation, which blocks every later transition. JavaScript's `\b` and
@@ -101,17 +88,6 @@ AFTER_COMMENTS = ("revision log",)
 _FENCE = ("```", "~~~")
 _NOTE = re.compile(r"^\s{0,3}[-*+]\s+(\d{4}-\d{2}-\d{2})\s*:\s?(.*)$")
 _NUMBERED = re.compile(r"^\s*(\d{1,2})[.)]\s+(.*)$")
-_LABELS = (
-    "Recommended default",
-    "Recommended",
-    "Missing evidence",
-    "Who can unblock",
-    "Who can answer",
-    "Who",
-    "Checked",
-    "Tried",
-    "Needed",
-)
 _LABEL = re.compile(
     r"(?:^|(?<=[\s.;,(]))(" + "|".join(re.escape(x) for x in _LABELS) + r")\s*:\s",
     re.IGNORECASE,
@@ -1049,10 +1025,7 @@ def _choices(
             True,
         )
     )
-    return tuple(
-        Choice("ABCDEFGH"[i], option, consequence, needs_text, kind)
-        for i, (kind, option, consequence, needs_text) in enumerate(found)
-    )
+    return lettered(found)
 
 
 # -- writing ----------------------------------------------------------------------------------

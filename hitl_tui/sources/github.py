@@ -1,8 +1,8 @@
 """agenticloop's GitHub backend (FORMATS.md §3): issues, labels and marker comments, as Blocks.
 
 This module is pure: config validation, the marker trust rules, turning one issue plus its
-comments into a Block, and planning an answer as remote actions. The network half (polling,
-re-reading before an answer, sending it) is `hitl_tui.github_sync`.
+comments into a Block, and planning an answer as remote actions. The network half is
+`hitl_tui.github_poll` (polling) and `hitl_tui.github_send` (re-reading, then sending an answer).
 
 Trust rules, exactly as §3 states them:
 
@@ -36,6 +36,9 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from hitl_tui.model import Answer, Block, Choice, Plan, RemoteAction, UsageError
+from hitl_tui.sources.agentic_common import ISSUE_CATEGORIES as CATEGORY_MEANINGS
+from hitl_tui.sources.agentic_common import NOTE_LABELS as _LABEL_WORDS
+from hitl_tui.sources.agentic_common import lettered
 from hitl_tui.textio import one_line
 
 SOURCE = "github"
@@ -45,20 +48,6 @@ TRUSTED_ASSOCIATIONS = {"OWNER", "MEMBER", "COLLABORATOR"}
 MAX_COMMENT = 65536
 #: How much of the issue body the Context pane shows.
 MAX_TASK_TEXT = 4000
-
-CATEGORY_MEANINGS = {
-    "transient": "a retryable failure persisted after a reasonable retry",
-    "credentials": "auth, token, provider or permission is missing or invalid",
-    "contract": "the task is impossible, contradictory, missing key information, "
-    "or waiting on a change-request approval",
-    "review-exhausted": "review rounds are no longer making progress",
-    "review-unknown": "a review gave no clear accepted or needs_revision result",
-    "merge-conflict": "the implementation cannot be merged cleanly",
-    "ci-failure": "required remote checks are failing or incomplete",
-    "tooling-failure": "the diagnostic budget for a host-tool defect was exhausted",
-    "no-artifact": "implementation ran but produced no reviewable artifact",
-    "no-progress": "the attempt budget or self-loop guard tripped with no new progress",
-}
 
 # -- configuration -----------------------------------------------------------------------------
 
@@ -240,17 +229,6 @@ def markers(text: str) -> dict[str, str]:
 
 # -- the explanation in a marker comment -------------------------------------------------------
 
-_LABEL_WORDS = (
-    "who can unblock",
-    "who can answer",
-    "recommended default",
-    "missing evidence",
-    "recommended",
-    "checked",
-    "needed",
-    "tried",
-    "who",
-)
 _PART = re.compile(
     r"(?<![^\s.;(])(" + "|".join(re.escape(w) for w in _LABEL_WORDS) + r")\s*:",
     re.IGNORECASE,
@@ -635,11 +613,7 @@ def _choices(
                 True,
             )
         )
-    letters = "ABCDEFGH"
-    return [
-        Choice(letters[i], option, cons, needs, kind)
-        for i, (kind, option, cons, needs) in enumerate(rows)
-    ]
+    return list(lettered(rows))
 
 
 # -- planning an answer ------------------------------------------------------------------------

@@ -1,0 +1,217 @@
+"""A parsed Block as plain JSON data and back: the codec of the parse cache's shards.
+
+`freeze` takes a Block apart into a list of its fields (in the dataclass's order; the repo and
+path are left out, they are the cache's key); `to_json` encodes its `meta` for JSON; `loads`
+reads JSON text back with every tagged value restored; `thaw` puts a Block together again. A
+shard may have been tampered with, so nothing is trusted: the decoder's nesting is bounded
+(json's own recursion limit), dict keys and set members are scalars of bounded hash, and every
+field's type is checked before it becomes a Block (anything else is a ValueError, which the
+cache treats as a miss). A value JSON could not carry exactly raises Uncacheable on the way in.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import operator
+from datetime import date, datetime
+from pathlib import Path
+
+from hitl_tui.model import Block, Choice, Section
+
+#: Python's ints hash modulo 2**61 - 1: a set of multiples of it would take quadratic time to
+#: build. Keys and set members beyond this are refused (no YAML header needs them).
+MAX_KEY_INT = (1 << 61) - 2
+#: json refuses to write ints of more than 4,300 digits.
+MAX_INT_BITS = 14_000
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(Block))
+_INDEX = {name: i for i, name in enumerate(_FIELDS)}
+_STR = tuple(_INDEX[n] for n in ("id", "source", "state", "question", "context", "fingerprint"))
+_STR += (_INDEX["raw"],)
+_OPTIONAL_STR = tuple(_INDEX[n] for n in ("category", "title"))
+_STR_LISTS = tuple(_INDEX[n] for n in ("attempted", "problems", "questions"))
+_LIST_NAMES = tuple(_FIELDS[i] for i in _STR_LISTS)
+_LENGTH = len(_FIELDS)
+_CHOICES, _EXTRA, _SINCE = _INDEX["choices"], _INDEX["extra"], _INDEX["since"]
+_TRUNCATED, _META = _INDEX["truncated"], _INDEX["meta"]
+_DEFAULTS, _ANSWERABLE = _INDEX["defaults"], _INDEX["answerable"]
+_get_str = operator.itemgetter(*_STR)
+_get_optional = operator.itemgetter(*_OPTIONAL_STR)
+_get_lists = operator.itemgetter(*_STR_LISTS)
+
+
+class Uncacheable(Exception):
+    """A value the cache cannot store exactly (the block is parsed afresh each time instead)."""
+
+
+def freeze(block: Block) -> list:
+    """A Block's fields as plain data, its `meta` as it is (encoded for JSON when saved, decoded
+    when loaded). Raises Uncacheable for a value the file could not carry exactly."""
+    state = [getattr(block, name) for name in _FIELDS]
+    state[_INDEX["repo"]] = state[_INDEX["path"]] = None
+    for i in _STR_LISTS:
+        state[i] = list(state[i])
+    state[_INDEX["choices"]] = [
+        [c.key, c.option, c.consequence, c.needs_text, c.kind] for c in block.choices
+    ]
+    state[_DEFAULTS] = list(block.defaults)
+    state[_INDEX["extra"]] = [[s.title, s.body] for s in block.extra]
+    state[_INDEX["since"]] = block.since.isoformat()
+    _encode(block.meta)  # kept as it is until saved; fail now if it could not be
+    return state
+
+
+def to_json(state: list) -> list:
+    """A frozen block as it is written to disk: its `meta` encoded for JSON."""
+    state = list(state)
+    state[_INDEX["meta"]] = _encode(state[_INDEX["meta"]])
+    return state
+
+
+def loads(data: bytes | str) -> object:
+    """JSON text with every tagged value back to its type (raises on anything odd)."""
+    return json.loads(data, object_hook=_decoded)
+
+
+def thaw(state: object, repo: Path, path: Path) -> Block:
+    """The Block `freeze` took apart, for `path` in `repo`; ValueError if it is not that.
+
+    Every field's type is checked (the file may have been tampered with). This runs once per
+    cached block at every start, so it is written for speed: no generators, no keyword call.
+    """
+    if type(state) is not list or len(state) != _LENGTH:
+        raise ValueError("not a block")
+    for value in _get_str(state):
+        if type(value) is not str:
+            raise ValueError("a text field")
+    for value in _get_optional(state):
+        if value is not None and type(value) is not str:
+            raise ValueError("an optional text field")
+    lists = []
+    for items in _get_lists(state):
+        if type(items) is not list:
+            raise ValueError("a list field")
+        for x in items:
+            if type(x) is not str:
+                raise ValueError("a list field")
+        lists.append(tuple(items))
+    choices = []
+    for c in state[_CHOICES]:
+        if type(c) is not list or len(c) != 5:
+            raise ValueError("choices")
+        key, option, consequence, needs_text, kind = c
+        if type(key) is not str or type(option) is not str or type(needs_text) is not bool:
+            raise ValueError("choices")
+        if consequence is not None and type(consequence) is not str:
+            raise ValueError("choices")
+        if kind is not None and type(kind) is not str:
+            raise ValueError("choices")
+        choices.append(Choice(key, option, consequence, needs_text, kind))
+    defaults = state[_DEFAULTS]
+    if type(defaults) is not list:
+        raise ValueError("defaults")
+    for d in defaults:
+        if d is not None and type(d) is not str:
+            raise ValueError("defaults")
+    extra = []
+    for x in state[_EXTRA]:
+        if type(x) is not list or len(x) != 2 or type(x[0]) is not str or type(x[1]) is not str:
+            raise ValueError("extra")
+        extra.append(Section(x[0], x[1]))
+    since = state[_SINCE]
+    if type(since) is not str:
+        raise ValueError("since")
+    when = datetime.fromisoformat(since)
+    if when.tzinfo is None:
+        raise ValueError("since")
+    if type(state[_TRUNCATED]) is not bool or type(state[_META]) is not dict:
+        raise ValueError("truncated or meta")
+    if type(state[_ANSWERABLE]) is not bool:
+        raise ValueError("answerable")
+    block = object.__new__(Block)
+    put = object.__setattr__
+    for name, value in zip(_FIELDS, state, strict=True):
+        put(block, name, value)
+    put(block, "repo", repo)
+    put(block, "path", path)
+    put(block, "since", when)
+    put(block, "choices", tuple(choices))
+    put(block, "extra", tuple(extra))
+    put(block, "defaults", tuple(defaults))
+    for name, value in zip(_LIST_NAMES, lists, strict=True):
+        put(block, name, value)
+    return block
+
+
+# -- values JSON has no word for ---------------------------------------------------------------
+#
+# A task's YAML header may hold dates, sets, bytes and keys that are not strings; the planner's
+# facts hold tuples. Each is written as {"$": kind, "v": ...} and read back exactly.
+
+
+def _encode(value: object) -> object:
+    if type(value) is int and value.bit_length() > MAX_INT_BITS:
+        raise Uncacheable("an int too long for JSON")
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    if type(value) is list:
+        return [_encode(v) for v in value]
+    if type(value) is tuple:
+        return {"$": "tuple", "v": [_encode(v) for v in value]}
+    if type(value) is dict:
+        if all(type(k) is str for k in value) and "$" not in value:
+            return {k: _encode(v) for k, v in value.items()}
+        return {"$": "dict", "v": [[_encode(_key(k)), _encode(v)] for k, v in value.items()]}
+    if type(value) is datetime:
+        return {"$": "datetime", "v": value.isoformat()}
+    if type(value) is date:
+        return {"$": "date", "v": value.isoformat()}
+    if type(value) in (set, frozenset):
+        return {"$": type(value).__name__, "v": [_encode(_key(v)) for v in value]}
+    if type(value) is bytes:
+        return {"$": "bytes", "v": base64.b64encode(value).decode("ascii")}
+    raise Uncacheable(type(value).__name__)
+
+
+def _decoded(obj: dict) -> object:
+    """json.loads' object_hook: a tagged value back to its type (raises on anything odd)."""
+    kind = obj.get("$")
+    if kind is None:
+        return obj
+    v = obj["v"]
+    if kind == "tuple":
+        return tuple(v)
+    if kind == "dict":
+        return {_hashable(k): val for k, val in v}
+    if kind == "datetime":
+        return datetime.fromisoformat(v)
+    if kind == "date":
+        return date.fromisoformat(v)
+    if kind == "set":
+        return {_hashable(x) for x in v}
+    if kind == "frozenset":
+        return frozenset(_hashable(x) for x in v)
+    if kind == "bytes":
+        return base64.b64decode(v.encode("ascii"), validate=True)
+    raise ValueError(f"unknown tag {kind!r}")
+
+
+def _hashable(key: object) -> object:
+    """A dict key or set member read back. Only scalars, and no int whose hash a planted file
+    could make collide with thousands of others (see MAX_KEY_INT); a tuple key nested deep
+    enough would overflow the C stack when hashed."""
+    if type(key) is int and abs(key) > MAX_KEY_INT:
+        raise ValueError("an int key out of range")
+    if type(key) in (str, int, float, bool, date, datetime, bytes) or key is None:
+        return key
+    raise ValueError("a key that is not a scalar")
+
+
+def _key(key: object) -> object:
+    """_hashable, for writing: a key the reader would refuse is not cached at all."""
+    try:
+        return _hashable(key)
+    except ValueError:
+        raise Uncacheable("a key the cache does not keep") from None
