@@ -17,7 +17,6 @@ from typing import ClassVar
 
 from textual import on, work
 from textual.app import App
-from textual.binding import Binding
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
@@ -26,6 +25,7 @@ from hitl_tui.config import Config
 from hitl_tui.inbox import Delta, Inbox, default_workers, key_of
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
 from hitl_tui.textio import printable
+from hitl_tui.tui.bindings import bindings
 from hitl_tui.tui.inbox_screen import InboxScreen
 from hitl_tui.tui.messages import Answered, AnswerStale, Refused, ScanDone, Undone
 from hitl_tui.tui.screens import (
@@ -65,15 +65,7 @@ class HitlApp(App[int]):
     HORIZONTAL_BREAKPOINTS: ClassVar = [(0, "-narrow"), (60, "-wide")]
     VERTICAL_BREAKPOINTS: ClassVar = [(0, "-short"), (20, "-tall")]
 
-    BINDINGS: ClassVar = [
-        Binding("q", "quit", "Quit"),
-        Binding("question_mark", "help", "Keys", key_display="?"),
-        Binding("o", "own_words", "Own words"),
-        Binding("r", "raw", "Raw file"),
-        Binding("u", "undo", "Undo last"),
-        Binding("h", "history", "History"),
-        *[Binding(str(n), f"choose({n})", f"Choice {n}", show=False) for n in range(1, 10)],
-    ]
+    BINDINGS: ClassVar = bindings("inbox")
 
     def __init__(
         self,
@@ -118,6 +110,8 @@ class HitlApp(App[int]):
 
     def on_mount(self) -> None:
         self.theme = "textual-dark"
+        if self.config.keys:
+            self.set_keymap(dict(self.config.keys))
         self.screen_change_signal.subscribe(self, self._screen_changed)
         for message in self.notices:
             self.notify(printable(message), title="Recovered", severity="warning", markup=False)
@@ -299,7 +293,7 @@ class HitlApp(App[int]):
     # -- actions -----------------------------------------------------------------------------
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(self.config.keys))
 
     def action_history(self) -> None:
         from hitl_tui import journal

@@ -18,7 +18,6 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.geometry import Size
@@ -34,6 +33,7 @@ from hitl_tui.model import Block
 from hitl_tui.sources.agenticloop import CATEGORIES
 from hitl_tui.textio import printable
 from hitl_tui.timefmt import age
+from hitl_tui.tui.bindings import bindings
 from hitl_tui.view import RowOrder, row_key
 
 __all__ = ["BlockDetail", "BlockList", "BlockListHeader", "row_key"]
@@ -73,14 +73,7 @@ class BlockList(ScrollView, can_focus=True):
         "blocklist--category",
         "blocklist--problem",
     }
-    BINDINGS: ClassVar = [
-        Binding("down,j", "cursor_down", "Move", key_display="j/k"),
-        Binding("up,k", "cursor_up", "Up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("home,g", "first", "First", show=False),
-        Binding("end,G", "last", "Last", show=False),
-    ]
+    BINDINGS: ClassVar = bindings("list")
     #: (title, width) of the fixed columns; the question takes the rest. The state column
     #: widens to the longest state shown (see `_state_width`).
     FIXED = (("block", 20), ("age", 4), ("state", 9))
