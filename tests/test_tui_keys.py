@@ -79,3 +79,43 @@ async def test_a_remapped_key_answers_and_the_old_one_does_not(tmp_path: Path) -
         assert isinstance(app.screen, HelpScreen)
         shown = str(app.screen.query_one("#help-text", Static).render())
         assert "f1" in shown
+
+
+async def _palette(pilot, app, query: str) -> None:
+    """Ctrl+P, type `query`, wait for the hits, and run the first one."""
+    from textual.command import CommandPalette
+
+    await pilot.press("ctrl+p")
+    for _ in range(50):
+        await pilot.pause()
+        if isinstance(app.screen, CommandPalette):
+            break
+    await pilot.press(*query)
+    for _ in range(50):
+        await pilot.pause(0.02)
+        if app.screen.query("CommandList Option"):
+            break
+    await pilot.press("down", "enter")
+    for _ in range(20):
+        await pilot.pause(0.02)
+        if not isinstance(app.screen, CommandPalette):
+            break
+
+
+async def test_the_palette_answers_and_goes_to_a_block_by_id(tmp_path: Path) -> None:
+    inbox = Inbox(Workspace.discover([demo_workspace(tmp_path)]))
+    app = HitlApp(inbox, config=Config(operator="Ada", bell=False), watch=False, clock=lambda: NOW)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(100):
+            await pilot.pause()
+            if app.loaded:
+                break
+            await asyncio.sleep(0.02)
+        table = app.query_one(BlockList)
+        first = table.current.id
+        await _palette(pilot, app, "go to block mobile")
+        assert table.current.id == "mobile" != first
+        await _palette(pilot, app, "answer with choice 1")
+        assert isinstance(app.screen, PreviewScreen)
+        title = str(app.screen.query_one("#preview-title", Static).render())
+        assert "Answer mobile with" in title

@@ -26,6 +26,7 @@ from hitl_tui.inbox import Delta, Inbox, default_workers, key_of
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
 from hitl_tui.textio import printable
 from hitl_tui.tui.bindings import bindings
+from hitl_tui.tui.commands import HitlCommands
 from hitl_tui.tui.inbox_screen import InboxScreen
 from hitl_tui.tui.messages import Answered, AnswerStale, Refused, ScanDone, Undone
 from hitl_tui.tui.screens import (
@@ -59,7 +60,8 @@ class HitlApp(App[int]):
 
     CSS_PATH = "app.tcss"
     TITLE = "hitl"
-    ENABLE_COMMAND_PALETTE = False
+    #: Ctrl+P: Textual's own commands, and hitl's (tui/commands.py).
+    COMMANDS: ClassVar = App.COMMANDS | {HitlCommands}
     #: Screen classes for small terminals (app.tcss, and the preview's CSS): below 60 columns
     #: the inbox drops its state column, below 20 rows every screen packs tighter.
     HORIZONTAL_BREAKPOINTS: ClassVar = [(0, "-narrow"), (60, "-wide")]
@@ -329,6 +331,13 @@ class HitlApp(App[int]):
             markup=False,
             timeout=10,
         )
+
+    def go_to(self, block: Block) -> None:
+        """Highlight `block` (the palette's "Go to block"), when it is still listed."""
+        if not self.inbox_screen.go_to(block):
+            self.notify(
+                printable(f"{block.id} is no longer listed."), severity="warning", markup=False
+            )
 
     def action_raw(self) -> None:
         self.inbox_screen.toggle_raw()

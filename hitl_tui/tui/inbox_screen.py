@@ -17,6 +17,7 @@ from hitl_tui.inbox import Delta, Inbox, key_of
 from hitl_tui.model import Block
 from hitl_tui.textio import printable
 from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader, Clock
+from hitl_tui.view import row_of
 
 READING = "hitl · reading repositories…"
 
@@ -64,7 +65,8 @@ class InboxScreen(Screen):
             yield table
         yield Static("", id="empty", markup=False)
         yield BlockDetail(id="detail")
-        yield Footer()
+        # The palette's key is in the help: the footer keeps its room for hitl's own keys.
+        yield Footer(show_command_palette=False)
 
     def on_mount(self) -> None:
         self.blocklist.focus()
@@ -96,6 +98,10 @@ class InboxScreen(Screen):
         moved = after is None or before is None or key_of(after) != key_of(before)
         if moved or any(key_of(b) == key_of(after) for b in delta.changed):
             self.show_current()
+
+    def go_to(self, block: Block) -> bool:
+        """Highlight `block`; False when it is not listed (answered or gone meanwhile)."""
+        return self.blocklist.select(row_of(block))
 
     def show_current(self) -> None:
         self.query_one(BlockDetail).show(self.blocklist.current)

@@ -435,7 +435,7 @@ class HistoryScreen(ModalScreen[None]):
                 id="history-hint",
                 markup=False,
             )
-        yield Footer()
+        yield Footer(show_command_palette=False)
 
     def on_mount(self) -> None:
         from textual.widgets import DataTable

@@ -183,6 +183,14 @@ class BlockList(ScrollView, can_focus=True):
     def move_cursor(self, row: int) -> None:
         self._move(row)
 
+    def select(self, rk: str) -> bool:
+        """Highlight the row `rk`; False when it is not listed."""
+        row = self._index.get(rk)
+        if row is None:
+            return False
+        self._move(row)
+        return True
+
     def action_cursor_down(self) -> None:
         self._move(self.cursor_row + 1)
 
