@@ -56,7 +56,7 @@ KEYS: tuple[KeySpec, ...] = (
         "undo",
         "Undo last",
         "inbox",
-        "undo the last answer, byte for byte (refused if a file moved on)",
+        "undo the last answer, byte for byte (refused if a file changed)",
     ),
     KeySpec(
         "hitl.history",
@@ -73,7 +73,7 @@ KEYS: tuple[KeySpec, ...] = (
             f"choose({n})",
             f"Choice {n}",
             "inbox",
-            "answer with that choice: a preview shows the exact diff of every file",
+            "pick that choice: a preview shows the exact diff of every file",
             show=False,
         )
         for n in range(1, 10)

@@ -28,9 +28,9 @@ KEY_NAMES = {
 
 #: Lines of the help that are no binding: the mouse, focus moves, and what is never done.
 NOTES = {
-    "inbox": ["Ctrl+P       command palette: these actions by name, and go to a block by id"],
-    "list": ["mouse        click a row; scroll the detail"],
-    "preview": ["Tab          decision text -> Apply -> Back (asks first if you edited it)"],
+    "inbox": ["Ctrl+P     command palette: these actions by name; go to a block by id"],
+    "list": ["mouse      click a row; scroll the detail"],
+    "preview": ["Tab        decision text -> Apply -> Back (asks first if you edited it)"],
 }
 FOOTNOTE = """
 Nothing is written until you apply in the preview, and never when the block
@@ -79,10 +79,10 @@ def help_text(keymap: Mapping[str, str] | None = None) -> str:
         out.append(heading)
         for what, names in lines.items():
             keys = " ".join(dict.fromkeys(names))
-            if len(keys) > 12:  # its own line, the text under it
+            if len(keys) > 10:  # its own line, the text under it
                 out.append(f"  {keys}")
                 keys = ""
-            out.append(f"  {keys:<12} {what}")
+            out.append(f"  {keys:<10} {what}")
         out.extend(f"  {note}" for note in NOTES.get(where, []))
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n" + FOOTNOTE
