@@ -44,7 +44,7 @@ WORKER_TASKS = {
     "scan": "Reading the repositories",
     "watch": "Live watching",
     "github": "Polling GitHub",
-    "apply": "Writing the answer",
+    "apply": "Writing an answer (or an undo)",
 }
 
 #: A burst of arrivals ends after this many seconds without a new block ...
