@@ -5,11 +5,15 @@ repos = ["~/loops", "~/work/api"]   # repositories, or folders of repositories
 operator = "Ada"                     # who answers (default: git user.name, else the login)
 bell = true                          # ring the terminal bell when a block arrives
 journal_keep = "90d"                 # how long the answer journal is kept ("12w", "forever")
+
+[keys]                               # remap a binding, by its id (hitl_tui/keys.py)
+"hitl.answer-1" = "f1"
 ```
 """
 
 from __future__ import annotations
 
+import difflib
 import getpass
 import re
 import subprocess
@@ -25,7 +29,7 @@ from hitl_tui.registry import REMOTE, remote_sources
 from hitl_tui.sources.base import Source
 
 #: The config's own keys, and one table per remote backend (`[[github]]`, see `registry`).
-KNOWN_KEYS = {"repos", "operator", "bell", "journal_keep", *REMOTE}
+KNOWN_KEYS = {"repos", "operator", "bell", "journal_keep", "keys", *REMOTE}
 #: How long closed journal segments are kept, by default (see journalstore: retention).
 JOURNAL_KEEP = DEFAULT_KEEP
 _DURATION = re.compile(r"\s*(\d{1,6})\s*([hdw])\s*\Z")
@@ -43,6 +47,8 @@ class Config:
     #: None: the journal is kept forever.
     journal_keep: timedelta | None = JOURNAL_KEEP
     extra: dict = field(default_factory=dict)
+    #: `[keys]`: binding id -> the keys that replace its defaults (`"hitl.answer-1" = "f1"`).
+    keys: dict[str, str] = field(default_factory=dict)
 
     def operator_name(self) -> str:
         return self.operator or git_user_name() or _login()
@@ -102,6 +108,7 @@ def load_config(explicit: str | Path | None = None) -> Config:
     except UsageError as exc:
         raise UsageError(f"{path}: {exc}") from None
     keep = _journal_keep(path, data.get("journal_keep", "90d"))
+    keys = _keys(path, data.get("keys", {}))
     base = path.parent
     resolved = tuple(base / _expand(path, r) for r in repos)
     return Config(
@@ -111,7 +118,24 @@ def load_config(explicit: str | Path | None = None) -> Config:
         remotes,
         path,
         journal_keep=keep,
+        keys=keys,
     )
+
+
+def _keys(path: Path, table: object) -> dict[str, str]:
+    """`[keys]`: each a binding id of `hitl_tui.keys` and a string of Textual key names."""
+    from hitl_tui.keys import IDS
+
+    if not isinstance(table, dict):
+        raise UsageError(f"{path}: 'keys' must be a [keys] table of binding id = \"keys\"")
+    for name, value in table.items():
+        if name not in IDS:
+            close = difflib.get_close_matches(name, sorted(IDS), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else " (the README's Keys lists them)"
+            raise UsageError(f"{path}: [keys]: unknown binding id {name!r}{hint}")
+        if not isinstance(value, str) or not value.strip() or "\0" in value:
+            raise UsageError(f'{path}: [keys]: {name!r} must be a string of keys, like "f1"')
+    return dict(table)
 
 
 def _journal_keep(path: Path, value: object) -> timedelta | None:

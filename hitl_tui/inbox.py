@@ -25,6 +25,7 @@ from hitl_tui.sincebook import SinceBook, key_for
 from hitl_tui.sources import default_sources
 from hitl_tui.sources.base import Source
 from hitl_tui.textio import printable
+from hitl_tui.view import Key, key_of, ordered
 from hitl_tui.workspace import Workspace
 
 #: Below this many repositories a scan is quicker in-process than starting workers.
@@ -41,11 +42,6 @@ def default_workers() -> int:
     return min(cores, MAX_WORKERS)
 
 
-#: (source name, block file) identifies a block across re-reads; a remote block's "file" is its
-#: URL string (a GitHub issue).
-Key = tuple[str, Path | str]
-
-
 def _locked(method):
     """Run an Inbox method under its lock: the watcher, an answer and the GitHub poller update
     the inbox from different threads."""
@@ -56,10 +52,6 @@ def _locked(method):
             return method(self, *args, **kwargs)
 
     return wrapper
-
-
-def key_of(block: Block) -> Key:
-    return (block.source, block.path)
 
 
 @dataclass
@@ -289,8 +281,8 @@ class Inbox:
 
     @_locked
     def sorted_blocks(self) -> list[Block]:
-        """Oldest first: the longest-waiting loop is answered first."""
-        return sorted(self.blocks.values(), key=lambda b: (b.since, b.id))
+        """In row order (`view.py`: oldest first), as `hitl list` prints them."""
+        return ordered(self.blocks.values())
 
     def repo_count(self) -> int:
         return len({b.repo for b in self.blocks.values()})

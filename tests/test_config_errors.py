@@ -171,7 +171,16 @@ CONFIG_CASES = [
         '[[github]]\nrepo = "a/b"\npoll_timeout_seconds = 0',
         "[[github]] #1: poll_timeout_seconds must be a number from 1 to 3600",
     ),
-    ("unknown = 1", "unknown key 'unknown' (known: bell, github, journal_keep, operator, repos)"),
+    (
+        '[keys]\n"hitl.answer1" = "f1"',
+        "[keys]: unknown binding id 'hitl.answer1'; did you mean 'hitl.answer-1'?",
+    ),
+    ('[keys]\n"hitl.quit" = 5', "[keys]: 'hitl.quit' must be a string of keys, like \"f1\""),
+    ("keys = 5", "'keys' must be a [keys] table of binding id = \"keys\""),
+    (
+        "unknown = 1",
+        "unknown key 'unknown' (known: bell, github, journal_keep, keys, operator, repos)",
+    ),
 ]
 
 

@@ -146,7 +146,7 @@ async def test_no_control_character_reaches_the_terminal_from_any_screen(tmp_pat
 
         app.apply_delta(Delta(added=[storm]), announce=True)  # a "New block" toast
         app.source_states["GitHub"] = {"acme/x": ("error", STORM)}  # the header's trouble text
-        app._update_counts()
+        app.refresh_header()
         await check(pilot, app, "new-block toast and header")
         assert "␛" in str(app.query_one("#topbar").render())
 

@@ -16,12 +16,9 @@ from pathlib import Path
 from typing import ClassVar
 
 from textual import on, work
-from textual.app import App, ComposeResult
-from textual.binding import Binding
-from textual.containers import Vertical
-from textual.css.query import NoMatches
+from textual.app import App
 from textual.timer import Timer
-from textual.widgets import Footer, Static
+from textual.worker import Worker, WorkerState
 
 from hitl_tui.answering import apply_answer, plan_answer, source_for
 from hitl_tui.config import Config
@@ -29,6 +26,10 @@ from hitl_tui.inbox import Delta, Inbox, default_workers, key_of
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
 from hitl_tui.sources.base import Source
 from hitl_tui.textio import printable
+from hitl_tui.tui.bindings import bindings
+from hitl_tui.tui.commands import HitlCommands
+from hitl_tui.tui.inbox_screen import InboxScreen
+from hitl_tui.tui.messages import Answered, AnswerStale, Refused, ScanDone, Undone
 from hitl_tui.tui.screens import (
     HelpScreen,
     HistoryScreen,
@@ -37,7 +38,15 @@ from hitl_tui.tui.screens import (
     TextAnswerScreen,
     Typed,
 )
-from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader, row_key
+from hitl_tui.tui.widgets import row_key
+
+#: What each worker group does, for the message when one fails.
+WORKER_TASKS = {
+    "scan": "Reading the repositories",
+    "watch": "Live watching",
+    "github": "Polling GitHub",
+    "apply": "Writing an answer (or an undo)",
+}
 
 #: A burst of arrivals ends after this many seconds without a new block ...
 ARRIVAL_QUIET = 0.5
@@ -52,21 +61,14 @@ class HitlApp(App[int]):
 
     CSS_PATH = "app.tcss"
     TITLE = "hitl"
-    ENABLE_COMMAND_PALETTE = False
+    #: Ctrl+P: Textual's own commands, and hitl's (tui/commands.py).
+    COMMANDS: ClassVar = App.COMMANDS | {HitlCommands}
     #: Screen classes for small terminals (app.tcss, and the preview's CSS): below 60 columns
     #: the inbox drops its state column, below 20 rows every screen packs tighter.
     HORIZONTAL_BREAKPOINTS: ClassVar = [(0, "-narrow"), (60, "-wide")]
     VERTICAL_BREAKPOINTS: ClassVar = [(0, "-short"), (20, "-tall")]
 
-    BINDINGS: ClassVar = [
-        Binding("q", "quit", "Quit"),
-        Binding("question_mark", "help", "Keys", key_display="?"),
-        Binding("o", "own_words", "Own words"),
-        Binding("r", "raw", "Raw file"),
-        Binding("u", "undo", "Undo last"),
-        Binding("h", "history", "History"),
-        *[Binding(str(n), f"choose({n})", f"Choice {n}", show=False) for n in range(1, 10)],
-    ]
+    BINDINGS: ClassVar = bindings("inbox")
 
     def __init__(
         self,
@@ -102,50 +104,43 @@ class HitlApp(App[int]):
         self._held: list[Block] = []
         self._burst_timer: Timer | None = None
         self._burst_began = 0.0
+        self.inbox_screen = InboxScreen(self.clock)
 
-    # -- layout ------------------------------------------------------------------------------
+    # -- the inbox screen and the workers ------------------------------------------------------
 
-    def compose(self) -> ComposeResult:
-        yield Static("hitl · reading repositories…", id="topbar", markup=False)
-        table = BlockList(self.clock, id="blocks")
-        with Vertical(id="inbox") as inbox:
-            inbox.border_title = "Inbox"
-            yield BlockListHeader(table, id="columns")
-            yield table
-        yield Static("", id="empty", markup=False)
-        yield BlockDetail(id="detail")
-        yield Footer()
+    def get_default_screen(self) -> InboxScreen:
+        return self.inbox_screen
 
     def on_mount(self) -> None:
         self.theme = "textual-dark"
+        if self.config.keys:
+            self.set_keymap(dict(self.config.keys))
         self.screen_change_signal.subscribe(self, self._screen_changed)
-        self.query_one(BlockList).focus()
         for message in self.notices:
             self.notify(printable(message), title="Recovered", severity="warning", markup=False)
+
+    @on(InboxScreen.Ready)
+    def _inbox_ready(self) -> None:
         self.initial_scan()
-        self.set_interval(60, self.query_one(BlockList).refresh_ages)
 
     @work(thread=True, exclusive=True, group="scan", exit_on_error=False)
     def initial_scan(self) -> None:
         self.inbox.scan(workers=default_workers())
         if self.watch_enabled:
             self.inbox.watch_dirs()  # maps each watched folder to its repo: here, not on the UI
-        blocks = self.inbox.sorted_blocks()
-        self.call_from_thread(self._loaded, blocks)
+        self.post_message(ScanDone(self.inbox.sorted_blocks()))
         self.inbox.save_cache()
 
-    def _loaded(self, blocks: list[Block]) -> None:
-        table = self.query_one(BlockList)
-        table.load(blocks)
-        if blocks:
-            table.move_cursor(row=0)
+    @on(ScanDone)
+    def _scan_done(self, message: ScanDone) -> None:
+        self.inbox_screen.load(message.blocks)
         # Start-up made most of the objects the app will ever hold (blocks, rows, widgets).
         # Frozen, the cyclic GC stops walking them: at 5,000 blocks one full collection took
         # 80 ms, in the middle of a keypress.
         gc.freeze()
         self.loaded = True
-        self._update_counts()
-        self._show_current()
+        self.refresh_header()
+        self.inbox_screen.show_current()
         self._toast_warnings()
         if self.watch_enabled:
             self.run_watcher()
@@ -186,7 +181,7 @@ class HitlApp(App[int]):
         if delta is not None:
             self.apply_delta(delta, announce=before is not None)
         else:
-            self._update_counts()
+            self.refresh_header()
         if state != "ok" and (before is None or before[0] != state):
             self.notify(
                 printable(f"{scope}: {message}"),
@@ -208,17 +203,11 @@ class HitlApp(App[int]):
         self.apply_delta(delta, announce=True)
 
     def apply_delta(self, delta: Delta, announce: bool = False) -> None:
-        table = self.query_one(BlockList)
-        before = table.current
-        table.apply(delta)
-        self._update_counts()
-        after = table.current
+        self.inbox_screen.apply(delta)
+        self.refresh_header()
         if delta.removed and self.drafts:
             gone = {row_key(k) for k in delta.removed}
             self.drafts = {k: v for k, v in self.drafts.items() if k[0] not in gone}
-        moved = after is None or before is None or key_of(after) != key_of(before)
-        if moved or any(key_of(b) == key_of(after) for b in delta.changed):
-            self._show_current()
         self._toast_warnings()
         if announce and delta.added:
             self._arrived(delta.added)
@@ -239,7 +228,7 @@ class HitlApp(App[int]):
 
     def _still_open(self, blocks: list[Block]) -> list[Block]:
         """The blocks still listed, each once (one may have been answered or left meanwhile)."""
-        listed = self.query_one(BlockList).blocks
+        listed = self.inbox_screen.blocklist.blocks
         seen: dict[str, Block] = {}
         for block in blocks:
             rk = row_key(key_of(block))
@@ -290,57 +279,26 @@ class HitlApp(App[int]):
                 self._warned.add(warning)
                 self.notify(printable(warning), title="Warning", severity="warning", markup=False)
 
-    def _update_counts(self) -> None:
-        count = len(self.inbox.blocks)
-        repos = self.inbox.repo_count()
-        watched = len(self.inbox.workspace.repos)
-        bar = self.query_one("#topbar", Static)
-        if count:
-            noun = "block" if count == 1 else "blocks"
-            repo_noun = "repo" if repos == 1 else "repos"
-            text = f"hitl · {count} {noun} in {repos} {repo_noun} · watching {watched}"
-            bar.add_class("has-blocks")
-        else:
-            text = f"hitl · no open blocks · watching {_plural(watched, 'repo')}"
-            bar.remove_class("has-blocks")
-        for title, scopes in self.source_states.items():
-            ok = sum(state == "ok" for state, _ in scopes.values())
-            text += f" · {title} {ok}/{len(scopes)} ok"
-            trouble = [f"{scope} {msg}" for scope, (st, msg) in scopes.items() if st != "ok"]
-            if trouble:
-                text += f" ({printable(trouble[0])})"
-        warnings = len(self.inbox.warnings)
-        if warnings:
-            text += f" · {_plural(warnings, 'warning')}"
-        bar.update(text)
-        self.screen.set_class(count == 0, "empty")
-        # The hidden list must not keep the focus (nor the footer its keys), and gets it back.
-        blocklist = self.query_one(BlockList)
-        blocklist.can_focus = bool(count)
-        if count == 0 and blocklist.has_focus:
-            self.set_focus(None)
-        elif count and self.focused is None and self.screen is self.screen_stack[0]:
-            blocklist.focus()
-        self.query_one("#empty", Static).update(
-            f"No open blocks in {_plural(watched, 'repo')}.\n\nWatching for new ones; "
-            "a loop that stops with a question shows up here at once."
-        )
+    def refresh_header(self) -> None:
+        """The inbox screen's header and empty-inbox text, from the inbox as it is now."""
+        self.inbox_screen.show_header(self.inbox, self.source_states)
 
-    def _show_current(self) -> None:
-        try:
-            detail, table = self.query_one(BlockDetail), self.query_one(BlockList)
-        except NoMatches:  # a highlight that arrives while the app is closing
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker that raised: say what failed, in a toast (and the header, for the first
+        scan, which would otherwise say "reading repositories…" forever). The app runs on."""
+        if event.state != WorkerState.ERROR:
             return
-        detail.show(table.current)
-
-    @on(BlockList.Highlighted)
-    def _highlighted(self, event: BlockList.Highlighted) -> None:
-        self._show_current()
+        error = event.worker.error
+        what = WORKER_TASKS.get(event.worker.group, "A background task")
+        text = f"{what} failed: {type(error).__name__}: {error}"
+        if event.worker.group == "scan":
+            self.inbox_screen.show_failure(printable(text))
+        self.notify(printable(text), title="Error", severity="error", markup=False, timeout=30)
 
     # -- actions -----------------------------------------------------------------------------
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(self.config.keys))
 
     def action_history(self) -> None:
         from hitl_tui import journal
@@ -355,29 +313,40 @@ class HitlApp(App[int]):
         try:
             message = journal.undo(None, operator=self.operator)
         except HitlError as exc:
-            self.call_from_thread(
-                self.notify,
-                printable(str(exc)),
-                title="Not undone",
-                severity="error",
-                markup=False,
-                timeout=10,
-            )
+            self.post_message(Refused("Not undone", str(exc)))
             return
         undone = next((e for e in journal.newest_first() if e.undone), None)
         paths = [undone.block_path] if undone else []
         delta = self.inbox.handle([p for p in paths if isinstance(p, Path)])
-        self.call_from_thread(self._undone, message, delta)
+        self.post_message(Undone(message, delta))
 
-    def _undone(self, message: str, delta: Delta) -> None:
-        self.apply_delta(delta)
-        self.notify(printable(message), title="Undone", markup=False)
+    @on(Undone)
+    def _undone(self, message: Undone) -> None:
+        self.apply_delta(message.delta)
+        self.notify(printable(message.message), title="Undone", markup=False)
+
+    @on(Refused)
+    def _refused(self, message: Refused) -> None:
+        self.notify(
+            printable(message.message),
+            title=message.title,
+            severity="error",
+            markup=False,
+            timeout=10,
+        )
+
+    def go_to(self, block: Block) -> None:
+        """Highlight `block` (the palette's "Go to block"), when it is still listed."""
+        if not self.inbox_screen.go_to(block):
+            self.notify(
+                printable(f"{block.id} is no longer listed."), severity="warning", markup=False
+            )
 
     def action_raw(self) -> None:
-        self.query_one(BlockDetail).toggle_raw()
+        self.inbox_screen.toggle_raw()
 
     def _current(self) -> Block | None:
-        block = self.query_one(BlockList).current
+        block = self.inbox_screen.current
         if block is None:
             self.notify("No block is highlighted.", severity="warning")
         return block
@@ -500,12 +469,10 @@ class HitlApp(App[int]):
         try:
             done = apply_answer(self.inbox, plan)
         except StaleError as exc:
-            self.call_from_thread(self._stale, block, str(exc))
+            self.post_message(AnswerStale(block, str(exc)))
             return
         except HitlError as exc:
-            self.call_from_thread(
-                self.notify, printable(str(exc)), severity="error", markup=False, timeout=10
-            )
+            self.post_message(Refused("", str(exc)))
             return
         source = source_for(self.inbox, block)
         if source.remote:
@@ -513,9 +480,11 @@ class HitlApp(App[int]):
             self.call_from_thread(source.refresh_soon)
         else:
             delta = self.inbox.handle([block.path])
-        self.call_from_thread(self._answered, plan, done, delta)
+        self.post_message(Answered(plan, done, delta))
 
-    def _answered(self, plan: Plan, done: list[str], delta: Delta) -> None:
+    @on(Answered)
+    def _answered(self, message: Answered) -> None:
+        plan, done, delta = message.plan, message.done, message.delta
         answered = row_key(key_of(plan.block))
         self.drafts = {k: v for k, v in self.drafts.items() if k[0] != answered}
         self.apply_delta(delta)
@@ -523,6 +492,10 @@ class HitlApp(App[int]):
         if plan.hint:
             message += f"\n{plan.hint}"
         self.notify(printable(message, keep_newlines=True), title="Answered", markup=False)
+
+    @on(AnswerStale)
+    def _answer_stale(self, message: AnswerStale) -> None:
+        self._stale(message.block, message.message)
 
     def _stale(self, block: Block, message: str) -> None:
         delta = self.inbox.handle([block.path])
@@ -542,7 +515,3 @@ class HitlApp(App[int]):
     def on_unmount(self) -> None:
         self.stop_event.set()
         gc.unfreeze()  # what start-up froze can be collected again (an embedding process)
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

@@ -5,14 +5,13 @@ Each is a `ModalScreen[T]` that ends in `dismiss(value)`; the app decides what t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
@@ -21,6 +20,7 @@ from textual.widgets import Button, Footer, Label, Static, TextArea
 
 from hitl_tui.model import Block, HitlError, Plan
 from hitl_tui.textio import printable
+from hitl_tui.tui.bindings import bindings, help_text
 
 
 def diff_text(diff: str) -> Text:
@@ -70,10 +70,7 @@ class ConfirmDiscard(ModalScreen[bool]):
     }
     """
 
-    BINDINGS: ClassVar = [
-        Binding("d", "discard", "Discard"),
-        Binding("escape,n,k", "keep", "Keep editing"),
-    ]
+    BINDINGS: ClassVar = bindings("discard")
 
     def __init__(self, question: str) -> None:
         super().__init__()
@@ -140,17 +137,7 @@ class PreviewScreen(ModalScreen[Plan | None]):
         "(60×15 shows the diff) and press Enter again, or Esc to go back."
     )
 
-    BINDINGS: ClassVar = [
-        Binding("escape", "cancel", "Back"),
-        Binding("y", "apply", "Apply"),
-        Binding("e", "edit", "Edit decision"),
-        # The diff is not in the Tab order (Tab goes decision -> Apply -> Back); these keys
-        # scroll it from the buttons (in the decision box they move its cursor).
-        Binding("down", "scroll_diff(1)", "Scroll diff", show=False),
-        Binding("up", "scroll_diff(-1)", "Scroll diff", show=False),
-        Binding("pagedown", "scroll_diff(10)", "Scroll diff", show=False),
-        Binding("pageup", "scroll_diff(-10)", "Scroll diff", show=False),
-    ]
+    BINDINGS: ClassVar = bindings("preview")
 
     def __init__(self, preview: Preview) -> None:
         super().__init__()
@@ -332,10 +319,7 @@ class TextAnswerScreen(ModalScreen[Typed | None]):
     #answer-buttons Button { margin-left: 2; }
     """
 
-    BINDINGS: ClassVar = [
-        Binding("escape", "cancel", "Back"),
-        Binding("ctrl+s,ctrl+j,alt+enter", "submit", "Continue to preview", priority=True),
-    ]
+    BINDINGS: ClassVar = bindings("text")
 
     def __init__(
         self,
@@ -397,37 +381,6 @@ class TextAnswerScreen(ModalScreen[Typed | None]):
         self.dismiss(None)
 
 
-HELP = """\
-Moving
-  j / ↓        next block
-  k / ↑        previous block
-  PgUp / PgDn  page through the list
-  g / G        first / last block (Home / End)
-  mouse        click a row; scroll the detail
-
-Answering the highlighted block
-  1 … 9        pick that choice: a preview shows the exact diff of every file
-  o            answer in your own words
-  in the preview:
-    Enter / y  apply
-    e          edit the decision text that goes into PROMPT.md
-    Tab        decision text -> Apply -> Back;  ↑ ↓ PgUp PgDn scroll the diff
-    Esc        back, nothing written (asks first if you edited the decision)
-
-Undoing
-  u            undo the last answer, byte for byte (refused if a file moved on)
-  h            history: every answer given, and whether it was undone
-
-Looking
-  r            raw file on / off
-  ?            this help
-  q            quit
-
-Nothing is written until you apply in the preview, and never when the block
-changed since you read it: then the new version is shown instead.
-"""
-
-
 class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
@@ -436,16 +389,17 @@ class HelpScreen(ModalScreen[None]):
         border: round $accent; background: $surface; padding: 1 2;
     }
     """
-    BINDINGS: ClassVar = [Binding("escape,q,question_mark", "close", "Close")]
+    BINDINGS: ClassVar = bindings("help")
 
-    def __init__(self, extra: str = "") -> None:
+    def __init__(self, keymap: Mapping[str, str] | None = None) -> None:
         super().__init__()
-        self.extra = extra
+        #: The config's remapped keys (binding id -> keys), shown instead of the defaults.
+        self.keymap = dict(keymap or {})
 
     def compose(self) -> ComposeResult:
-        help_text = Static(HELP + self.extra, id="help", markup=False)
-        help_text.border_title = "Keys"
-        yield help_text
+        with VerticalScroll(id="help") as box:
+            box.border_title = "Keys"
+            yield Static(help_text(self.keymap), id="help-text", markup=False)
 
     def action_close(self) -> None:
         self.dismiss(None)
@@ -463,7 +417,7 @@ class HistoryScreen(ModalScreen[None]):
     #history-table { height: 1fr; }
     #history-hint { color: $text-muted; height: 1; }
     """
-    BINDINGS: ClassVar = [Binding("escape,q,h", "close", "Close")]
+    BINDINGS: ClassVar = bindings("history")
 
     def __init__(self, entries: list) -> None:
         super().__init__()
@@ -481,7 +435,7 @@ class HistoryScreen(ModalScreen[None]):
                 id="history-hint",
                 markup=False,
             )
-        yield Footer()
+        yield Footer(show_command_palette=False)
 
     def on_mount(self) -> None:
         from textual.widgets import DataTable

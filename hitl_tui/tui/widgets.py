@@ -18,7 +18,6 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.content import Content
 from textual.geometry import Size
@@ -29,18 +28,18 @@ from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Static, TextArea
 
-from hitl_tui.inbox import Delta, Key, key_of
+from hitl_tui.inbox import Delta
 from hitl_tui.model import Block
 from hitl_tui.sources.agenticloop import CATEGORIES
 from hitl_tui.textio import printable
 from hitl_tui.timefmt import age
+from hitl_tui.tui.bindings import bindings
+from hitl_tui.view import RowOrder, row_key
+
+__all__ = ["BlockDetail", "BlockList", "BlockListHeader", "row_key"]
 
 Clock = Callable[[], datetime]
 PLAIN = Style()
-
-
-def row_key(key: Key) -> str:
-    return f"{key[0]}:{key[1]}"
 
 
 class BlockList(ScrollView, can_focus=True):
@@ -74,14 +73,7 @@ class BlockList(ScrollView, can_focus=True):
         "blocklist--category",
         "blocklist--problem",
     }
-    BINDINGS: ClassVar = [
-        Binding("down,j", "cursor_down", "Move", key_display="j/k"),
-        Binding("up,k", "cursor_up", "Up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("home,g", "first", "First", show=False),
-        Binding("end,G", "last", "Last", show=False),
-    ]
+    BINDINGS: ClassVar = bindings("list")
     #: (title, width) of the fixed columns; the question takes the rest. The state column
     #: widens to the longest state shown (see `_state_width`).
     FIXED = (("block", 20), ("age", 4), ("state", 9))
@@ -104,8 +96,8 @@ class BlockList(ScrollView, can_focus=True):
     def __init__(self, clock: Clock, **kwargs) -> None:
         super().__init__(**kwargs)
         self.clock = clock
-        self.blocks: dict[str, Block] = {}
-        self.order: list[str] = []
+        #: The rows and their order (the domain's `view.RowOrder`); this widget draws them.
+        self.rows = RowOrder()
         self._index: dict[str, int] = {}
         self._lines: dict[tuple[str, int, bool, bool], Strip] = {}
         self._id_cells: int | None = None
@@ -114,6 +106,16 @@ class BlockList(ScrollView, can_focus=True):
         self.header: Widget | None = None
 
     # -- data --------------------------------------------------------------------------------
+
+    @property
+    def blocks(self) -> dict[str, Block]:
+        """The listed blocks, by row key."""
+        return self.rows.blocks
+
+    @property
+    def order(self) -> list[str]:
+        """The row keys, top to bottom."""
+        return self.rows.order
 
     @property
     def current(self) -> Block | None:
@@ -132,10 +134,9 @@ class BlockList(ScrollView, can_focus=True):
             self.header.refresh()  # the column titles follow the state column's width
 
     def load(self, blocks: list[Block]) -> None:
-        """Replace every row (start-up, or an out-of-order arrival)."""
+        """Replace every row (start-up): in the order `view.RowOrder` gives them."""
         keep = self.order[self.cursor_row] if self.current else None
-        self.blocks = {row_key(key_of(b)): b for b in blocks}
-        self.order = list(self.blocks)
+        self.rows.load(blocks)
         self._reindex()
         self._restore(keep, self.cursor_row)
 
@@ -149,48 +150,10 @@ class BlockList(ScrollView, can_focus=True):
     def apply(self, delta: Delta) -> None:
         """Apply a Delta with the least change: the highlighted block keeps the cursor."""
         keep = self.order[self.cursor_row] if self.current else None
-        fallback = self.cursor_row
-        removed = {row_key(k) for k in delta.removed} & self.blocks.keys()
-        if keep in removed:
-            # The highlighted block left: highlight the one that took its place.
-            later = [rk for rk in self.order[self.cursor_row + 1 :] if rk not in removed]
-            keep = later[0] if later else None
-        for rk in removed:
-            del self.blocks[rk]
-        if removed:
-            self.order = [rk for rk in self.order if rk not in removed]
-        for block in delta.changed:
-            rk = row_key(key_of(block))
-            if rk in self.blocks:
-                self.blocks[rk] = block
-        appended = False
-        for block in delta.added:
-            rk = row_key(key_of(block))
-            known = rk in self.blocks
-            self.blocks[rk] = block
-            if known:
-                continue
-            last = self.blocks[self.order[-1]] if self.order else None
-            if last is None or (block.since, block.id) >= (last.since, last.id):
-                self.order.append(rk)
-            else:
-                self.order.insert(self._insertion_point(block), rk)
-            appended = True
-        if removed or appended or delta.changed:
+        changed, keep = self.rows.apply(delta, keep)
+        if changed:
             self._reindex()
-        self._restore(keep, fallback)
-
-    def _insertion_point(self, block: Block) -> int:
-        wanted = (block.since, block.id)
-        lo, hi = 0, len(self.order)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            other = self.blocks[self.order[mid]]
-            if (other.since, other.id) <= wanted:
-                lo = mid + 1
-            else:
-                hi = mid
-        return lo
+        self._restore(keep, self.cursor_row)
 
     def refresh_ages(self) -> None:
         self._lines.clear()
@@ -219,6 +182,14 @@ class BlockList(ScrollView, can_focus=True):
 
     def move_cursor(self, row: int) -> None:
         self._move(row)
+
+    def select(self, rk: str) -> bool:
+        """Highlight the row `rk`; False when it is not listed."""
+        row = self._index.get(rk)
+        if row is None:
+            return False
+        self._move(row)
+        return True
 
     def action_cursor_down(self) -> None:
         self._move(self.cursor_row + 1)

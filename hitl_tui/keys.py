@@ -1,0 +1,143 @@
+"""Every key binding of the app, as plain data: its id, default keys, action and help text.
+
+The TUI builds its Textual Bindings from this table (`tui/bindings.py`), the help screen is
+written from it, and the config's `[keys]` table is checked against its ids: no Textual here,
+so `hitl list` can read a config without loading the UI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    #: Stable id for `[keys]` in the config (`"hitl.answer-1" = "f1"`).
+    id: str
+    #: Default keys, Textual names, comma-separated (`"down,j"`).
+    keys: str
+    action: str
+    #: The footer's word for it.
+    description: str
+    #: Where it works: a key of SECTIONS.
+    where: str
+    #: The help screen's line for it.
+    help: str
+    show: bool = True
+    key_display: str | None = None
+    priority: bool = False
+
+
+#: Where a key works -> the help screen's heading for it, in the help's order.
+SECTIONS = {
+    "list": "Moving",
+    "inbox": "In the inbox",
+    "preview": "In the preview of an answer",
+    "text": "In a text box (your own words)",
+    "discard": "Asked before a draft or an edit is thrown away",
+    "help": "In this help",
+    "history": "In the history",
+}
+
+KEYS: tuple[KeySpec, ...] = (
+    KeySpec("hitl.down", "down,j", "cursor_down", "Move", "list", "next block", key_display="j/k"),
+    KeySpec("hitl.up", "up,k", "cursor_up", "Up", "list", "previous block", show=False),
+    KeySpec("hitl.page-down", "pagedown", "page(1)", "Page down", "list", "a page down", False),
+    KeySpec("hitl.page-up", "pageup", "page(-1)", "Page up", "list", "a page up", False),
+    KeySpec("hitl.first", "home,g", "first", "First", "list", "first block", False),
+    KeySpec("hitl.last", "end,G", "last", "Last", "list", "last (newest) block", False),
+    KeySpec("hitl.quit", "q", "quit", "Quit", "inbox", "quit"),
+    KeySpec("hitl.help", "question_mark", "help", "Keys", "inbox", "this help", key_display="?"),
+    KeySpec("hitl.own-words", "o", "own_words", "Own words", "inbox", "answer in your own words"),
+    KeySpec("hitl.raw", "r", "raw", "Raw file", "inbox", "raw file on / off"),
+    KeySpec(
+        "hitl.undo",
+        "u",
+        "undo",
+        "Undo last",
+        "inbox",
+        "undo the last answer, byte for byte (refused if a file changed)",
+    ),
+    KeySpec(
+        "hitl.history",
+        "h",
+        "history",
+        "History",
+        "inbox",
+        "history: every answer given, and whether it was undone",
+    ),
+    *(
+        KeySpec(
+            f"hitl.answer-{n}",
+            str(n),
+            f"choose({n})",
+            f"Choice {n}",
+            "inbox",
+            "pick that choice: a preview shows the exact diff of every file",
+            show=False,
+        )
+        for n in range(1, 10)
+    ),
+    KeySpec("preview.back", "escape", "cancel", "Back", "preview", "back, nothing written"),
+    KeySpec("preview.apply", "y", "apply", "Apply", "preview", "apply (Enter on Apply too)"),
+    KeySpec(
+        "preview.edit",
+        "e",
+        "edit",
+        "Edit decision",
+        "preview",
+        "edit the decision text that goes into PROMPT.md",
+    ),
+    # The diff is not in the Tab order (Tab goes decision -> Apply -> Back); these keys
+    # scroll it from the buttons (in the decision box they move its cursor).
+    KeySpec(
+        "preview.down",
+        "down",
+        "scroll_diff(1)",
+        "Scroll diff",
+        "preview",
+        "scroll the diff",
+        False,
+    ),
+    KeySpec(
+        "preview.up", "up", "scroll_diff(-1)", "Scroll diff", "preview", "scroll the diff", False
+    ),
+    KeySpec(
+        "preview.page-down",
+        "pagedown",
+        "scroll_diff(10)",
+        "Scroll diff",
+        "preview",
+        "scroll the diff",
+        False,
+    ),
+    KeySpec(
+        "preview.page-up",
+        "pageup",
+        "scroll_diff(-10)",
+        "Scroll diff",
+        "preview",
+        "scroll the diff",
+        False,
+    ),
+    KeySpec("text.back", "escape", "cancel", "Back", "text", "back (what you typed stays a draft)"),
+    KeySpec(
+        "text.submit",
+        "ctrl+s,ctrl+j,alt+enter",
+        "submit",
+        "Continue to preview",
+        "text",
+        "continue to the preview",
+        priority=True,
+    ),
+    KeySpec("discard.discard", "d", "discard", "Discard", "discard", "discard"),
+    KeySpec("discard.keep", "escape,n,k", "keep", "Keep editing", "discard", "keep editing"),
+    KeySpec("help.close", "escape,q,question_mark", "close", "Close", "help", "close the help"),
+    KeySpec("history.close", "escape,q,h", "close", "Close", "history", "close the history"),
+)
+
+IDS = frozenset(k.id for k in KEYS)
+
+
+def keys_for(where: str) -> list[KeySpec]:
+    return [k for k in KEYS if k.where == where]

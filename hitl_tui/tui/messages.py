@@ -1,0 +1,55 @@
+"""What the app's workers report back: small dataclass Messages, posted from their threads.
+
+A worker never calls into the app; it posts one of these (`post_message` is thread-safe) and
+the app's handler runs on the UI thread. A worker that raises is reported by the app's one
+`on_worker_state_changed` handler instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from hitl_tui.inbox import Delta
+from hitl_tui.model import Block, Plan
+
+
+@dataclass
+class ScanDone(Message):
+    """The first scan finished: every open block, in row order."""
+
+    blocks: list[Block]
+
+
+@dataclass
+class Answered(Message):
+    """An answer was applied: what was done, and what it changed in the inbox."""
+
+    plan: Plan
+    done: list[str]
+    delta: Delta
+
+
+@dataclass
+class AnswerStale(Message):
+    """The block changed since it was read: nothing was written."""
+
+    block: Block
+    message: str
+
+
+@dataclass
+class Undone(Message):
+    """The last answer was undone."""
+
+    message: str
+    delta: Delta
+
+
+@dataclass
+class Refused(Message):
+    """An answer or an undo was refused (a one-line reason); nothing was written."""
+
+    title: str
+    message: str

@@ -1,0 +1,40 @@
+"""A worker that fails says so: the header and a toast name the error, and the app runs on."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from textual.widgets import Static
+
+from hitl_tui.inbox import Inbox
+from tests.tui_support import SIZE, make_app
+
+
+async def test_a_first_scan_that_raises_is_shown_and_the_app_keeps_running(
+    tmp_path: Path, monkeypatch
+) -> None:
+    repo = tmp_path / "shop"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "BLOCKED.md").write_text("## Question\nGo?\n## Choices\n- A) yes\n")
+
+    def unreadable(self, workers: int = 1) -> None:
+        raise PermissionError(13, "Permission denied", str(repo))
+
+    monkeypatch.setattr(Inbox, "scan", unreadable)
+    app = make_app([repo])
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(100):
+            await pilot.pause()
+            if any(n.severity == "error" for n in app._notifications):
+                break
+            await asyncio.sleep(0.02)
+        header = str(app.query_one("#topbar", Static).render())
+        assert "reading repositories" not in header
+        assert "PermissionError" in header and "Permission denied" in header
+        toasts = [n.message for n in app._notifications if n.severity == "error"]
+        assert any("Reading the repositories failed: PermissionError" in t for t in toasts)
+        await pilot.press("question_mark")  # still answering keys
+        await pilot.pause()
+        assert app.is_running
+        assert type(app.screen).__name__ == "HelpScreen"
