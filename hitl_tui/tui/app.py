@@ -17,6 +17,7 @@ from typing import ClassVar
 
 from textual import on, work
 from textual.app import App
+from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
@@ -203,8 +204,11 @@ class HitlApp(App[int]):
         self.apply_delta(delta, announce=True)
 
     def apply_delta(self, delta: Delta, announce: bool = False) -> None:
-        self.inbox_screen.apply(delta)
-        self.refresh_header()
+        try:
+            self.inbox_screen.apply(delta)
+            self.refresh_header()
+        except NoMatches:  # a change that arrives while the app is closing
+            return
         if delta.removed and self.drafts:
             gone = {row_key(k) for k in delta.removed}
             self.drafts = {k: v for k, v in self.drafts.items() if k[0] not in gone}
@@ -228,7 +232,10 @@ class HitlApp(App[int]):
 
     def _still_open(self, blocks: list[Block]) -> list[Block]:
         """The blocks still listed, each once (one may have been answered or left meanwhile)."""
-        listed = self.inbox_screen.blocklist.blocks
+        try:
+            listed = self.inbox_screen.blocklist.blocks
+        except NoMatches:  # the burst ended as the app was closing
+            return []
         seen: dict[str, Block] = {}
         for block in blocks:
             rk = row_key(key_of(block))
