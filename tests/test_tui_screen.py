@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -479,3 +480,24 @@ async def test_drafts_are_per_choice_and_untouched_defaults_are_no_draft(tmp_pat
         await pilot.press("escape", "3")
         await pilot.pause()
         assert _box_text(app) == "Approved in standup"
+
+
+async def test_a_burst_longer_than_its_longest_wait_does_not_crash_the_app(tmp_path: Path):
+    """Blocks that keep arriving past the burst's longest wait ask for a timer of 0 s, which
+    Textual's Timer cannot stop (ZeroDivisionError when the app closes)."""
+    from hitl_tui.tui import app as app_module
+
+    root = tmp_path / "loops"
+    (root / "seed" / ".git").mkdir(parents=True)
+    app = make_app([root])
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await pilot.pause()
+        app._burst_began = time.monotonic() - 10 * app_module.ARRIVAL_MAX  # a long burst
+        app._burst_timer = app.set_timer(1, lambda: None)
+        for i in range(3):
+            repo = root / f"r{i}"
+            (repo / ".git").mkdir(parents=True)
+            (repo / "BLOCKED.md").write_text(f"## Question\nShip {i}?\n")
+            app.apply_delta(app.inbox.handle([repo]), announce=True)
+            await pilot.pause()
+    assert app.return_code in (None, 0)

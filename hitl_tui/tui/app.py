@@ -227,7 +227,9 @@ class HitlApp(App[int]):
             self._burst_began = now
         else:
             self._burst_timer.stop()
-        wait = min(ARRIVAL_QUIET, max(0.0, self._burst_began + ARRIVAL_MAX - now))
+        # Never 0: Textual's timer divides by its interval (a burst past ARRIVAL_MAX would
+        # ask for one).
+        wait = min(ARRIVAL_QUIET, max(0.01, self._burst_began + ARRIVAL_MAX - now))
         self._burst_timer = self.set_timer(wait, self._end_burst)
 
     def _still_open(self, blocks: list[Block]) -> list[Block]:
