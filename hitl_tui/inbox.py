@@ -324,7 +324,6 @@ class Inbox:
             self._index_dirs()
         return delta
 
-    @_locked
     def save_since(self) -> None:
         """Write the first-seen times learnt since the last save (`sincebook`). Off the path of
         a file event to its row: the watcher calls it after the change is shown (at 5,000

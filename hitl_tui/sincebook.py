@@ -24,6 +24,7 @@ import fcntl
 import json
 import os
 import sys
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -66,6 +67,8 @@ class SinceBook:
         self._added: dict[Key, tuple[str, int]] = {}
         self._dropped: set[Key] = set()
         self._stamp: tuple[int, int, int] | None = None
+        #: Guards the rows and the pending changes: a save runs in another thread.
+        self._mutex = threading.RLock()
         self._load()
 
     @classmethod
@@ -86,6 +89,10 @@ class SinceBook:
 
     def first_seen(self, key: Key, repo: object, fallback: datetime) -> datetime:
         """When this block was first seen; `fallback` (the file's mtime) the first time."""
+        with self._mutex:
+            return self._first_seen(key, repo, fallback)
+
+    def _first_seen(self, key: Key, repo: object, fallback: datetime) -> datetime:
         row = self._rows.get(key)
         if row is None and self._changed_on_disk():
             # Another hitl (an undo, say) may have written it since this one read the file:
@@ -104,20 +111,23 @@ class SinceBook:
     def remember(self, key: Key, repo: object, when: datetime) -> None:
         """Set when a block began (an undo puts back the `since` its answer recorded)."""
         row = (_repo_name(repo), _micros(when))
-        self._rows[key] = self._added[key] = row
-        self._dropped.discard(key)
+        with self._mutex:
+            self._rows[key] = self._added[key] = row
+            self._dropped.discard(key)
 
     def forget(self, key: Key) -> None:
         """The block is gone: a new one at this path starts a new age."""
-        if self._rows.pop(key, None) is not None or key in self._added:
-            self._added.pop(key, None)
-            self._dropped.add(key)
+        with self._mutex:
+            if self._rows.pop(key, None) is not None or key in self._added:
+                self._added.pop(key, None)
+                self._dropped.add(key)
 
     def prune(self, repos: set[str], seen: set[Key]) -> None:
         """After a full scan of `repos`: forget their blocks it did not find."""
-        for key, (repo, _when) in list(self._rows.items()):
-            if repo in repos and key not in seen:
-                self.forget(key)
+        with self._mutex:
+            for key, (repo, _when) in list(self._rows.items()):
+                if repo in repos and key not in seen:
+                    self.forget(key)
 
     # -- disk --------------------------------------------------------------------------------
 
@@ -186,17 +196,21 @@ class SinceBook:
             pass  # kept in memory; tried again at the next save
 
     def _save(self) -> None:
+        """The file work runs without this book's lock, so a save in the background never holds
+        up the watcher: what changed is copied under it first, and struck off under it after."""
         assert self.path is not None
+        with self._mutex:
+            added, dropped = dict(self._added), set(self._dropped)
         folder = self.path.parent
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(folder / (NAME + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             rows = self._read() or {}
-            rows.update(self._added)
-            for key in self._dropped:
+            rows.update(added)
+            for key in dropped:
                 rows.pop(key, None)
-            for key in [k for k, (repo, _) in rows.items() if k not in self._added]:
+            for key in [k for k, (repo, _) in rows.items() if k not in added]:
                 # Not seen by this run: keep it only while its file is there.
                 if not os.path.lexists(key[1]):
                     del rows[key]
@@ -207,12 +221,18 @@ class SinceBook:
                 {"format": FORMAT, "blocks": [[s, p, r, t] for (s, p), (r, t) in rows.items()]}
             ).encode()
             fsio.atomic_write(self.path, data, 0o600)
-            self._rows = rows
-            self._added.clear()
-            self._dropped.clear()
-            self._stamp = self._file_stamp()
+            stamp = self._file_stamp()
         finally:
             os.close(fd)
+        with self._mutex:
+            for key, row in added.items():
+                if self._added.get(key) == row:
+                    del self._added[key]
+            self._dropped -= {key for key in dropped if key not in self._added}
+            for key, row in rows.items():  # what other processes wrote meanwhile
+                if key not in self._dropped:
+                    self._rows.setdefault(key, row)
+            self._stamp = stamp
 
 
 def _repo_name(repo: object) -> str:
