@@ -14,7 +14,9 @@ The memory is small and never a reason for a command to fail:
   process wrote meanwhile (only the rows this one added or dropped change);
 - a file that cannot be read or parsed is ignored with one line on stderr, and written again;
 - rows of blocks that are gone are pruned: those a full scan of their repository no longer
-  finds, and, at a save, those whose file no longer exists.
+  finds, and, at a save, rows this process never knew (another hitl wrote them) whose file no
+  longer exists; rows from file events are saved at most every few seconds, and when the watch
+  stops.
 """
 
 from __future__ import annotations
@@ -201,6 +203,7 @@ class SinceBook:
         assert self.path is not None
         with self._mutex:
             added, dropped = dict(self._added), set(self._dropped)
+            known = set(self._rows)
         folder = self.path.parent
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(folder / (NAME + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
@@ -210,8 +213,9 @@ class SinceBook:
             rows.update(added)
             for key in dropped:
                 rows.pop(key, None)
-            for key in [k for k, (repo, _) in rows.items() if k not in added]:
-                # Not seen by this run: keep it only while its file is there.
+            for key in [k for k in rows if k not in known]:
+                # Not known to this run: keep it only while its file is there. (Rows this run
+                # knows leave by `forget`; a stat of each at 5,000 blocks was most of a save.)
                 if not os.path.lexists(key[1]):
                     del rows[key]
             if len(rows) > MAX_ENTRIES:

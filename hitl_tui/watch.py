@@ -25,6 +25,10 @@ DEBOUNCE_MS = 150
 #: How soon after (re)starting the watch the blocks are re-read once, to catch what changed
 #: between the scan and the watch going live.
 CATCH_UP_MS = 200
+#: First-seen times learnt from file events are written at most this often (seconds), and
+#: once more when the watch stops: a save at 5,000 blocks is milliseconds of the interpreter,
+#: and after every batch it slowed the next event's way to the screen.
+SINCE_SAVE_EVERY = 10.0
 
 
 def _changed_since_scan(inbox: Inbox) -> list[Path]:
@@ -122,6 +126,21 @@ async def watch_inbox(
 
     Parsing runs in a thread so that a caller on an event loop (the TUI) stays responsive.
     """
+    saver = _SinceSaver(inbox)
+    try:
+        await _watch_until(inbox, on_delta, stop, on_ready, on_error, saver)
+    finally:
+        saver.flush()
+
+
+async def _watch_until(
+    inbox: Inbox,
+    on_delta: Callable[[Delta], Awaitable[None] | None],
+    stop: asyncio.Event,
+    on_ready: Callable[[list[Path]], None] | None,
+    on_error: Callable[[Exception], None] | None,
+    saver: _SinceSaver,
+) -> None:
     while not stop.is_set():
         dirs = inbox.watch_dirs()
         restart = asyncio.Event()
@@ -136,10 +155,11 @@ async def watch_inbox(
                 result = on_delta(delta)
                 if asyncio.iscoroutine(result):
                     await result
+                saver.soon()
             continue
         aliases = _Aliases(dirs)
         try:
-            await _watch(inbox, dirs, aliases, on_delta, combined, restart, on_error)
+            await _watch(inbox, dirs, aliases, on_delta, combined, restart, on_error, saver)
         finally:
             aliases.close()
 
@@ -152,6 +172,7 @@ async def _watch(
     combined: _Either,
     restart: asyncio.Event,
     on_error: Callable[[Exception], None] | None,
+    saver: _SinceSaver,
 ) -> None:
     """One watch over `dirs`, until it must restart on a new set of folders (or stop)."""
     caught_up = False
@@ -183,9 +204,9 @@ async def _watch(
             result = on_delta(delta)
             if asyncio.iscoroutine(result):
                 await result
-            # Remembered first-seen times are written once the change is on its way to the
-            # screen, in the background: never on the path from a file event to its row.
-            _in_background(asyncio.to_thread(inbox.save_since))
+            # Remembered first-seen times are written later, in the background: never on the
+            # path from a file event to its row.
+            saver.soon()
         if delta.rewatch or set(inbox.watch_dirs()) != set(dirs):
             restart.set()
             return
@@ -194,11 +215,37 @@ async def _watch(
 _BACKGROUND: set[asyncio.Task] = set()
 
 
-def _in_background(work) -> None:
+def _in_background(work) -> asyncio.Task:
     """Run `work` without waiting for it (a reference is kept until it is done)."""
     task = asyncio.ensure_future(work)
     _BACKGROUND.add(task)
     task.add_done_callback(_BACKGROUND.discard)
+    return task
+
+
+class _SinceSaver:
+    """Writes the inbox's first-seen times at most every SINCE_SAVE_EVERY seconds, in a thread,
+    and once more (`flush`) when the watch ends; an unsaved time is only lost on a crash, and
+    then the block's age falls back to its file's mtime."""
+
+    def __init__(self, inbox: Inbox) -> None:
+        self.inbox = inbox
+        self.pending: asyncio.Task | None = None
+
+    def soon(self) -> None:
+        if self.pending is None or self.pending.done():
+            self.pending = _in_background(self._later())
+
+    async def _later(self) -> None:
+        await asyncio.sleep(SINCE_SAVE_EVERY)
+        await asyncio.to_thread(self.inbox.save_since)
+
+    def flush(self) -> None:
+        """Save now (the watch is ending, possibly because the loop is being cancelled)."""
+        if self.pending is not None and not self.pending.done():
+            self.pending.cancel()
+        self.pending = None
+        self.inbox.save_since()
 
 
 class _Either:

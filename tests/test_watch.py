@@ -8,6 +8,7 @@ seconds) for the Delta. The last test watches 300 repos, each with a `.git` of 5
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import sys
@@ -18,9 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from hitl_tui import watch
 from hitl_tui.diagnostics import InotifyUsage, inotify_usage
 from hitl_tui.inbox import Delta, Inbox
+from hitl_tui.sincebook import SinceBook
 from hitl_tui.watch import watch_inbox
+from hitl_tui.workspace import Workspace
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or inotify_usage() is None,
@@ -402,3 +406,40 @@ def test_inotify_usage_counts_instances_and_watches(tmp_path: Path):
         os.close(fd)
     assert usage() == before
     assert inotify_usage(pid=999_999_999) is None
+
+
+# -- first-seen times ---------------------------------------------------------------------------
+
+
+def _remembered(path: Path) -> set[str]:
+    if not path.exists():
+        return set()
+    return {row[1] for row in json.loads(path.read_bytes())["blocks"]}
+
+
+async def test_first_seen_times_are_saved_later_and_when_the_watch_stops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A block seen by a file event is in since.json within SINCE_SAVE_EVERY, not after each
+    batch, and a block that arrives just before the watch stops is saved as it stops."""
+    monkeypatch.setattr(watch, "SINCE_SAVE_EVERY", 0.5)
+    memory = tmp_path / "state" / "since.json"
+    repo = make_repo(tmp_path / "shop")
+    other = make_repo(tmp_path / "cafe")
+    inbox = Inbox(Workspace.discover([repo, other]), since=SinceBook(memory))
+    inbox.scan()
+    async with Watcher(inbox) as w:
+        (repo / "BLOCKED.md").write_text(BLOCK.format(q="Ship it?"))
+        await w.expect(added("shop"))
+        assert str(repo / "BLOCKED.md") not in _remembered(memory)  # not on the event's path
+        deadline = time.monotonic() + 5
+        while str(repo / "BLOCKED.md") not in _remembered(memory):
+            assert time.monotonic() < deadline, "never saved while watching"
+            await asyncio.sleep(0.05)
+
+        monkeypatch.setattr(watch, "SINCE_SAVE_EVERY", 3600.0)
+        (other / "BLOCKED.md").write_text(BLOCK.format(q="Close early?"))
+        await w.expect(added("cafe"))
+        await asyncio.sleep(0.5)
+        assert str(other / "BLOCKED.md") not in _remembered(memory)  # one save per period
+    assert str(other / "BLOCKED.md") in _remembered(memory)
