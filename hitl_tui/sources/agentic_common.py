@@ -3,11 +3,11 @@ each means, the labels of the parts of an agent's explanation (`Checked: ... Tri
 and the lettering of the choices each derives from a block.
 
 Both sources read these from here and never from each other (a source never imports another).
-How each splits a text at the labels stays its own: a task file's notes and an issue comment
-are written differently (see `agenticloop.labelled_parts` and `github.labelled_parts`).
 """
 
 from __future__ import annotations
+
+import re
 
 from hitl_tui.model import Choice
 
@@ -51,6 +51,46 @@ NOTE_LABELS = (
     "tried",
     "needed",
 )
+
+
+#: A label where a part begins: at the start, or after a space or `.;,(`, then `:` and a space
+#: (or the end): `Tried: x` is a part, `see http://who:8080` and `Checked:x` are not.
+_LABEL = re.compile(
+    r"(?:^|(?<=[\s.;,(]))(" + "|".join(re.escape(x) for x in NOTE_LABELS) + r")\s*:(?=\s|$)",
+    re.IGNORECASE,
+)
+#: _LABEL for lower-cased ASCII text: a case-sensitive match is about twice as fast, and
+#: lower-casing ASCII keeps every position.
+_LABEL_LOWER = re.compile(
+    r"(?:^|(?<=[\s.;,(]))(" + "|".join(re.escape(x) for x in NOTE_LABELS) + r")\s*:(?=\s|$)"
+)
+
+
+def labelled_parts(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """Split `head. Checked: x. Tried: y.` at its labels: (the text before the first label,
+    [(label in lower case, its text with runs of white space as one space), ...] in order,
+    repeats and empty parts included)."""
+    if ":" not in text:
+        return text.strip(), []
+    if text.isascii():
+        matches = list(_LABEL_LOWER.finditer(text.lower()))
+    else:
+        matches = list(_LABEL.finditer(text))
+    if not matches:
+        return text.strip(), []
+    parts = []
+    for m, nxt in zip(matches, [*matches[1:], None], strict=False):
+        end = nxt.start() if nxt is not None else len(text)
+        parts.append((m.group(1).lower(), " ".join(text[m.end() : end].split())))
+    return text[: matches[0].start()].strip(), parts
+
+
+def first_part(parts: list[tuple[str, str]], *labels: str) -> str | None:
+    """The first non-empty part under any of `labels`, without a closing full stop."""
+    for label, value in parts:
+        if label in labels and value:
+            return value.rstrip(" .") or None
+    return None
 
 
 def lettered(rows: list[tuple[str, str, str | None, bool]]) -> tuple[Choice, ...]:

@@ -39,8 +39,7 @@ from hitl_tui.model import (
     UsageError,
     fingerprint,
 )
-from hitl_tui.sources.agentic_common import CATEGORIES, lettered
-from hitl_tui.sources.agentic_common import NOTE_LABELS as _LABELS
+from hitl_tui.sources.agentic_common import CATEGORIES, labelled_parts, lettered
 from hitl_tui.sources.base import Source
 from hitl_tui.textio import _LINE, TextDoc, heading_of, normalise_heading, one_line
 
@@ -88,14 +87,6 @@ AFTER_COMMENTS = ("revision log",)
 _FENCE = ("```", "~~~")
 _NOTE = re.compile(r"^\s{0,3}[-*+]\s+(\d{4}-\d{2}-\d{2})\s*:\s?(.*)$")
 _NUMBERED = re.compile(r"^\s*(\d{1,2})[.)]\s+(.*)$")
-_LABEL = re.compile(
-    r"(?:^|(?<=[\s.;,(]))(" + "|".join(re.escape(x) for x in _LABELS) + r")\s*:\s",
-    re.IGNORECASE,
-)
-#: _LABEL for lower-cased ASCII text (see `labelled_parts`).
-_LABEL_LOWER = re.compile(
-    r"(?:^|(?<=[\s.;,(]))(" + "|".join(re.escape(x.lower()) for x in _LABELS) + r")\s*:\s"
-)
 _INLINE_NUMBER = re.compile(r"(?:(?<=\s)|^)(\d{1,2})[.)]\s+")
 _BLOCK_WORD = re.compile(r"\bblock(ed|er|ing)?\b")
 #: `T-007 - Title`: what follows the task id (matched after it), or any T-number.
@@ -299,28 +290,19 @@ def newest_first(notes: list[Note]) -> list[Note]:
     return sorted(notes, key=lambda n: (n.date, n.position if appended else -n.position))[::-1]
 
 
-def labelled_parts(text: str) -> tuple[str, dict[str, str]]:
-    """Split `head. Checked: x. Tried: y. Needed: z.` into the head and {label: text}."""
-    if ":" not in text:
-        return text.strip(), {}
-    # Lower-casing ASCII keeps every position, and a case-sensitive match is about twice as fast.
-    matches = list(_LABEL_LOWER.finditer(text.lower()) if text.isascii() else _LABEL.finditer(text))
-    if not matches:
-        return text.strip(), {}
-    head = text[: matches[0].start()].strip()
+def _labelled(text: str) -> tuple[str, dict[str, str]]:
+    """`head. Checked: x. Tried: y.` as the head and {label: its first non-empty text}."""
+    head, found = labelled_parts(text)
     parts: dict[str, str] = {}
-    for m, nxt in zip(matches, [*matches[1:], None], strict=False):
-        label = m.group(1).lower()
-        end = nxt.start() if nxt is not None else len(text)
-        value = text[m.end() : end].strip()
-        if label not in parts and value:
-            parts[label] = value
+    for label, value in found:
+        if value:
+            parts.setdefault(label, value)
     return head, parts
 
 
 def _recommended(parts: dict[str, str]) -> str | None:
     value = parts.get("recommended default") or parts.get("recommended") or ""
-    return value.strip().rstrip(".").strip() or None
+    return value.rstrip(" .") or None
 
 
 def numbered_items(note: Note) -> list[str]:
@@ -693,12 +675,12 @@ class AgenticloopSource(Source):
             single = items[0] if items else _single_inline_question(note.text)
             items = []
         # With numbered questions, each question carries its own Checked/Who parts.
-        head, parts = labelled_parts(
+        head, parts = _labelled(
             single if single is not None else (note.first if items else note.text) if note else ""
         )
         # The parts of a note's text, each split once (`_tried` reads the same notes again).
         split_notes = {note.text: parts} if note is not None and not items else {}
-        split_items = [labelled_parts(q) for q in items]
+        split_items = [_labelled(q) for q in items]
         gate = (
             frontmatter.string(header.get("type")).lower() == "change-request"
             and category == "contract"
@@ -972,7 +954,7 @@ def _tried(mentioning: list[Note], split: dict[str, dict[str, str]]) -> tuple[st
     for note in mentioning:
         parts = split.get(note.text)
         if parts is None:
-            parts = split[note.text] = labelled_parts(note.text)[1]
+            parts = split[note.text] = _labelled(note.text)[1]
         value = parts.get("tried")
         if value and value not in tried:
             tried.append(value)

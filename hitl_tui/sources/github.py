@@ -37,8 +37,7 @@ from urllib.parse import quote, urlsplit
 
 from hitl_tui.model import Answer, Block, Choice, Plan, RemoteAction, UsageError
 from hitl_tui.sources.agentic_common import ISSUE_CATEGORIES as CATEGORY_MEANINGS
-from hitl_tui.sources.agentic_common import NOTE_LABELS as _LABEL_WORDS
-from hitl_tui.sources.agentic_common import lettered
+from hitl_tui.sources.agentic_common import first_part, labelled_parts, lettered
 from hitl_tui.textio import one_line
 
 SOURCE = "github"
@@ -229,10 +228,6 @@ def markers(text: str) -> dict[str, str]:
 
 # -- the explanation in a marker comment -------------------------------------------------------
 
-_PART = re.compile(
-    r"(?<![^\s.;(])(" + "|".join(re.escape(w) for w in _LABEL_WORDS) + r")\s*:",
-    re.IGNORECASE,
-)
 _NUMBERED = re.compile(r"^\s{0,3}(\d{1,2})[.)]\s+(.*)$")
 
 
@@ -244,20 +239,6 @@ def prose(text: str) -> str:
             continue
         kept.append(line.rstrip())
     return "\n".join(kept).strip()
-
-
-def labelled_parts(text: str) -> tuple[str, list[tuple[str, str]]]:
-    """(text before the first label, [(label, value), ...]) for `Checked: ... Tried: ...`."""
-    matches = list(_PART.finditer(text))
-    if not matches:
-        return text.strip(), []
-    head = text[: matches[0].start()].strip()
-    parts = []
-    for m, nxt in zip(matches, [*matches[1:], None], strict=True):
-        end = nxt.start() if nxt is not None else len(text)
-        value = " ".join(text[m.end() : end].split()).strip()
-        parts.append((m.group(1).casefold(), value))
-    return head, parts
 
 
 def numbered_questions(text: str) -> list[str]:
@@ -274,13 +255,6 @@ def numbered_questions(text: str) -> list[str]:
         else:
             inside = False
     return [i for i in items if i]
-
-
-def _first(parts: list[tuple[str, str]], *names: str) -> str | None:
-    for label, value in parts:
-        if label in names and value:
-            return value.rstrip(" .")
-    return None
 
 
 def _all(parts: list[tuple[str, str]], *names: str) -> list[str]:
@@ -462,13 +436,13 @@ def build_block(
     head, parts = labelled_parts(note)
     questions = numbered_questions(note) if state == "needs_context" else []
     defaults = [
-        _first(labelled_parts(q)[1], "recommended default", "recommended") for q in questions
+        first_part(labelled_parts(q)[1], "recommended default", "recommended") for q in questions
     ]
 
     if state == "needs_context" and questions:
         question = "\n".join(f"{i}. {q}" for i, q in enumerate(questions, 1))
     else:
-        question = _first(parts, "needed") or note or (title or block_id)
+        question = first_part(parts, "needed") or note or (title or block_id)
 
     gate = (
         state == "blocked"
@@ -493,7 +467,7 @@ def build_block(
         context_lines.append(head)
     for checked in _all(parts, "checked"):
         context_lines.append(f"Checked: {checked}")
-    who = _first(parts, "who can unblock", "who can answer")
+    who = first_part(parts, "who can unblock", "who can answer")
     if who:
         context_lines.append(f"Who can unblock: {who}")
     task = task_text(body)
@@ -509,9 +483,9 @@ def build_block(
         if questions and all(defaults):
             default = "; ".join(f"{i}. {d}" for i, d in enumerate(defaults, 1))
         elif not questions:
-            default = _first(parts, "recommended default", "recommended")
+            default = first_part(parts, "recommended default", "recommended")
     else:
-        default = _first(parts, "recommended default", "recommended")
+        default = first_part(parts, "recommended default", "recommended")
 
     choices = _choices(src, state, default, gate, questions)
     since = marker_comment.created if marker_comment else parse_time(issue.get("created_at"))
