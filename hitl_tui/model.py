@@ -95,6 +95,9 @@ class Block:
     raw: str
     category: str | None = None
     title: str | None = None
+    #: The block in one line when its source words it otherwise than the question (an
+    #: agenticloop task: its title, then what is needed); None: the question.
+    summary: str | None = None
     extra: tuple[Section, ...] = ()
     #: Why the file did not parse cleanly (shown above the panes); empty when it did.
     problems: tuple[str, ...] = ()
@@ -118,10 +121,7 @@ class Block:
     def one_line_question(self, width: int = 200) -> str:
         """The block in one line, as the list shows it: its source's summary when it gives one
         (an agenticloop task: its title, then what is needed), else the question."""
-        summary = self.meta.get("summary")
-        line = " ".join(
-            (summary if isinstance(summary, str) and summary else self.question).split()
-        )
+        line = " ".join((self.summary or self.question).split())
         return line if len(line) <= width else line[: width - 1] + "…"
 
     def find_choice(self, key: str) -> Choice:

@@ -740,6 +740,7 @@ class AgenticloopSource(Source):
             truncated=read.truncated,
             questions=questions if len(questions) > 1 else (),
             defaults=defaults if len(questions) > 1 else (recommended,),
+            summary=_summary(title, question, split_items),
             meta={
                 "task_id": task_id,
                 "status": state,
@@ -747,7 +748,6 @@ class AgenticloopSource(Source):
                 "recommended": recommended,
                 "question_heads": tuple(h for h, _ in split_items),
                 "note": note.text if note else None,
-                "summary": _summary(title, question, split_items),
                 # The day of that note: when the block began (`inbox.began`).
                 "note_date": note.date if note else None,
                 "header": header,
