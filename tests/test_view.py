@@ -58,3 +58,146 @@ def test_the_highlighted_row_leaving_highlights_the_next_one() -> None:
     _, keep = rows.apply(Delta(removed=[key_of(c)]), row_of(c))
     assert ids(rows) == ["a"] and keep is None
     assert rows.apply(Delta(), row_of(a)) == (False, row_of(a))
+
+
+# -- issue 14: filter, order, groups, snoozed side --------------------------------------------
+
+NOW = T0 + timedelta(hours=3)
+
+
+def task(name: str, minutes: int, **fields):
+    """A block of repo `fields.pop('repo', name)` with the fields given."""
+    from dataclasses import replace
+
+    repo = fields.pop("repo", name)
+    b = block(name, minutes)
+    return replace(
+        b, repo=Path("/r") / repo, path=Path("/r") / repo / name / "BLOCKED.md", **fields
+    )
+
+
+FLEET = [
+    task("shop", 0, question="Ship the ruff upgrade?", category="contract"),
+    task("pay-1", 10, repo="payments", question="Which token?", category="credentials"),
+    task("pay-2", 170, repo="payments", question="Rotate keys?", state="needs_context"),
+    task("docs", 30, source="agenticloop", title="Fix Ruff lint", question="Ignore E501?"),
+]
+
+
+def shown(text: str = "", **spec) -> list[str]:
+    from hitl_tui.view import ViewSpec, listed
+
+    return [b.id for b in listed(FLEET, ViewSpec(**spec).with_query(text), now=NOW)]
+
+
+def test_words_are_anded_over_every_field_ignoring_case() -> None:
+    assert shown("ruff") == ["shop", "docs"]  # a question, a title
+    assert shown("RUFF lint") == ["docs"]
+    assert shown("payments") == ["pay-1", "pay-2"]  # the repo
+    assert shown("credentials") == ["pay-1"]
+    assert shown("needs_context") == ["pay-2"]
+    assert shown("agenticloop") == ["docs"]
+    assert shown("nothing-like-it") == []
+    assert shown("") == ["shop", "pay-1", "docs", "pay-2"]
+
+
+def test_fields_narrow_and_minus_excludes() -> None:
+    assert shown("repo:pay") == ["pay-1", "pay-2"]
+    assert shown("cat:cred") == shown("category:cred") == ["pay-1"]
+    assert shown("state:needs") == ["pay-2"]
+    assert shown("src:agentic") == shown("source:agentic") == ["docs"]
+    assert shown("-repo:payments") == ["shop", "docs"]
+    assert shown("!ruff repo:shop") == []
+    assert shown('"which token"') == ["pay-1"]
+    assert shown('"which    token"') == []
+
+
+def test_age_bounds() -> None:
+    # Ages at NOW: shop 3h, pay-1 2h50m, docs 2h30m, pay-2 10m.
+    assert shown("age:>2h45m") == ["shop", "pay-1"]
+    assert shown("age:2h45m") == ["shop", "pay-1"]
+    assert shown("age:<15m") == ["pay-2"]
+    assert shown("-age:<15m") == ["shop", "pay-1", "docs"]
+
+
+def test_incomplete_or_unknown_terms_are_reported() -> None:
+    from hitl_tui.query import Query
+
+    typing = Query.parse("ruff age:>")
+    assert len(typing.terms) == 1 and "age: wants a duration" in typing.problems[0]
+    assert "not a duration" in Query.parse("age:>soon").problems[0]
+    url = Query.parse("http://x")
+    assert [t.text for t in url.terms] == ["http://x"]
+    assert "no field 'http'" in url.problems[0]
+    assert Query.parse('"http://x"').problems == ()
+    assert Query.parse("repo:").empty and Query.parse("repo:").problems == ()
+
+
+def test_orders() -> None:
+    assert shown(order="newest") == ["pay-2", "docs", "pay-1", "shop"]
+    assert shown(order="repo") == ["docs", "pay-1", "pay-2", "shop"]
+    assert shown(order="category") == ["shop", "pay-1", "docs", "pay-2"]
+    assert shown(order="source") == ["docs", "shop", "pay-1", "pay-2"]
+
+
+def test_groups_by_repo_fold_and_count() -> None:
+    from hitl_tui.view import Group, RowOrder, ViewSpec
+
+    rows = RowOrder(FLEET, ViewSpec(group="repo"), now=NOW)
+    drawn = [r if isinstance(r, Group) else rows.blocks[r].id for r in rows.rows()]
+    assert drawn == [
+        Group("shop", 1, False), "shop",
+        Group("payments", 2, False), "pay-1", "pay-2",
+        Group("docs", 1, False), "docs",
+    ]  # fmt: skip
+    rows.toggle_fold("payments")
+    drawn = [r if isinstance(r, Group) else rows.blocks[r].id for r in rows.rows()]
+    assert drawn[2:4] == [Group("payments", 2, True), Group("docs", 1, False)]
+    # A new block joins its group, not the end of the list.
+    rows.apply(Delta(added=[task("pay-3", 200, repo="payments")]), None)
+    assert ids(rows) == ["shop", "pay-1", "pay-2", "pay-3", "docs"]
+
+
+def test_a_filter_keeps_new_blocks_out_and_counts_them() -> None:
+    from hitl_tui.view import RowOrder, ViewSpec
+
+    rows = RowOrder(FLEET, ViewSpec().with_query("repo:payments"), now=NOW)
+    assert ids(rows) == ["pay-1", "pay-2"] and rows.counts == (2, 4)
+    keep = rows.order[1]
+    changed, kept = rows.apply(
+        Delta(added=[task("web", 5), task("pay-0", 1, repo="payments")]), keep
+    )
+    assert changed and ids(rows) == ["pay-0", "pay-1", "pay-2"] and kept == keep
+    assert rows.hidden_arrivals == 1 and rows.counts == (3, 6)
+    # A block changed so that it no longer matches leaves; the cursor goes to the next row.
+    from dataclasses import replace
+
+    moved = replace(rows.blocks[rows.order[0]], repo=Path("/r/elsewhere"))
+    _changed, kept = rows.apply(Delta(changed=[moved]), rows.order[0])
+    assert ids(rows) == ["pay-1", "pay-2"] and kept == rows.order[0]
+    # A new filter counts again from nothing.
+    rows.set_spec(rows.spec.with_query(""))
+    assert rows.hidden_arrivals == 0 and len(rows) == 6
+
+
+def test_the_snoozed_side() -> None:
+    from hitl_tui.view import RowOrder, Snoozed, ViewSpec
+
+    class Aside(Snoozed):
+        def snoozed(self, block, now):
+            return block.id == "shop"
+
+    rows = RowOrder(FLEET, ViewSpec(), Aside(), now=NOW)
+    assert ids(rows) == ["pay-1", "docs", "pay-2"]
+    rows.set_spec(ViewSpec(snoozed=True))
+    assert ids(rows) == ["shop"]
+
+
+def test_next_where_wraps_around() -> None:
+    rows = RowOrder(FLEET)
+    order = rows.order
+    assert rows.next_where(order[0], 1, lambda b: b.id.startswith("pay")) == order[1]
+    assert rows.next_where(order[1], 1, lambda b: b.id.startswith("pay")) == order[3]
+    assert rows.next_where(order[3], 1, lambda b: b.id.startswith("pay")) == order[1]
+    assert rows.next_where(order[1], -1, lambda b: b.id.startswith("pay")) == order[3]
+    assert rows.next_where(None, 1, lambda b: False) is None
