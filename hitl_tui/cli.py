@@ -13,10 +13,19 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import replace
+from datetime import UTC, datetime
 
-from hitl_tui import __version__, agent_cli, journal_cli
-from hitl_tui.cli_base import PROG, Parser, print_warnings, use_config
+from hitl_tui import __version__, agent_cli, journal_cli, triage_cli
+from hitl_tui.cli_base import (
+    PROG,
+    Parser,
+    open_inbox,
+    print_warnings,
+    repo_paths,
+    resolve,
+    use_config,
+)
 from hitl_tui.model import Answer, HitlError, UsageError
 
 EPILOG = """\
@@ -27,6 +36,8 @@ commands:
   hitl demo               open the app on a throw-away workspace with sample blocks
   hitl undo [ID]          revert the last answer (or the named one), byte for byte
   hitl history            every answer given, newest first (--json for scripts)
+  hitl snooze ID --for 1h set a block aside unanswered (--until 09:00, --until-change)
+  hitl unsnooze ID        bring a snoozed block back into the list now
   hitl escalate ...       (agents) write BLOCKED.md, notify a human, exit 2
   hitl guard [PATH]       (loop runners) exit 2 while the repository is blocked;
                           --then CMD...: run the agent CLI CMD only while not blocked
@@ -68,13 +79,19 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
 
     p = Parser(
         prog=f"{PROG} list",
-        description="Print every open block, oldest first.",
+        description="Print every open block, longest blocked first (snoozed ones with --all).",
         epilog="--json prints one array; each element has id, repo, source, path, state,\n"
-        "category, title, question, context, attempted, choices, since and fingerprint.",
+        "category, title, question, context, attempted, choices, since, fingerprint,\n"
+        "snoozed (true or false) and snoozed_until (a time, or null).\n\n"
+        + triage_cli.FILTER_HELP
+        + "\n\nexamples:\n"
+        "  hitl list --filter 'repo:shop ruff' --sort repo\n"
+        "  hitl list --json --filter 'cat:credentials age:>1h'",
         formatter_class=fmt,
     )
     _add_common(p)
     p.add_argument("--json", action="store_true", help="print one JSON array")
+    triage_cli.add_view_options(p)
     parsers["list"] = p
 
     p = Parser(
@@ -132,70 +149,52 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     return parsers
 
 
-def _repo_paths(args: argparse.Namespace, config) -> list[Path]:
-    if args.paths:
-        return [Path(p) for p in args.paths]
-    if config.repos:
-        return list(config.repos)
-    return [Path.cwd()]
-
-
-def _open_inbox(args: argparse.Namespace, config=None):
-    """(config, the inbox of the PATHs, scanned), knowing the config's remote backends."""
-    from hitl_tui.config import load_config
-    from hitl_tui.inbox import Inbox
-
-    config = config or load_config(args.config)
-    use_config(config)
-    inbox = Inbox.open(_repo_paths(args, config), cached=True)
-    inbox.use_remotes(config.remotes)
-    return config, inbox
-
-
-def _resolve(args: argparse.Namespace, inbox):
-    """(inbox, block) for TARGET: in the PATHs or the config, else (a path) in its own repo."""
-    from hitl_tui.inbox import Inbox
-    from hitl_tui.workspace import is_repo
-
-    try:
-        return inbox, inbox.resolve(args.target)
-    except UsageError:
-        if args.paths or not os.path.exists(args.target):
-            raise
-        # A block file or repo named by path is found wherever it is: in the nearest folder up
-        # that is a repository.
-        where = Path(os.path.abspath(args.target))
-        repo = next((f for f in [where, *where.parents] if f.is_dir() and is_repo(f)), None)
-        if repo is None or repo in inbox.workspace.repos:
-            raise
-        own = Inbox.open([repo], cached=True)  # its ages as `list` shows them
-        return own, own.resolve(args.target)
-
-
 def cmd_list(args: argparse.Namespace) -> int:
+    from hitl_tui.snoozebook import SnoozeBook
     from hitl_tui.textio import json_text, printable
     from hitl_tui.timefmt import age
+    from hitl_tui.view import listed
 
-    _config, inbox = _open_inbox(args)
+    spec = triage_cli.view_from_args(args)
+    _config, inbox = open_inbox(args)
     for remote in inbox.remotes:
         remote.read_into(inbox, _warn)  # one stderr line per scope it could not read
     print_warnings(inbox)
-    blocks = inbox.sorted_blocks()
+    snoozes = SnoozeBook.for_state()
+    now = datetime.now(UTC)
+    blocks = listed(inbox.blocks.values(), spec, snoozes, now)
+    if args.all:
+        blocks += listed(inbox.blocks.values(), replace(spec, snoozed=True), snoozes, now)
     if args.json:
         # One element per line, each through the C encoder (indent= would use the slow one),
         # with one encoder for all of them (json.dumps would build one per block).
         encode = json.JSONEncoder(ensure_ascii=False).encode
+
+        def item(block) -> str:
+            data = block.to_json()
+            snooze = snoozes.get(block) if snoozes.snoozed(block, now) else None
+            data["snoozed"] = snooze is not None
+            data["snoozed_until"] = snooze.until.isoformat() if snooze and snooze.until else None
+            return encode(data)
+
         # Paths with undecodable bytes: `\udce9` escapes (see json_text), never raw bytes.
-        items = json_text(",\n".join(encode(b.to_json()) for b in blocks))
+        items = json_text(",\n".join(item(b) for b in blocks))
         sys.stdout.write(f"[\n{items}\n]\n" if blocks else "[]\n")
         return 0
     if not blocks:
         count = len(inbox.workspace.repos)
-        print(f"no open blocks in {count} repo{'' if count == 1 else 's'}")
+        what = "no open blocks" if not inbox.blocks else "no blocks match"
+        print(f"{what} in {count} repo{'' if count == 1 else 's'}")
         return 0
+    if not args.all:
+        aside = sum(1 for b in inbox.blocks.values() if snoozes.snoozed(b, now))
+        if aside:
+            print(f"hitl: {aside} snoozed not listed (--all lists them)", file=sys.stderr)
     width = max(len(printable(b.id)) for b in blocks)
     for b in blocks:
         state = "" if b.state == "blocked" else f"[{b.state}] "
+        if args.all and snoozes.snoozed(b, now):
+            state = "[snoozed] " + state
         question = printable(b.one_line_question())
         print(f"{printable(b.id):<{width}}  {age(b.since):>4}  {state}{question}")
     return 0
@@ -216,9 +215,9 @@ def cmd_answer(args: argparse.Namespace) -> int:
         block = remote.read(args.target)
         plan = remote.plan(block, answer_from_args(args, block, config.operator_name()))
         return finish_answer(args, plan, remote.send)
-    config, inbox = _open_inbox(args, config)
+    config, inbox = open_inbox(args, config)
     try:
-        inbox, block = _resolve(args, inbox)
+        inbox, block = resolve(args, inbox)
     except UsageError:
         if not args.expect or any(b.fingerprint == args.expect for b in inbox.blocks.values()):
             raise
@@ -270,7 +269,7 @@ def cmd_app(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     use_config(config)
-    workspace = Workspace.discover(_repo_paths(args, config))
+    workspace = Workspace.discover(repo_paths(args, config))
     from hitl_tui.tui.app import HitlApp
 
     inbox = Inbox.cached(workspace)
@@ -296,6 +295,8 @@ COMMANDS: dict[str, tuple[Build, Run]] = {
     "demo": (None, cmd_demo),
     "undo": (journal_cli.build_undo, journal_cli.run_undo),
     "history": (journal_cli.build_history, journal_cli.run_history),
+    "snooze": (triage_cli.build_snooze, triage_cli.run_snooze),
+    "unsnooze": (triage_cli.build_unsnooze, triage_cli.run_unsnooze),
     "escalate": (agent_cli.build_escalate, agent_cli.run_escalate),
     "guard": (agent_cli.build_guard, agent_cli.run_guard),
 }

@@ -7,7 +7,9 @@ Its own module so that `cli.py` can import the modules of its subcommands (`agen
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
 from hitl_tui.model import UsageError
 
@@ -35,3 +37,43 @@ def print_warnings(inbox) -> None:
 
     for warning in inbox.warnings:
         print(f"hitl: warning: {printable(warning)}", file=sys.stderr)
+
+
+def repo_paths(args: argparse.Namespace, config) -> list[Path]:
+    if args.paths:
+        return [Path(p) for p in args.paths]
+    if config.repos:
+        return list(config.repos)
+    return [Path.cwd()]
+
+
+def open_inbox(args: argparse.Namespace, config=None):
+    """(config, the inbox of the PATHs, scanned), knowing the config's remote backends."""
+    from hitl_tui.config import load_config
+    from hitl_tui.inbox import Inbox
+
+    config = config or load_config(args.config)
+    use_config(config)
+    inbox = Inbox.open(repo_paths(args, config), cached=True)
+    inbox.use_remotes(config.remotes)
+    return config, inbox
+
+
+def resolve(args: argparse.Namespace, inbox):
+    """(inbox, block) for TARGET: in the PATHs or the config, else (a path) in its own repo."""
+    from hitl_tui.inbox import Inbox
+    from hitl_tui.workspace import is_repo
+
+    try:
+        return inbox, inbox.resolve(args.target)
+    except UsageError:
+        if args.paths or not os.path.exists(args.target):
+            raise
+        # A block file or repo named by path is found wherever it is: in the nearest folder up
+        # that is a repository.
+        where = Path(os.path.abspath(args.target))
+        repo = next((f for f in [where, *where.parents] if f.is_dir() and is_repo(f)), None)
+        if repo is None or repo in inbox.workspace.repos:
+            raise
+        own = Inbox.open([repo], cached=True)  # its ages as `list` shows them
+        return own, own.resolve(args.target)
