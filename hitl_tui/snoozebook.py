@@ -7,16 +7,14 @@ fingerprint differs from the one the operator set aside (the agent rewrote it), 
 is up. The app and `hitl list` both ask `snoozed(block, now)`.
 
 `snoozed.json` in the state folder: `{"format": 1, "snoozes": [{"source", "path", "id",
-"fingerprint", "until"}]}` (`until` an ISO time, or null: until the block changes). Written
-whole under a lock (temp file, fsync, rename), re-read whenever another process changed it.
-A file that cannot be read is ignored with one line on stderr: no block is hidden by mistake.
+"fingerprint", "until"}]}` (`until` an ISO time, or null: until the block changes), read and
+written by `statefile` (whole, under a lock), re-read whenever another process changed it. A
+file that cannot be read is ignored with one line on stderr: no block is hidden by mistake.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import json
 import os
 import sys
 from collections.abc import Iterable, Iterator
@@ -24,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from hitl_tui import fsio
+from hitl_tui import statefile
 from hitl_tui.model import Block
 
 FORMAT = 1
@@ -59,19 +57,32 @@ class Snooze:
         }
 
 
+def _rows_of(data: dict) -> dict[Key, Snooze]:
+    """The snoozes of a file's object ({} for an empty one); Unusable when it is not that."""
+    rows = data.get("snoozes", [])
+    if not isinstance(rows, list):
+        raise statefile.Unusable("no list of snoozes")
+    found = {}
+    for row in rows:
+        snooze = _snooze_of(row)
+        found[(snooze.source, snooze.path)] = snooze
+    return found
+
+
 def _snooze_of(row: object) -> Snooze:
     if not isinstance(row, dict):
-        raise ValueError("a row")
+        raise statefile.Unusable("a row is not an object")
     texts = [row.get(k) for k in ("source", "path", "id", "fingerprint")]
-    if not all(type(t) is str for t in texts):
-        raise ValueError("a row")
     until = row.get("until")
+    if not all(type(t) is str for t in texts) or not (until is None or type(until) is str):
+        raise statefile.Unusable("a row is not a snooze")
     if until is not None:
-        if type(until) is not str:
-            raise ValueError("until")
-        until = datetime.fromisoformat(until)
+        try:
+            until = datetime.fromisoformat(until)
+        except ValueError:
+            raise statefile.Unusable("a row's time does not parse") from None
         if until.tzinfo is None:
-            raise ValueError("until")
+            raise statefile.Unusable("a row's time has no zone")
     return Snooze(*texts, until)
 
 
@@ -148,47 +159,19 @@ class SnoozeBook:
 
     # -- the file ------------------------------------------------------------------------------
 
-    def _file_stamp(self) -> tuple[int, int, int] | None:
-        try:
-            st = os.stat(self.path) if self.path is not None else None
-        except OSError:
-            return None
-        return None if st is None else (st.st_ino, st.st_size, st.st_mtime_ns)
-
     def _reload(self) -> bool:
         if self.path is None:
             return False
-        stamp = self._file_stamp()
-        if stamp == self._stamp and (stamp is not None or not self._rows):
+        now = statefile.stamp(self.path)
+        if now == self._stamp and (now is not None or not self._rows):
             return False
-        self._stamp = stamp
-        self._rows = self._read()
+        self._stamp = now
+        try:
+            self._rows = _rows_of(statefile.read(self.path, FORMAT, MAX_BYTES))
+        except statefile.Unusable as exc:
+            self._warn(str(exc))
+            self._rows = {}
         return True
-
-    def _read(self) -> dict[Key, Snooze]:
-        assert self.path is not None
-        try:
-            with open(self.path, "rb") as f:
-                data = f.read(MAX_BYTES + 1)
-        except FileNotFoundError:
-            return {}
-        except OSError as exc:
-            self._warn(exc.strerror or str(exc))
-            return {}
-        try:
-            if len(data) > MAX_BYTES:
-                raise ValueError("it is too large")
-            loaded = json.loads(data)
-            if not isinstance(loaded, dict) or loaded.get("format") != FORMAT:
-                raise ValueError("not a snooze file of this version")
-            rows = loaded.get("snoozes")
-            if not isinstance(rows, list):
-                raise ValueError("no snoozes")
-            found = [_snooze_of(r) for r in rows]
-        except (ValueError, TypeError, RecursionError) as exc:
-            self._warn(str(exc) if isinstance(exc, ValueError) else type(exc).__name__)
-            return {}
-        return {(s.source, s.path): s for s in found}
 
     def _warn(self, why: str) -> None:
         if not self._warned:
@@ -201,27 +184,24 @@ class SnoozeBook:
         rows changed. In memory only when there is no state folder."""
         if self.path is None:
             return self._merge(self._rows, changes)
-        folder = self.path.parent
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(folder / (NAME + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            rows = self._read()
-            count = self._merge(rows, changes)
-            if count:
-                if len(rows) > MAX_ENTRIES:
-                    rows = dict(list(rows.items())[-MAX_ENTRIES:])
-                data = json.dumps(
-                    {"format": FORMAT, "snoozes": [s.to_json() for s in rows.values()]},
-                    ensure_ascii=False,
-                    indent=1,
-                ).encode("utf-8", "surrogateescape")
-                fsio.atomic_write(self.path, data + b"\n", 0o600)
+        counted = 0
+
+        def edit(data: dict) -> bool:
+            nonlocal counted
+            try:
+                rows = _rows_of(data)
+            except statefile.Unusable:
+                rows = {}
+            counted = self._merge(rows, changes)
+            if len(rows) > MAX_ENTRIES:
+                rows = dict(list(rows.items())[-MAX_ENTRIES:])
+            data["snoozes"] = [s.to_json() for s in rows.values()]
             self._rows = rows
-            self._stamp = self._file_stamp()
-        finally:
-            os.close(fd)
-        return count
+            return counted > 0
+
+        statefile.update(self.path, FORMAT, MAX_BYTES, edit)
+        self._stamp = statefile.stamp(self.path)
+        return counted
 
     @staticmethod
     def _merge(rows: dict[Key, Snooze], changes: dict[Key, Snooze | None]) -> int:

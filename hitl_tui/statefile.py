@@ -1,0 +1,87 @@
+"""Small JSON files of the operator's own in the state folder (snoozes, what was seen, the
+view), read and written the same way.
+
+- read at most `max_bytes`; a file that is missing is empty, one that cannot be read or parsed
+  is reported once (one line on stderr, through `warn`) and treated as empty: such a file only
+  ever holds the operator's view, so losing it hides nothing and writes nothing to a repo;
+- changed under an exclusive lock on `NAME.lock` beside it: read again, changed, written whole
+  (temp file, fsync, rename, mode 0600), so two hitl processes never lose each other's rows.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from hitl_tui import fsio
+
+
+class Unusable(ValueError):
+    """The file is there but is not one of ours (the message says why)."""
+
+
+def stamp(path: Path) -> tuple[int, int, int] | None:
+    """What changes when another process rewrites the file (None: there is none)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def read(path: Path, fmt: int, max_bytes: int) -> dict:
+    """The JSON object in `path` with `"format": fmt` ({} when there is no file); Unusable
+    when the file cannot be read or is not such an object."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise Unusable(exc.strerror or str(exc)) from None
+    if len(data) > max_bytes:
+        raise Unusable("it is too large")
+    try:
+        loaded = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise Unusable(f"it does not parse ({type(exc).__name__})") from None
+    if not isinstance(loaded, dict) or loaded.get("format") != fmt:
+        raise Unusable("it is not a file of this version")
+    return loaded
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold the exclusive lock of `path` (its folder made, private, if missing)."""
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(folder / (path.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def write(path: Path, obj: dict) -> None:
+    """`obj` as the whole file, atomically (call it holding `locked(path)`)."""
+    data = json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8", "surrogateescape")
+    fsio.atomic_write(path, data + b"\n", 0o600)
+
+
+def update(path: Path, fmt: int, max_bytes: int, change: Callable[[dict], bool]) -> dict:
+    """Under the lock: read the file (an unusable one as {}), let `change` edit it in place,
+    and write it when `change` says it changed something. Returns what is in the file now."""
+    with locked(path):
+        try:
+            current = read(path, fmt, max_bytes)
+        except Unusable:
+            current = {}
+        current["format"] = fmt
+        if change(current):
+            write(path, current)
+        return current
