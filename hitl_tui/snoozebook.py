@@ -15,7 +15,6 @@ file that cannot be read is ignored with one line on stderr: no block is hidden 
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -30,12 +29,10 @@ NAME = "snoozed.json"
 MAX_BYTES = 4 << 20
 MAX_ENTRIES = 10_000
 
-#: (source, block file), as `view.key_of` but with the path as text.
-Key = tuple[str, str]
+Key = statefile.Key
 
 
-def key_for(block: Block) -> Key:
-    return (block.source, os.fsdecode(block.path) if isinstance(block.path, Path) else block.path)
+key_for = statefile.block_key
 
 
 @dataclass(frozen=True)

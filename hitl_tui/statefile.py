@@ -19,6 +19,15 @@ from pathlib import Path
 
 from hitl_tui import fsio
 
+#: A block in these files: (source, block file as text; a remote block's URL).
+Key = tuple[str, str]
+
+
+def block_key(block) -> Key:
+    """The key of a `model.Block` in these files."""
+    path = block.path
+    return (block.source, os.fsdecode(path) if isinstance(path, Path) else str(path))
+
 
 class Unusable(ValueError):
     """The file is there but is not one of ours (the message says why)."""
