@@ -11,6 +11,7 @@ modules with one job each, and none of them imports this one:
     recovery          finishing or rolling back what a crash interrupted
     undo              reverting an answer
     journalstore      where the records are kept: segments, the open index, retention, paging
+    retention         how long closed segments are kept: `journal_keep` of the config
 """
 
 from __future__ import annotations
