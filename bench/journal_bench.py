@@ -37,7 +37,7 @@ HITL = Path(sys.executable).parent / "hitl"
 def build(state: Path, repo: Path, answers: int, legacy: bool) -> float:
     """Journal `answers` answers of one plan on `repo`, spread over the last 80 days."""
     os.environ["HITL_STATE_DIR"] = str(state)
-    from hitl_tui import journal
+    from hitl_tui import journal, journal_entries
     from hitl_tui.answering import plan_answer
     from hitl_tui.inbox import Inbox
     from hitl_tui.model import Answer
@@ -53,9 +53,9 @@ def build(state: Path, repo: Path, answers: int, legacy: bool) -> float:
         return clock[0]
 
     began = time.monotonic()
-    real_fsync, real_now = os.fsync, journal._now
+    real_fsync, real_now = os.fsync, journal_entries._now
     os.fsync = lambda fd: None
-    journal._now = now
+    journal_entries._now = now  # every record's time (begin and commit are journal_entries')
     try:
         if legacy:
             build_legacy(journal, plan, answers, start, step)
@@ -65,7 +65,7 @@ def build(state: Path, repo: Path, answers: int, legacy: bool) -> float:
                 journal.commit(entry)
                 clock[0] += step
     finally:
-        os.fsync, journal._now = real_fsync, real_now
+        os.fsync, journal_entries._now = real_fsync, real_now
     return time.monotonic() - began
 
 

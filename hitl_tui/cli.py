@@ -305,10 +305,12 @@ COMMANDS: dict[str, tuple[Build, Run]] = {
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = bool(os.environ.get("HITL_DEBUG"))
-    from hitl_tui import journalstore
+    from hitl_tui import journalstore, retention
 
     journalstore.reset()  # a command reports the malformed records it read itself
-    journalstore.set_retention_source(_configured_keep)  # until the command reads its config
+    # Until the command reads its config (`--config` is not parsed yet at recovery), the
+    # journal keeps what the default config file says.
+    retention.reset()
     # The demo touches nothing outside its temp folder, so it leaves the operator's journal
     # (and any answer a crash interrupted) to the next real command.
     recovered = [] if argv[:1] == ["demo"] else _recover(debug)
@@ -340,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         _report_skipped()
+        retention.reset()  # the next command (a test, in this process) reads its own config
 
 
 def _report_skipped() -> None:
@@ -366,13 +369,6 @@ def _check_state(name: str, args: argparse.Namespace) -> None:
         check_state_dir(write=True)
     elif name in STATE_READERS:
         check_state_dir(write=False)
-
-
-def _configured_keep():
-    """`journal_keep` of the user's config file (`--config` is not parsed yet at recovery)."""
-    from hitl_tui.config import load_config
-
-    return load_config().journal_keep
 
 
 def _recover(debug: bool) -> list[str]:

@@ -25,9 +25,9 @@ class Parser(argparse.ArgumentParser):
 
 def use_config(config) -> None:
     """What the rest of the command takes from the config beyond its arguments."""
-    from hitl_tui import journalstore
+    from hitl_tui import retention
 
-    journalstore.set_retention(config.journal_keep)
+    retention.use(config.journal_keep)  # `--config FILE` may not be the default file
 
 
 def print_warnings(inbox) -> None:

@@ -15,25 +15,23 @@ from __future__ import annotations
 
 import difflib
 import getpass
-import re
 import subprocess
 import tomllib
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from hitl_tui.journalstore import DEFAULT_KEEP
 from hitl_tui.model import HitlError, UsageError
 from hitl_tui.paths import config_file
 from hitl_tui.registry import REMOTE, remote_sources
+from hitl_tui.retention import DEFAULT_KEEP
+from hitl_tui.retention import parse as parse_keep
 from hitl_tui.sources.base import Source
 
 #: The config's own keys, and one table per remote backend (`[[github]]`, see `registry`).
 KNOWN_KEYS = {"repos", "operator", "bell", "journal_keep", "keys", *REMOTE}
-#: How long closed journal segments are kept, by default (see journalstore: retention).
+#: How long closed journal segments are kept, by default (see retention).
 JOURNAL_KEEP = DEFAULT_KEEP
-_DURATION = re.compile(r"\s*(\d{1,6})\s*([hdw])\s*\Z")
-_UNITS = {"h": "hours", "d": "days", "w": "weeks"}
 
 
 @dataclass(frozen=True)
@@ -107,7 +105,7 @@ def load_config(explicit: str | Path | None = None) -> Config:
         remotes = remote_sources({key: data[key] for key in REMOTE if key in data})
     except UsageError as exc:
         raise UsageError(f"{path}: {exc}") from None
-    keep = _journal_keep(path, data.get("journal_keep", "90d"))
+    keep = parse_keep(path, data.get("journal_keep", "90d"))
     keys = _keys(path, data.get("keys", {}))
     base = path.parent
     resolved = tuple(base / _expand(path, r) for r in repos)
@@ -136,19 +134,6 @@ def _keys(path: Path, table: object) -> dict[str, str]:
         if not isinstance(value, str) or not value.strip() or "\0" in value:
             raise UsageError(f'{path}: [keys]: {name!r} must be a string of keys, like "f1"')
     return dict(table)
-
-
-def _journal_keep(path: Path, value: object) -> timedelta | None:
-    """`"90d"`, `"12w"`, `"48h"` or `"forever"`."""
-    if isinstance(value, str) and value.strip().lower() == "forever":
-        return None
-    match = _DURATION.match(value) if isinstance(value, str) else None
-    if match is None or int(match.group(1)) == 0:
-        raise UsageError(
-            f'{path}: \'journal_keep\' must be a duration such as "90d" (days), "12w" '
-            f'(weeks), "48h" (hours) or "forever"; got {value!r}'
-        )
-    return timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
 
 
 def _expand(config: Path, raw: str) -> Path:

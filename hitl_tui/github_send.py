@@ -6,8 +6,6 @@ from synchronous code). What was sent is recorded in the answer journal.
 
 from __future__ import annotations
 
-import dataclasses
-
 from hitl_tui.github_api import (
     GithubClient,
     GithubError,
@@ -154,12 +152,7 @@ def _journal(plan: Plan, done: list[str], problem: str | None) -> str | None:
     if problem:
         summary += f"; NOT finished ({problem}): answer again to finish"
     try:
-        entry = journal.begin(
-            dataclasses.replace(plan, summary=summary),
-            remote=True,
-            not_undoable=not_undoable(plan.block),
-        )
-        journal.commit(entry)
+        journal.record_remote(plan, summary, not_undoable(plan.block))
     except (OSError, HitlError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return f"(the journal could not record it: {reason})"

@@ -1,5 +1,6 @@
 """Where the journal's records are kept and how they are read back: segments, the open index,
-rotation, retention, and skipping malformed records. `journal` folds the records into entries.
+rotation, retention, and skipping malformed records. `journal_entries` folds the records into
+entries; how long segments are kept is `retention`'s.
 
 In the state folder's `journal/`:
 
@@ -52,12 +53,12 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
-from hitl_tui import fsio
+from hitl_tui import fsio, retention
 from hitl_tui.paths import state_dir
 
 #: The active file is closed into a segment once it is larger than this.
@@ -70,13 +71,6 @@ HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 ID_RE = re.compile(r"[0-9A-Za-z][0-9A-Za-z._-]{0,99}\Z")
 STEP_ACTIONS = ("update", "create", "remove")
 
-_UNSET = object()
-_keep: object = _UNSET
-#: How long closed segments are kept when nobody said (no config file says otherwise).
-DEFAULT_KEEP = timedelta(days=90)
-#: Where the retention comes from when no command set it (the CLI: its config file, read
-#: when first needed); None: DEFAULT_KEEP. The store never reads the config itself.
-_keep_source: Callable[[], timedelta | None] | None = None
 #: (file name, byte offset) -> line number of every malformed record read by this process.
 _skipped: dict[tuple[str, int], int] = {}
 
@@ -246,37 +240,13 @@ def _rotate() -> None:
     fsio.fsync_dir(folder())
 
 
-def set_retention(keep: timedelta | None) -> None:
-    """How long closed segments are kept (None: forever); from the config the command read."""
-    global _keep
-    _keep = keep
-
-
-def set_retention_source(source: Callable[[], timedelta | None] | None) -> None:
-    """Where the retention comes from until `set_retention` is called (the config file)."""
-    global _keep_source
-    _keep_source = source
-
-
-def _retention() -> timedelta | None:
-    if _keep is not _UNSET:
-        return _keep  # type: ignore[return-value]
-    if _keep_source is None:
-        return DEFAULT_KEEP
-    from hitl_tui.model import HitlError
-
-    try:
-        return _keep_source()
-    except HitlError:
-        return None  # an unreadable config: keep everything
-
-
 def apply_retention(now: datetime | None = None) -> list[Path]:
     """Delete the segments older than the retention and the blobs no kept record names.
 
-    Returns what was deleted. Safe to run at any time and to interrupt at any point.
+    Returns what was deleted. Safe to run at any time and to interrupt at any point. How long
+    is `retention.current()`, asked now: the config's `journal_keep`, whoever started hitl.
     """
-    keep = _retention()
+    keep = retention.current()
     now = now or datetime.now(UTC)
     removed: list[Path] = []
     with _flock("prune.lock", fcntl.LOCK_EX), journal_lock():
@@ -457,9 +427,7 @@ def _skip(name: str, fd: int | None, offset: int) -> None:
 
 
 def reset() -> None:
-    """Forget what this process learned (the retention set, the records skipped): per command."""
-    global _keep
-    _keep = _UNSET
+    """Forget the records skipped so far: each command reports its own."""
     _skipped.clear()
 
 

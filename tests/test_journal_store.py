@@ -19,10 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import journal, journalstore
+from hitl_tui import journal, journalstore, retention
 from hitl_tui.apply import apply_plan
 from hitl_tui.cli import main
-from hitl_tui.config import load_config
 from tests.hostile_cases import copy_shop, hitl_env, snapshot
 from tests.test_journal import Crash, crash_at, plan_for
 
@@ -86,9 +85,9 @@ def answer_many(repo: Path, count: int, monkeypatch, per_segment: bool = True) -
 
 @pytest.fixture
 def keep_all():
-    journalstore.set_retention(None)
+    retention.use(None)
     yield
-    journalstore.reset()
+    retention.reset()
 
 
 # -- start-up reads no history -------------------------------------------------------------
@@ -230,9 +229,7 @@ def test_retention_prunes_old_segments_and_their_blobs_never_an_open_answer(
 ):
     config = Path(os.environ["HITL_CONFIG"])
     config.write_text('journal_keep = "30d"\n')
-    journalstore.reset()
-    # The retention is read from the config, as every command arranges (cli.main).
-    journalstore.set_retention_source(lambda: load_config().journal_keep)
+    # Nothing hands the retention over: the journal reads it from the config file (retention).
     a = copy_shop(tmp_path / "a")
     old_ids = answer_many(a, 4, monkeypatch)
     # An answer crashed mid-way, long ago, and never recovered since: it must survive.
@@ -255,6 +252,52 @@ def test_retention_prunes_old_segments_and_their_blobs_never_an_open_answer(
     assert message.startswith("rolled back an interrupted answer to crashed")
     assert snapshot(crashed) == snapshot(copy_shop(tmp_path / "pristine" / "crashed"))
     assert [e.id for e in journal.history()][:2] == new_ids[::-1]
+
+
+@pytest.mark.parametrize(
+    ("config", "pruned"),
+    [
+        (None, False),  # no config file: the default, 90 days
+        ('journal_keep = "7d"\n', True),
+        ('journal_keep = "forever"\n', False),
+        ('journal_keep = "soon"\n', False),  # not a duration: keep everything
+        ('journal_keep = "7d"\nrepos = [\n', False),  # not TOML: keep everything
+        ('operator = "Ada"\n', False),  # says nothing of it: the default
+    ],
+)
+def test_answers_and_undos_outside_the_cli_keep_what_the_config_file_says(
+    tmp_path: Path, monkeypatch, config: str | None, pruned: bool
+):
+    """No command ran (the app started some other way, a script, a test): the journal still
+    reads `journal_keep` from the config file when an answer or an undo rotates it."""
+    if config is not None:
+        Path(os.environ["HITL_CONFIG"]).write_text(config)
+    old_ids = answer_many(copy_shop(tmp_path / "a"), 3, monkeypatch)
+    for name in seg_names():
+        age(name, 10)
+    shop = copy_shop(tmp_path / "shop")
+    apply_plan(plan_for(shop))  # commits, rotates: retention runs
+    kept = {e.id for e in journal.history()}
+    assert kept.isdisjoint(old_ids) if pruned else set(old_ids) <= kept
+    assert journal.undo(operator="Ada").startswith("undid ")  # rotates again, the same rule
+    kept = {e.id for e in journal.history()}
+    assert kept.isdisjoint(old_ids) if pruned else set(old_ids) <= kept
+    assert {p.name for p in (jdir() / "blobs").iterdir()} == named_blobs()
+
+
+def test_a_config_handed_over_outweighs_the_config_file(tmp_path: Path, monkeypatch):
+    """`--config FILE`: the command hands its Config's `journal_keep` over (cli_base)."""
+    Path(os.environ["HITL_CONFIG"]).write_text('journal_keep = "forever"\n')
+    old_ids = answer_many(copy_shop(tmp_path / "a"), 3, monkeypatch)
+    for name in seg_names():
+        age(name, 10)
+    retention.use(timedelta(days=7))
+    try:
+        apply_plan(plan_for(copy_shop(tmp_path / "shop")))
+    finally:
+        retention.reset()
+    assert {e.id for e in journal.history()}.isdisjoint(old_ids)
+    assert retention.current() is None  # back to the file's "forever"
 
 
 @pytest.mark.parametrize(
@@ -308,11 +351,11 @@ def test_the_single_file_layout_keeps_working(shop: Path, tmp_path: Path, monkey
     ]
     # Past the cap, the old file becomes the first segment, and reads back the same.
     monkeypatch.setattr(journalstore, "SEGMENT_BYTES", 1)
-    journalstore.set_retention(None)
+    retention.use(None)
     try:
         journal.commit(journal.begin(plan_for(copy_shop(tmp_path / "b"))))
     finally:
-        journalstore.reset()
+        retention.reset()
     assert seg_names()[0].startswith("journal-000001-")
     assert [e.id for e in journal.history()][1:] == [d["id"] for d in data]
 
