@@ -8,6 +8,10 @@ journal_keep = "90d"                 # how long the answer journal is kept ("12w
 
 [keys]                               # remap a binding, by its id (hitl_tui/keys.py)
 "hitl.answer-1" = "f1"
+
+[sla]                                # a block's age turns amber, then red
+warn = "15m"
+alert = "1h"
 ```
 """
 
@@ -29,9 +33,11 @@ from hitl_tui.retention import parse as parse_keep
 from hitl_tui.sources.base import Source
 
 #: The config's own keys, and one table per remote backend (`[[github]]`, see `registry`).
-KNOWN_KEYS = {"repos", "operator", "bell", "journal_keep", "keys", *REMOTE}
+KNOWN_KEYS = {"repos", "operator", "bell", "journal_keep", "keys", "sla", *REMOTE}
 #: How long closed journal segments are kept, by default (see retention).
 JOURNAL_KEEP = DEFAULT_KEEP
+#: `[sla]` by default: a block's age is amber from 15 minutes, red from an hour.
+SLA_WARN, SLA_ALERT = timedelta(minutes=15), timedelta(hours=1)
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,9 @@ class Config:
     extra: dict = field(default_factory=dict)
     #: `[keys]`: binding id -> the keys that replace its defaults (`"hitl.answer-1" = "f1"`).
     keys: dict[str, str] = field(default_factory=dict)
+    #: `[sla]`: how long a block may wait before its age is amber (warn), then red (alert).
+    sla_warn: timedelta = SLA_WARN
+    sla_alert: timedelta = SLA_ALERT
 
     def operator_name(self) -> str:
         return self.operator or git_user_name() or _login()
@@ -107,6 +116,7 @@ def load_config(explicit: str | Path | None = None) -> Config:
         raise UsageError(f"{path}: {exc}") from None
     keep = parse_keep(path, data.get("journal_keep", "90d"))
     keys = _keys(path, data.get("keys", {}))
+    warn, alert = _sla(path, data.get("sla", {}))
     base = path.parent
     resolved = tuple(base / _expand(path, r) for r in repos)
     return Config(
@@ -117,7 +127,31 @@ def load_config(explicit: str | Path | None = None) -> Config:
         path,
         journal_keep=keep,
         keys=keys,
+        sla_warn=warn,
+        sla_alert=alert,
     )
+
+
+def _sla(path: Path, table: object) -> tuple[timedelta, timedelta]:
+    """`[sla] warn = "15m", alert = "1h"`: durations, warn no later than alert."""
+    from hitl_tui.timefmt import parse_duration
+
+    if not isinstance(table, dict):
+        raise UsageError(f'{path}: \'sla\' must be a [sla] table (warn = "15m", alert = "1h")')
+    unknown = sorted(set(table) - {"warn", "alert"})
+    if unknown:
+        raise UsageError(f"{path}: [sla]: unknown key {unknown[0]!r} (known: alert, warn)")
+    found = {"warn": SLA_WARN, "alert": SLA_ALERT}
+    for name, value in table.items():
+        try:
+            if not isinstance(value, str):
+                raise ValueError(f'{value!r} is not a duration in quotes (like "15m")')
+            found[name] = parse_duration(value)
+        except ValueError as exc:
+            raise UsageError(f"{path}: [sla]: {name}: {exc}") from None
+    if found["warn"] > found["alert"]:
+        raise UsageError(f"{path}: [sla]: warn ({table.get('warn')}) is after alert")
+    return found["warn"], found["alert"]
 
 
 def _keys(path: Path, table: object) -> dict[str, str]:

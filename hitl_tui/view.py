@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from hitl_tui.model import Block
@@ -364,3 +364,10 @@ class RowOrder:
             if wanted(self.blocks[rk]):
                 return rk
         return None
+
+
+def urgency(block: Block, now: datetime, warn: timedelta, alert: timedelta) -> str:
+    """How the age is coloured (`[sla]`): "alert" (red) once the block has waited `alert`,
+    "warn" (amber) once it has waited `warn`, else ""."""
+    waited = now - block.since
+    return "alert" if waited >= alert else "warn" if waited >= warn else ""

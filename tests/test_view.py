@@ -201,3 +201,13 @@ def test_next_where_wraps_around() -> None:
     assert rows.next_where(order[3], 1, lambda b: b.id.startswith("pay")) == order[1]
     assert rows.next_where(order[1], -1, lambda b: b.id.startswith("pay")) == order[3]
     assert rows.next_where(None, 1, lambda b: False) is None
+
+
+def test_urgency_follows_the_sla() -> None:
+    from hitl_tui.view import urgency
+
+    warn, alert = timedelta(minutes=15), timedelta(hours=1)
+    b = block("a", 0)
+    assert urgency(b, T0 + timedelta(minutes=14), warn, alert) == ""
+    assert urgency(b, T0 + timedelta(minutes=15), warn, alert) == "warn"
+    assert urgency(b, T0 + timedelta(hours=1), warn, alert) == "alert"
