@@ -119,3 +119,27 @@ async def test_the_palette_answers_and_goes_to_a_block_by_id(tmp_path: Path) -> 
         assert isinstance(app.screen, PreviewScreen)
         title = str(app.screen.query_one("#preview-title", Static).render())
         assert "Answer mobile with" in title
+
+
+async def test_the_palette_runs_own_words_raw_file_and_undo(tmp_path: Path) -> None:
+    from hitl_tui.tui.widgets import BlockDetail
+
+    inbox = Inbox(Workspace.discover([demo_workspace(tmp_path)]))
+    app = HitlApp(inbox, config=Config(operator="Ada", bell=False), watch=False, clock=lambda: NOW)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(100):
+            await pilot.pause()
+            if app.loaded:
+                break
+            await asyncio.sleep(0.02)
+        await _palette(pilot, app, "answer in your own words")
+        assert isinstance(app.screen, TextAnswerScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not app.query_one(BlockDetail).has_class("raw")
+        await _palette(pilot, app, "raw file on")
+        assert app.query_one(BlockDetail).has_class("raw")
+        await _palette(pilot, app, "undo the last answer")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert any(n.title == "Not undone" for n in app._notifications)
