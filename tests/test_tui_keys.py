@@ -12,6 +12,7 @@ from hitl_tui.inbox import Inbox
 from hitl_tui.keys import IDS, KEYS
 from hitl_tui.tui.app import HitlApp
 from hitl_tui.tui.bindings import help_text, key_name
+from hitl_tui.tui.inbox_screen import InboxScreen
 from hitl_tui.tui.screens import (
     ConfirmDiscard,
     HelpScreen,
@@ -23,7 +24,7 @@ from hitl_tui.tui.widgets import BlockList
 from hitl_tui.workspace import Workspace
 from tests.tui_support import NOW, SIZE, demo_workspace
 
-SCREENS = (HitlApp, BlockList, PreviewScreen, TextAnswerScreen, ConfirmDiscard, HelpScreen)
+SCREENS = (InboxScreen, BlockList, PreviewScreen, TextAnswerScreen, ConfirmDiscard, HelpScreen)
 SCREENS += (HistoryScreen,)
 
 
