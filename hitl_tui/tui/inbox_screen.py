@@ -186,10 +186,11 @@ class InboxScreen(Screen):
         bar.update(f"hitl · {text}")
         bar.remove_class("has-blocks")
 
-    # -- the answer flow: choice -> (text box) -> preview -> confirm -> write in a worker ----
-
     def action_raw(self) -> None:
+        """The highlighted block's file as it is on disk, instead of its parsed parts (r)."""
         self.query_one(BlockDetail).toggle_raw()
+
+    # -- the answer flow: choice -> (text box) -> preview -> confirm -> write in a worker ----
 
     def _current(self) -> Block | None:
         block = self.current
