@@ -12,6 +12,7 @@ from hitl_tui.inbox import Inbox
 from hitl_tui.keys import IDS, KEYS
 from hitl_tui.tui.app import HitlApp
 from hitl_tui.tui.bindings import help_text, key_name
+from hitl_tui.tui.inbox_screen import InboxScreen
 from hitl_tui.tui.screens import (
     ConfirmDiscard,
     HelpScreen,
@@ -23,7 +24,7 @@ from hitl_tui.tui.widgets import BlockList
 from hitl_tui.workspace import Workspace
 from tests.tui_support import NOW, SIZE, demo_workspace
 
-SCREENS = (HitlApp, BlockList, PreviewScreen, TextAnswerScreen, ConfirmDiscard, HelpScreen)
+SCREENS = (InboxScreen, BlockList, PreviewScreen, TextAnswerScreen, ConfirmDiscard, HelpScreen)
 SCREENS += (HistoryScreen,)
 
 
@@ -119,3 +120,27 @@ async def test_the_palette_answers_and_goes_to_a_block_by_id(tmp_path: Path) -> 
         assert isinstance(app.screen, PreviewScreen)
         title = str(app.screen.query_one("#preview-title", Static).render())
         assert "Answer mobile with" in title
+
+
+async def test_the_palette_runs_own_words_raw_file_and_undo(tmp_path: Path) -> None:
+    from hitl_tui.tui.widgets import BlockDetail
+
+    inbox = Inbox(Workspace.discover([demo_workspace(tmp_path)]))
+    app = HitlApp(inbox, config=Config(operator="Ada", bell=False), watch=False, clock=lambda: NOW)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(100):
+            await pilot.pause()
+            if app.loaded:
+                break
+            await asyncio.sleep(0.02)
+        await _palette(pilot, app, "answer in your own words")
+        assert isinstance(app.screen, TextAnswerScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not app.query_one(BlockDetail).has_class("raw")
+        await _palette(pilot, app, "raw file on")
+        assert app.query_one(BlockDetail).has_class("raw")
+        await _palette(pilot, app, "undo the last answer")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert any(n.title == "Not undone" for n in app._notifications)

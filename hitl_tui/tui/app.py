@@ -1,8 +1,11 @@
 """The inbox app: every open block across the watched repositories, answered in two keystrokes.
 
-This is the only package that imports Textual. It reads through the domain's Inbox, plans
-answers with the sources, and applies them with the same code the CLI uses; parsing and writing
-run in worker threads so that no keypress waits on the disk.
+This is the only package that imports Textual. The app owns its lifecycle, the config, the
+domain's Inbox and the workers that feed it (the first scan, the watcher, remote polling), the
+toasts of arrivals and warnings, the header's refresh, the report of a worker that failed, and
+the switch to the help and the history. What the operator does to a block (answer, undo, the
+raw file) is the inbox screen's (`inbox_screen.py`); answers are planned and applied there with
+the same code the CLI uses, in worker threads, so that no keypress waits on the disk.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ import gc
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import ClassVar
 
 from textual import on, work
@@ -21,24 +23,15 @@ from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
-from hitl_tui.answering import apply_answer, plan_answer, source_for
 from hitl_tui.config import Config
 from hitl_tui.inbox import Delta, Inbox, default_workers, key_of
-from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
+from hitl_tui.model import Block, HitlError
 from hitl_tui.sources.base import Source
 from hitl_tui.textio import printable
-from hitl_tui.tui.bindings import bindings
 from hitl_tui.tui.commands import HitlCommands
 from hitl_tui.tui.inbox_screen import InboxScreen
-from hitl_tui.tui.messages import Answered, AnswerStale, Refused, ScanDone, Undone
-from hitl_tui.tui.screens import (
-    HelpScreen,
-    HistoryScreen,
-    Preview,
-    PreviewScreen,
-    TextAnswerScreen,
-    Typed,
-)
+from hitl_tui.tui.messages import ScanDone
+from hitl_tui.tui.screens import HelpScreen, HistoryScreen
 from hitl_tui.tui.widgets import row_key
 
 #: What each worker group does, for the message when one fails.
@@ -58,7 +51,9 @@ ARRIVAL_NAMES = 5
 
 
 class HitlApp(App[int]):
-    """hitl's terminal app."""
+    """hitl's terminal app: the Inbox and its workers, arrivals, the header, failures, and the
+    screens. The inbox screen is the default screen; its keys (tui/bindings.py) are its own,
+    but for quit, help and history, which are the app's."""
 
     CSS_PATH = "app.tcss"
     TITLE = "hitl"
@@ -68,8 +63,6 @@ class HitlApp(App[int]):
     #: the inbox drops its state column, below 20 rows every screen packs tighter.
     HORIZONTAL_BREAKPOINTS: ClassVar = [(0, "-narrow"), (60, "-wide")]
     VERTICAL_BREAKPOINTS: ClassVar = [(0, "-short"), (20, "-tall")]
-
-    BINDINGS: ClassVar = bindings("inbox")
 
     def __init__(
         self,
@@ -93,19 +86,14 @@ class HitlApp(App[int]):
         #: Each remote backend's title -> scope -> (state, one-line message), as last polled.
         self.source_states: dict[str, dict[str, tuple[str, str]]] = {}
         self.inbox.use_remotes(self.config.remotes)
-        #: One preview screen, built on first use and kept installed (see PreviewScreen).
-        self._preview_screen: PreviewScreen | None = None
         #: Configuration warnings already toasted (inbox.warnings: a project.md unread, ...).
         self._warned: set[str] = set()
-        #: Own-words drafts, by (block row, choice key or None): kept while the app runs, until
-        #: the block is answered or leaves, or the operator discards the draft.
-        self.drafts: dict[tuple[str, str | None], tuple[str, ...]] = {}
         #: Blocks of the burst of arrivals in progress, and those waiting for a modal to close.
         self._arriving: list[Block] = []
         self._held: list[Block] = []
         self._burst_timer: Timer | None = None
         self._burst_began = 0.0
-        self.inbox_screen = InboxScreen(self.clock)
+        self.inbox_screen = InboxScreen(self.clock, self.inbox, self.operator)
 
     # -- the inbox screen and the workers ------------------------------------------------------
 
@@ -204,14 +192,13 @@ class HitlApp(App[int]):
         self.apply_delta(delta, announce=True)
 
     def apply_delta(self, delta: Delta, announce: bool = False) -> None:
+        """The inbox changed: the inbox screen's list and header follow, new warnings are
+        toasted, and (`announce`) new blocks are announced."""
         try:
             self.inbox_screen.apply(delta)
             self.refresh_header()
         except NoMatches:  # a change that arrives while the app is closing
             return
-        if delta.removed and self.drafts:
-            gone = {row_key(k) for k in delta.removed}
-            self.drafts = {k: v for k, v in self.drafts.items() if k[0] not in gone}
         self._toast_warnings()
         if announce and delta.added:
             self._arrived(delta.added)
@@ -295,16 +282,19 @@ class HitlApp(App[int]):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A worker that raised: say what failed, in a toast (and the header, for the first
         scan, which would otherwise say "reading repositories…" forever). The app runs on."""
-        if event.state != WorkerState.ERROR:
-            return
-        error = event.worker.error
-        what = WORKER_TASKS.get(event.worker.group, "A background task")
+        if event.state == WorkerState.ERROR:
+            self.worker_failed(event.worker)
+
+    def worker_failed(self, worker: Worker) -> None:
+        """Say what a worker that raised was doing; the inbox screen's workers report here too."""
+        error = worker.error
+        what = WORKER_TASKS.get(worker.group, "A background task")
         text = f"{what} failed: {type(error).__name__}: {error}"
-        if event.worker.group == "scan":
+        if worker.group == "scan":
             self.inbox_screen.show_failure(printable(text))
         self.notify(printable(text), title="Error", severity="error", markup=False, timeout=30)
 
-    # -- actions -----------------------------------------------------------------------------
+    # -- switching screens: the help and the history (the inbox screen is the default) -------
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.config.keys))
@@ -314,208 +304,6 @@ class HitlApp(App[int]):
 
         # The newest answers only: the journal may hold 90 days of them (`hitl history` pages).
         self.push_screen(HistoryScreen(journal.history(limit=500)))
-
-    @work(thread=True, group="apply", exit_on_error=False)
-    def action_undo(self) -> None:
-        from hitl_tui import journal
-
-        try:
-            message = journal.undo(None, operator=self.operator)
-        except HitlError as exc:
-            self.post_message(Refused("Not undone", str(exc)))
-            return
-        undone = next((e for e in journal.newest_first() if e.undone), None)
-        paths = [undone.block_path] if undone else []
-        delta = self.inbox.handle([p for p in paths if isinstance(p, Path)])
-        self.post_message(Undone(message, delta))
-
-    @on(Undone)
-    def _undone(self, message: Undone) -> None:
-        self.apply_delta(message.delta)
-        self.notify(printable(message.message), title="Undone", markup=False)
-
-    @on(Refused)
-    def _refused(self, message: Refused) -> None:
-        self.notify(
-            printable(message.message),
-            title=message.title,
-            severity="error",
-            markup=False,
-            timeout=10,
-        )
-
-    def go_to(self, block: Block) -> None:
-        """Highlight `block` (the palette's "Go to block"), when it is still listed."""
-        if not self.inbox_screen.go_to(block):
-            self.notify(
-                printable(f"{block.id} is no longer listed."), severity="warning", markup=False
-            )
-
-    def action_raw(self) -> None:
-        self.inbox_screen.toggle_raw()
-
-    def _current(self) -> Block | None:
-        block = self.inbox_screen.current
-        if block is None:
-            self.notify("No block is highlighted.", severity="warning")
-        return block
-
-    def action_choose(self, number: int) -> None:
-        block = self._current()
-        if block is None:
-            return
-        if number > len(block.choices):
-            if block.choices:
-                msg = f"This block has {len(block.choices)} choices; press o for your own words."
-            else:
-                msg = "This block lists no choices: press o to answer in your own words."
-            self.notify(msg, severity="warning")
-            return
-        choice = block.choices[number - 1]
-        if choice.needs_text:
-            self._ask_text(block, choice)
-        else:
-            self._preview(block, self._answer(choice=choice))
-
-    def _answer(self, choice: Choice | None = None, texts: tuple[str, ...] = ()) -> Answer:
-        return Answer(choice=choice, texts=texts, operator=self.operator, when=self.clock())
-
-    def action_own_words(self) -> None:
-        block = self._current()
-        if block is not None:
-            self._ask_text(block, None)
-
-    def _ask_text(self, block: Block, choice: Choice | None) -> None:
-        questions = list(block.questions) if choice is None and len(block.questions) > 1 else []
-        if questions:
-            defaults = list(block.defaults)
-            defaults = [(d or "") for d in defaults] + [""] * (len(questions) - len(defaults))
-            title = f"Answer each question of {block.id}"
-        else:
-            questions = [block.one_line_question(400)]
-            defaults = [""]
-            title = (
-                f"{block.id}: {choice.option} — your text"
-                if choice
-                else f"{block.id}: answer in your own words"
-            )
-
-        draft_key = (row_key(key_of(block)), choice.key if choice else None)
-        draft = self.drafts.get(draft_key)
-        if draft is not None and len(draft) != len(questions):
-            draft = None  # the block now asks a different number of questions
-
-        def done(typed: Typed | None) -> None:
-            if typed is None:  # discarded on purpose
-                self.drafts.pop(draft_key, None)
-                return
-            texts = typed.texts
-            shown = [printable(d, keep_newlines=True) for d in defaults]
-            if not any(t.strip() for t in texts) or (draft is None and list(texts) == shown):
-                self.drafts.pop(draft_key, None)  # nothing of the operator's own to keep
-            else:
-                self.drafts[draft_key] = texts
-            if not typed.go:
-                if draft_key in self.drafts:
-                    self.notify(
-                        printable(f"Draft kept for {block.id}: press o to carry on."),
-                        title="Draft",
-                        markup=False,
-                    )
-                return
-            if choice is not None:
-                answer = self._answer(choice=choice, texts=texts)
-            else:
-                answer = self._answer(texts=texts)
-            self._preview(block, answer)
-
-        self.push_screen(TextAnswerScreen(block, questions, defaults, title, draft), done)
-
-    def _preview(self, block: Block, answer: Answer) -> None:
-        try:
-            plan = plan_answer(self.inbox, block, answer)
-        except StaleError as exc:
-            self._stale(block, str(exc))
-            return
-        except HitlError as exc:
-            self.notify(printable(str(exc)), severity="error", markup=False, timeout=8)
-            return
-        replan = None
-        try:
-            editable = source_for(self.inbox, block).decision_text(block, answer)
-        except HitlError:
-            editable = None
-        if editable is not None:
-
-            def replan(text: str) -> Plan:
-                edited = Answer(
-                    choice=answer.choice,
-                    texts=answer.texts,
-                    note=answer.note,
-                    operator=answer.operator,
-                    when=answer.when,
-                    decision_override=text,
-                )
-                return plan_answer(self.inbox, block, edited)
-
-        what = answer.choice.label() if answer.choice else "your own words"
-        title = f"Answer {block.id} with {what}"
-        preview = Preview(plan, title, editable, replan)
-        if self._preview_screen is None:
-            self._preview_screen = PreviewScreen(preview)
-            self.install_screen(self._preview_screen, "preview")
-        else:
-            self._preview_screen.load(preview)
-        self.push_screen("preview", self._confirmed)
-
-    def _confirmed(self, plan: Plan | None) -> None:
-        if plan is not None:
-            self.apply_in_background(plan)
-
-    @work(thread=True, group="apply", exit_on_error=False)
-    def apply_in_background(self, plan: Plan) -> None:
-        block = plan.block
-        try:
-            done = apply_answer(self.inbox, plan)
-        except StaleError as exc:
-            self.post_message(AnswerStale(block, str(exc)))
-            return
-        except HitlError as exc:
-            self.post_message(Refused("", str(exc)))
-            return
-        source = source_for(self.inbox, block)
-        if source.remote:
-            delta = self.inbox.drop(block)
-            self.call_from_thread(source.refresh_soon)
-        else:
-            delta = self.inbox.handle([block.path])
-        self.post_message(Answered(plan, done, delta))
-
-    @on(Answered)
-    def _answered(self, message: Answered) -> None:
-        plan, done, delta = message.plan, message.done, message.delta
-        answered = row_key(key_of(plan.block))
-        self.drafts = {k: v for k, v in self.drafts.items() if k[0] != answered}
-        self.apply_delta(delta)
-        message = f"{plan.block.id}: " + "; ".join(done)
-        if plan.hint:
-            message += f"\n{plan.hint}"
-        self.notify(printable(message, keep_newlines=True), title="Answered", markup=False)
-
-    @on(AnswerStale)
-    def _answer_stale(self, message: AnswerStale) -> None:
-        self._stale(message.block, message.message)
-
-    def _stale(self, block: Block, message: str) -> None:
-        delta = self.inbox.handle([block.path])
-        self.apply_delta(delta)
-        self.notify(
-            printable(message) + "\nNothing was written; the block as it is now is shown.",
-            title="Block changed",
-            severity="error",
-            markup=False,
-            timeout=10,
-        )
 
     async def action_quit(self) -> None:
         self.stop_event.set()

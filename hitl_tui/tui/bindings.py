@@ -3,7 +3,7 @@ from the same table, so the help lists every binding, with the keys the config r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from textual.binding import Binding
 
@@ -39,12 +39,13 @@ Keys can be remapped in the config's [keys] table, by the ids in the README.
 """
 
 
-def bindings(where: str) -> list[Binding]:
-    """The Bindings of one screen or widget (`where` in keys.SECTIONS)."""
+def bindings(where: str, app_actions: Collection[str] = ()) -> list[Binding]:
+    """The Bindings of one screen or widget (`where` in keys.SECTIONS). The actions named in
+    `app_actions` are the app's (`app.help`), not the screen's."""
     return [
         Binding(
             spec.keys,
-            spec.action,
+            f"app.{spec.action}" if spec.action in app_actions else spec.action,
             spec.description,
             show=spec.show,
             key_display=spec.key_display,

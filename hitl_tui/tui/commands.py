@@ -22,23 +22,33 @@ class HitlCommands(Provider):
 
     def commands(self) -> Iterator[Command]:
         app = self.app
-        current = app.inbox_screen.current
+        screen = app.inbox_screen  # the answer, the undo and the raw file are the screen's
+        current = screen.current
         if current is not None:
             name = printable(current.id)
             for n, choice in enumerate(current.choices[:9], 1):
                 label = printable(f"{choice.key}) {choice.option}")[:60]
-                yield (f"Answer with choice {n}", f"{name}: {label}", partial(app.action_choose, n))
-            yield ("Answer in your own words", name, app.action_own_words)
-        yield ("Undo the last answer", "byte for byte, refused if a file moved on", app.action_undo)
+                yield (
+                    f"Answer with choice {n}",
+                    f"{name}: {label}",
+                    partial(screen.action_choose, n),
+                )
+            yield ("Answer in your own words", name, screen.action_own_words)
+        yield (
+            "Undo the last answer",
+            "byte for byte, refused if a file moved on",
+            screen.action_undo,
+        )
         yield ("History", "every answer given from this machine", app.action_history)
-        yield ("Raw file on / off", "the highlighted block's file as it is", app.action_raw)
+        yield ("Raw file on / off", "the highlighted block's file as it is", screen.action_raw)
         yield ("Keys", "every key, as remapped by [keys]", app.action_help)
 
     def blocks(self) -> Iterator[Command]:
-        for block in self.app.inbox_screen.blocklist.blocks.values():
+        screen = self.app.inbox_screen
+        for block in screen.blocklist.blocks.values():
             name = printable(block.id)
             question = printable(block.one_line_question(80))
-            yield (f"Go to block {name}", question, partial(self.app.go_to, block))
+            yield (f"Go to block {name}", question, partial(screen.go_to, block))
 
     async def discover(self) -> Hits:
         for name, help, command in self.commands():

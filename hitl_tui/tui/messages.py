@@ -1,8 +1,9 @@
 """What the app's workers report back: small dataclass Messages, posted from their threads.
 
-A worker never calls into the app; it posts one of these (`post_message` is thread-safe) and
-the app's handler runs on the UI thread. A worker that raises is reported by the app's one
-`on_worker_state_changed` handler instead.
+A worker never calls into the app; it posts one of these to its own node (`post_message` is
+thread-safe) and that node's handler runs on the UI thread: the scan's to the app, the answer's
+and the undo's to the inbox screen. A worker that raises is reported by the app's one
+`worker_failed` instead (the inbox screen forwards its workers' failures there).
 """
 
 from __future__ import annotations
