@@ -187,7 +187,7 @@ CONFIG_CASES = [
     ("keys = 5", "'keys' must be a [keys] table of binding id = \"keys\""),
     (
         "unknown = 1",
-        "unknown key 'unknown' (known: bell, github, journal_keep, keys, operator, repos)",
+        "unknown key 'unknown' (known: bell, github, journal_keep, keys, operator, repos, sla)",
     ),
 ]
 
