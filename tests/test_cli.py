@@ -673,7 +673,8 @@ def test_unknown_config_key_is_a_one_line_exit_2(ws: Path, tmp_path: Path, inpro
     assert_error(
         inproc("list", "--config", config, cwd=ws),
         2,
-        f"{config}: unknown key 'repoz' (known: bell, github, journal_keep, keys, operator, repos, sla)",
+        f"{config}: unknown key 'repoz' "
+        "(known: bell, github, journal_keep, keys, operator, repos, sla)",
     )
 
 
