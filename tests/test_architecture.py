@@ -137,3 +137,17 @@ def test_the_checks_see_a_violation(tmp_path: Path) -> None:
         "hitl_tui.sources.c",
         "hitl_tui.sources",
     }
+
+
+def test_the_readme_module_map_names_every_module() -> None:
+    """The README's map of `hitl_tui/` matches the tree: every module is named in it, and
+    every `name.py` it names exists."""
+    import re
+
+    readme = (PACKAGE.parent / "README.md").read_text()
+    start = readme.index("```\nhitl_tui/\n")
+    block = readme[start : readme.index("```", start + 4)]
+    named = set(re.findall(r"\b([a-z_]+\.py)\b", block))
+    modules = {p.name for p in PACKAGE.rglob("*.py")} - {"__init__.py", "__main__.py"}
+    assert modules - named == set(), "modules missing from the README's map"
+    assert named - modules == set(), "the README names modules that are gone"
