@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from hitl_tui import __version__, agent_cli, journal_cli, triage_cli
+from hitl_tui import __version__, agent_cli, journal_cli, loop_cli, triage_cli
 from hitl_tui.cli_base import (
     PROG,
     Parser,
@@ -36,6 +36,7 @@ commands:
   hitl demo               open the app on a throw-away workspace with sample blocks
   hitl undo [ID]          revert the last answer (or the named one), byte for byte
   hitl history            every answer given, newest first (--json for scripts)
+  hitl restart ID         run the [[loop]] restart of the block's repository
   hitl snooze ID --for 1h set a block aside unanswered (--until 09:00, --until-change)
   hitl unsnooze ID        bring a snoozed block back into the list now
   hitl escalate ...       (agents) write BLOCKED.md, notify a human, exit 2
@@ -123,6 +124,11 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         help="refuse (exit 3) unless the block still has this fingerprint (from list --json)",
     )
     p.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+    p.add_argument(
+        "--no-restart",
+        action="store_true",
+        help="do not run the [[loop]] restart of the block's repository after writing",
+    )
     _add_common(p)
     parsers["answer"] = p
 
@@ -214,7 +220,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
     if remote is not None:  # `owner/name#12`: read afresh, answered over its API
         block = remote.read(args.target)
         plan = remote.plan(block, answer_from_args(args, block, config.operator_name()))
-        return finish_answer(args, plan, remote.send)
+        return finish_answer(args, plan, remote.send, config.loops)
     config, inbox = open_inbox(args, config)
     try:
         inbox, block = resolve(args, inbox)
@@ -226,7 +232,9 @@ def cmd_answer(args: argparse.Namespace) -> int:
             f"{args.target}: no open block has {args.expect[:19]}… any more (answered or changed)"
         ) from None
     plan = plan_answer(inbox, block, answer_from_args(args, block, config.operator_name()))
-    return finish_answer(args, plan, lambda plan: apply_answer(inbox, plan, replan=True))
+    return finish_answer(
+        args, plan, lambda plan: apply_answer(inbox, plan, replan=True), config.loops
+    )
 
 
 def answer_from_args(args: argparse.Namespace, block, operator: str) -> Answer:
@@ -242,16 +250,23 @@ def answer_from_args(args: argparse.Namespace, block, operator: str) -> Answer:
     return Answer(choice=choice, texts=texts, note=args.note, operator=operator)
 
 
-def finish_answer(args: argparse.Namespace, plan, apply: Callable) -> int:
-    """Print the diff (--dry-run), or apply the plan and say what was done."""
+def finish_answer(args: argparse.Namespace, plan, apply: Callable, loops=()) -> int:
+    """Print the diff (--dry-run), or apply the plan, say what was done, and restart the
+    loop (`[[loop]]`, unless --no-restart). The exit code is the answer's, not the restart's."""
+    from hitl_tui.loops import fill, loop_for, shown, values_for
     from hitl_tui.textio import printable
 
+    skip = getattr(args, "no_restart", False)
     if args.dry_run:
         sys.stdout.write(printable(plan.diff(), keep_newlines=True))
+        loop = None if skip else loop_for(loops, plan.block)
+        if loop is not None and loop.restart is not None:
+            argv = fill(loop.restart, values_for(plan.block))
+            print(printable(f"hitl: then runs: {shown(argv)}"), file=sys.stderr)
         return 0
     done = apply(plan)
     print(f"{printable(plan.block.id)}: " + "; ".join(done))
-    if plan.hint:
+    if loop_cli.after_answer(plan.block, loops, skip) is None and plan.hint:
         print(printable(plan.hint))
     return 0
 
@@ -295,6 +310,7 @@ COMMANDS: dict[str, tuple[Build, Run]] = {
     "demo": (None, cmd_demo),
     "undo": (journal_cli.build_undo, journal_cli.run_undo),
     "history": (journal_cli.build_history, journal_cli.run_history),
+    "restart": (loop_cli.build_restart, loop_cli.run_restart),
     "snooze": (triage_cli.build_snooze, triage_cli.run_snooze),
     "unsnooze": (triage_cli.build_unsnooze, triage_cli.run_unsnooze),
     "escalate": (agent_cli.build_escalate, agent_cli.run_escalate),

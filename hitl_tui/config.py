@@ -12,6 +12,10 @@ journal_keep = "90d"                 # how long the answer journal is kept ("12w
 [sla]                                # a block's age turns amber, then red
 warn = "15m"
 alert = "1h"
+
+[[loop]]                             # how to restart / open loops (see loops.py)
+match = ["~/loops/*"]
+restart = ["tmux", "send-keys", "-t", "{name}", "./run.sh", "Enter"]
 ```
 """
 
@@ -25,6 +29,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+from hitl_tui.loops import Loop, loops_from_config
 from hitl_tui.model import HitlError, UsageError
 from hitl_tui.paths import config_file
 from hitl_tui.registry import REMOTE, remote_sources
@@ -33,7 +38,7 @@ from hitl_tui.retention import parse as parse_keep
 from hitl_tui.sources.base import Source
 
 #: The config's own keys, and one table per remote backend (`[[github]]`, see `registry`).
-KNOWN_KEYS = {"repos", "operator", "bell", "journal_keep", "keys", "sla", *REMOTE}
+KNOWN_KEYS = {"repos", "operator", "bell", "journal_keep", "keys", "sla", "loop", *REMOTE}
 #: How long closed journal segments are kept, by default (see retention).
 JOURNAL_KEEP = DEFAULT_KEEP
 #: `[sla]` by default: a block's age is amber from 15 minutes, red from an hour.
@@ -56,6 +61,8 @@ class Config:
     #: `[sla]`: how long a block may wait before its age is amber (warn), then red (alert).
     sla_warn: timedelta = SLA_WARN
     sla_alert: timedelta = SLA_ALERT
+    #: `[[loop]]`: how to restart and open the loops of matching repositories.
+    loops: tuple[Loop, ...] = ()
 
     def operator_name(self) -> str:
         return self.operator or git_user_name() or _login()
@@ -117,6 +124,7 @@ def load_config(explicit: str | Path | None = None) -> Config:
     keep = parse_keep(path, data.get("journal_keep", "90d"))
     keys = _keys(path, data.get("keys", {}))
     warn, alert = _sla(path, data.get("sla", {}))
+    loops = loops_from_config(path, data["loop"]) if "loop" in data else ()
     base = path.parent
     resolved = tuple(base / _expand(path, r) for r in repos)
     return Config(
@@ -129,6 +137,7 @@ def load_config(explicit: str | Path | None = None) -> Config:
         keys=keys,
         sla_warn=warn,
         sla_alert=alert,
+        loops=loops,
     )
 
 

@@ -1,0 +1,75 @@
+"""`hitl restart`, and the restart `hitl answer` runs once an answer is written (`[[loop]]`).
+
+The answer is written whatever the restart does: a restart that fails or hangs is one line on
+stderr naming its log, and `hitl answer` still exits 0 (`hitl restart ID` retries it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from hitl_tui.cli_base import PROG, Parser, open_inbox, resolve
+from hitl_tui.loops import Loop, logs_dir, loop_for, run_command, shown
+from hitl_tui.model import Block, UsageError
+
+
+def build_restart() -> argparse.ArgumentParser:
+    p = Parser(
+        prog=f"{PROG} restart",
+        description="Run the restart command of the [[loop]] that covers a block's repository\n"
+        "(from your config only), in that repository, and say how it went.",
+        epilog="examples:\n"
+        "  hitl restart shop\n"
+        "  hitl restart billing/T-007 ~/loops\n\n"
+        "The command's output is kept in the state folder (loops/*.log).\n"
+        "exit codes: 0 it ran and exited 0; 1 it failed, hung (timeout_seconds) or was not\n"
+        "found; 2 bad usage, no such block, or no [[loop]] restart covers its repository.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("target", metavar="TARGET", help="block file, repository, or id")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="where to look (default: config)")
+    p.add_argument("--config", metavar="FILE", help="TOML config file")
+    return p
+
+
+def run_restart(args: argparse.Namespace) -> int:
+    from hitl_tui.config import load_config
+
+    config = load_config(args.config)
+    _config, inbox = open_inbox(args, config)
+    block = resolve(args, inbox)[1]
+    loop = loop_for(config.loops, block)
+    if loop is None or loop.restart is None:
+        raise UsageError(
+            f"{block.id}: no [[loop]] with a restart covers {block.repo} "
+            "(see the README: Restarting loops)"
+        )
+    return 0 if restart(block, loop) else 1
+
+
+def restart(block: Block, loop: Loop) -> bool:
+    """Run the loop's restart for `block`, saying on stdout / stderr how it went."""
+    from hitl_tui.textio import printable
+
+    assert loop.restart is not None
+    ran = run_command("restart", loop.restart, block, loop.timeout, logs_dir())
+    where = f" (output: {ran.log})" if ran.log else ""
+    if ran.ok:
+        print(printable(f"{block.id}: restarted: {shown(ran.argv)}"))
+        return True
+    print(
+        printable(f"hitl: {block.id}: restart failed ({ran.problem}): {shown(ran.argv)}{where}"),
+        file=sys.stderr,
+    )
+    return False
+
+
+def after_answer(block: Block, loops: tuple[Loop, ...], skip: bool) -> str | None:
+    """Once `hitl answer` wrote: restart the block's loop unless `skip`; the hint to print
+    instead of the source's own ("Restart the loop ...") when it ran, else None."""
+    loop = loop_for(loops, block)
+    if skip or loop is None or loop.restart is None:
+        return None
+    restart(block, loop)
+    return ""
