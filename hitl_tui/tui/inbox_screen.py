@@ -18,7 +18,7 @@ from typing import ClassVar, Protocol, cast
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
@@ -95,7 +95,9 @@ def header_line(parts: HeaderParts, view: ViewState | None = None) -> str:
         text = f"hitl · snoozed: {plural(view.listed, 'block')} (Z: back to the inbox)"
         text += f" · {count} open · watching {watched}"
     elif count:
-        shown = count if view is None else view.listed
+        shown = count
+        if view is not None:  # the list's own count of what it knows: what it lists is of it
+            shown, count = view.listed, view.known
         noun = "block" if count == 1 else "blocks"
         repo_noun = "repo" if parts.repos == 1 else "repos"
         what = f"{count} {noun}" if shown == count else f"{shown} of {count} {noun}"
@@ -175,11 +177,13 @@ class InboxScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static(READING, id="topbar", markup=False)
         with Vertical(id="filter-bar"):
-            yield FilterInput(
-                placeholder="filter: words, repo:shop, cat:, state:, src:, id:, age:>1h, -word",
-                id="filter",
-                select_on_focus=False,
-            )
+            with Horizontal(id="filter-row"):
+                yield Static("/", id="filter-label", markup=False)
+                yield FilterInput(
+                    placeholder="words, repo:shop, cat:, state:, src:, id:, age:>1h, -word",
+                    id="filter",
+                    select_on_focus=False,
+                )
             yield Static("", id="filter-problems", markup=False)
         seen = self.seen
         table = BlockList(self.clock, self.rows, is_new=seen.is_new, sla=self.sla, id="blocks")
@@ -188,6 +192,7 @@ class InboxScreen(Screen):
             yield BlockListHeader(table, id="columns")
             yield table
         yield Static("", id="empty", markup=False)
+        yield Static("", id="list-note", markup=False)
         yield BlockDetail(id="detail")
         # The palette's key is in the help: the footer keeps its room for hitl's own keys.
         yield Footer(show_command_palette=False)
@@ -260,7 +265,28 @@ class InboxScreen(Screen):
             detail = self.query_one(BlockDetail)
         except NoMatches:  # a highlight that arrives while the app is closing
             return
-        detail.show(self.blocklist.current)
+        table = self.blocklist
+        detail.show(table.current)
+        note = self._note(table)
+        self.query_one("#list-note", Static).update(note)
+        self.set_class(bool(note), "no-block")
+
+    def _note(self, table: BlockList) -> str:
+        """What is said instead of a block's detail when no block is highlighted: a group's
+        header row, or a view that lists none of the blocks there are."""
+        group = table.current_group
+        if group is not None:
+            noun = "block" if group.count == 1 else "blocks"
+            what = "folded: Enter or Space shows them" if group.folded else "Enter or Space folds"
+            return printable(f"{group.name or '(none)'}: {group.count} {noun} ({what}).")
+        if table.current is not None or not table.blocks:
+            return ""
+        spec = self.rows.spec
+        if spec.snoozed:
+            return "No block is snoozed. Z goes back to the inbox."
+        if not spec.query.empty:
+            return "No block matches the filter. Esc in the filter (/) clears it."
+        return "Every block is snoozed. Z shows them."
 
     @on(BlockList.Highlighted)
     def _highlighted(self, event: BlockList.Highlighted) -> None:
