@@ -384,3 +384,26 @@ async def test_the_age_is_amber_then_red_and_bold(tmp_path: Path) -> None:
         shop = age_style("shop")  # 3 h: past an hour
         assert shop.color == alert.color and shop.bold
         assert warn.color != alert.color
+
+
+async def test_a_snoozed_block_that_changes_comes_back_new(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        table = app.query_one(BlockList)
+        await _select(pilot, app, "mobile")
+        mobile = table.current
+        await pilot.press("z", "5")  # until it changes
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "mobile" not in _ids(table) and "1 snoozed" in _header(app)
+        rewritten = replace(mobile, fingerprint="sha256:rewritten", question="Now what?")
+        app.apply_delta(Delta(changed=[rewritten]))
+        await pilot.pause()
+        assert "mobile" in _ids(table) and "snoozed" not in _header(app)
+        assert app.screen.seen.is_new(rewritten)
+        row = _ids(table).index("mobile")
+        assert table.render_line(row).text.startswith(BlockList.NEW_MARK + "mobile")
