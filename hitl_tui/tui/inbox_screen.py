@@ -7,6 +7,11 @@ layout and what it shows (the header's text is built here and nowhere else), and
 flow: a choice, an optional text box (drafts kept), the preview, the confirm, the write in a
 worker, and what follows it (answered, stale, refused); the undo of the last answer; the raw
 file. Its workers post the messages of `messages.py`; the `@on` handlers below take them.
+
+Triage is here too: the filter (`/`, `set_filter`), the order (`s`) and grouping (`v`), the
+marks of blocks not seen yet (`n` / `N`; `seenbook`, saved every few seconds in a thread), and
+snoozes (`z`, `Z`; `snoozebook`, written in a thread). What is listed is the domain's
+`view.RowOrder`, which this screen builds and `BlockList` draws.
 """
 
 from __future__ import annotations
