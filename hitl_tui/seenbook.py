@@ -104,6 +104,13 @@ class SeenBook:
         self._seen[key] = self._changed[key] = block.fingerprint
         return True
 
+    def unsee(self, block: Block) -> None:
+        """`block` is new again (a snooze ran out: it is back as if it had just come)."""
+        key = key_for(block)
+        if key in self._seen:
+            # An empty fingerprint is no block's: saved as such, it stays new after a restart.
+            self._seen[key] = self._changed[key] = ""
+
     def choose_view(self, order: str, group: str | None) -> None:
         if (order, group) != (self.order, self.group):
             self.order, self.group = order, group

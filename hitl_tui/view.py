@@ -158,6 +158,7 @@ class RowOrder:
         spec: ViewSpec | None = None,
         snoozes: Snoozed | None = None,
         now: datetime | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.spec = spec or ViewSpec()
         self.snoozes = snoozes or Snoozed()
@@ -172,6 +173,8 @@ class RowOrder:
         self.hidden_arrivals = 0
         self.hay = Haystacks()
         self._now = now
+        #: What "now" is when no time is given (the app's clock); `now`, when given, wins.
+        self._clock = clock
         self.load(blocks)
 
     def __len__(self) -> int:
@@ -180,7 +183,9 @@ class RowOrder:
     # -- what is listed ------------------------------------------------------------------------
 
     def _time(self) -> datetime:
-        return self._now or datetime.now(UTC)
+        if self._now is not None:
+            return self._now
+        return self._clock() if self._clock is not None else datetime.now(UTC)
 
     def accepts(self, rk: str, block: Block, now: datetime | None = None) -> bool:
         """Whether the spec lists `block` (the filter, the snooze side; folding aside)."""

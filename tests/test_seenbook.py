@@ -57,3 +57,16 @@ def test_a_corrupt_file_marks_everything_new_and_says_so(tmp_path: Path, capsys)
     book.saw(task("a", 0))
     book.save()
     assert not SeenBook(tmp_path / "seen.json").is_new(task("a", 0))
+
+
+def test_unsee_makes_a_block_new_again_across_a_restart(tmp_path: Path) -> None:
+    book = SeenBook(tmp_path / "seen.json")
+    a = task("a", 0)
+    book.adopt([a])
+    assert not book.is_new(a)
+    book.unsee(a)
+    assert book.is_new(a) and book.dirty
+    book.save([a])
+    again = SeenBook(tmp_path / "seen.json")
+    assert again.is_new(a)
+    assert again.saw(a) and not again.is_new(a)

@@ -12,6 +12,7 @@ from hitl_tui.inbox import Inbox
 from hitl_tui.keys import IDS, KEYS
 from hitl_tui.tui.app import HitlApp
 from hitl_tui.tui.bindings import help_text, key_name
+from hitl_tui.tui.filter_bar import FilterInput
 from hitl_tui.tui.inbox_screen import InboxScreen
 from hitl_tui.tui.screens import (
     ConfirmDiscard,
@@ -20,12 +21,13 @@ from hitl_tui.tui.screens import (
     PreviewScreen,
     TextAnswerScreen,
 )
+from hitl_tui.tui.snooze_screen import SnoozeScreen
 from hitl_tui.tui.widgets import BlockList
 from hitl_tui.workspace import Workspace
 from tests.tui_support import NOW, SIZE, demo_workspace
 
 SCREENS = (InboxScreen, BlockList, PreviewScreen, TextAnswerScreen, ConfirmDiscard, HelpScreen)
-SCREENS += (HistoryScreen,)
+SCREENS += (HistoryScreen, FilterInput, SnoozeScreen)
 
 
 def test_every_binding_has_an_id_of_the_key_table() -> None:

@@ -211,3 +211,22 @@ def test_urgency_follows_the_sla() -> None:
     assert urgency(b, T0 + timedelta(minutes=14), warn, alert) == ""
     assert urgency(b, T0 + timedelta(minutes=15), warn, alert) == "warn"
     assert urgency(b, T0 + timedelta(hours=1), warn, alert) == "alert"
+
+
+def test_a_clock_says_what_now_is_when_no_time_is_given() -> None:
+    from hitl_tui.view import RowOrder, Snoozed, ViewSpec
+
+    seen = []
+
+    class Until(Snoozed):
+        def snoozed(self, block, now):
+            seen.append(now)
+            return block.id == "a" and now < T0 + timedelta(hours=1)
+
+    at = [T0]
+    rows = RowOrder([block("a", 0), block("b", 1)], ViewSpec(), Until(), clock=lambda: at[0])
+    assert ids(rows) == ["b"] and set(seen) == {T0}
+    at[0] = T0 + timedelta(hours=2)
+    assert rows.refilter() and ids(rows) == ["a", "b"]
+    rows.apply(Delta(added=[block("c", 2)]), None)
+    assert seen[-1] == at[0]

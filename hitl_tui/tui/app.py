@@ -26,6 +26,8 @@ from textual.worker import Worker, WorkerState
 from hitl_tui.config import Config
 from hitl_tui.inbox import Delta, Inbox, default_workers, key_of
 from hitl_tui.model import Block, HitlError
+from hitl_tui.seenbook import SeenBook
+from hitl_tui.snoozebook import SnoozeBook
 from hitl_tui.sources.base import Source
 from hitl_tui.textio import printable
 from hitl_tui.tui.commands import HitlCommands
@@ -40,6 +42,8 @@ WORKER_TASKS = {
     "watch": "Live watching",
     "github": "Polling GitHub",
     "apply": "Writing an answer (or an undo)",
+    "snooze": "Writing a snooze",
+    "seen": "Saving which blocks were seen",
 }
 
 #: A burst of arrivals ends after this many seconds without a new block ...
@@ -93,7 +97,14 @@ class HitlApp(App[int]):
         self._held: list[Block] = []
         self._burst_timer: Timer | None = None
         self._burst_began = 0.0
-        self.inbox_screen = InboxScreen(self.clock, self.inbox, self.operator)
+        self.inbox_screen = InboxScreen(
+            self.clock,
+            self.inbox,
+            self.operator,
+            seen=SeenBook.for_state(),
+            snoozes=SnoozeBook.for_state(),
+            sla=(self.config.sla_warn, self.config.sla_alert),
+        )
 
     # -- the inbox screen and the workers ------------------------------------------------------
 
@@ -311,4 +322,6 @@ class HitlApp(App[int]):
 
     def on_unmount(self) -> None:
         self.stop_event.set()
+        if self.loaded:
+            self.inbox_screen.save_seen_now()  # the marks learnt since the last save
         gc.unfreeze()  # what start-up froze can be collected again (an embedding process)

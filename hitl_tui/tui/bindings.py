@@ -24,12 +24,13 @@ KEY_NAMES = {
     "tab": "Tab",
     "space": "Space",
     "question_mark": "?",
+    "slash": "/",
 }
 
 #: Lines of the help that are no binding: the mouse, focus moves, and what is never done.
 NOTES = {
     "inbox": ["Ctrl+P     command palette: these actions by name; go to a block by id"],
-    "list": ["mouse      click a row; scroll the detail"],
+    "list": ["mouse      click a row (a group's header row: fold it); scroll the detail"],
     "preview": ["Tab        decision text -> Apply -> Back (asks first if you edited it)"],
 }
 FOOTNOTE = """

@@ -7,32 +7,43 @@ layout and what it shows (the header's text is built here and nowhere else), and
 flow: a choice, an optional text box (drafts kept), the preview, the confirm, the write in a
 worker, and what follows it (answered, stale, refused); the undo of the last answer; the raw
 file. Its workers post the messages of `messages.py`; the `@on` handlers below take them.
+
+Triage is here too: the filter (`/`, `set_filter`), the order (`s`) and grouping (`v`), the
+marks of blocks not seen yet (`n` / `N`; `seenbook`, saved every few seconds in a thread), and
+snoozes (`z`, `Z`; `snoozebook`, written in a thread). What is listed is the domain's
+`view.RowOrder`, which this screen builds and `BlockList` draws.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+from datetime import timedelta
 from pathlib import Path
 from typing import ClassVar, Protocol, cast
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
 from hitl_tui.answering import apply_answer, source_for
 from hitl_tui.inbox import Delta, Inbox, key_of
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
+from hitl_tui.seenbook import SeenBook
+from hitl_tui.snoozebook import SnoozeBook
 from hitl_tui.textio import printable
 from hitl_tui.tui.answer_flow import Drafts, preview_of, text_box
 from hitl_tui.tui.bindings import bindings
+from hitl_tui.tui.filter_bar import FilterInput
 from hitl_tui.tui.messages import Answered, AnswerStale, Refused, Undone
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen, Typed
+from hitl_tui.tui.snooze_screen import CHOICES, DURATIONS, SnoozeScreen, until_of
 from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader, Clock, row_key
-from hitl_tui.view import row_of
+from hitl_tui.view import GROUP_OF, ORDER_NAMES, ORDERS, RowOrder, ViewSpec, row_of
 
 READING = "hitl · reading repositories…"
 
@@ -41,27 +52,78 @@ READING = "hitl · reading repositories…"
 SourceStates = dict[str, dict[str, tuple[str, str]]]
 
 
-def header_text(inbox: Inbox, source_states: SourceStates) -> str:
-    """The line at the top: blocks, repos, watched repos, each remote backend, warnings."""
-    count = len(inbox.blocks)
-    repos = inbox.repo_count()
-    watched = len(inbox.workspace.repos)
-    if count:
-        noun = "block" if count == 1 else "blocks"
-        repo_noun = "repo" if repos == 1 else "repos"
-        text = f"hitl · {count} {noun} in {repos} {repo_noun} · watching {watched}"
-    else:
-        text = f"hitl · no open blocks · watching {plural(watched, 'repo')}"
+@dataclass(frozen=True)
+class HeaderParts:
+    """What the header says of the inbox, counted once per change of it (never per keystroke
+    of the filter: counting the repos is a pass over every block)."""
+
+    count: int
+    repos: int
+    watched: int
+    #: The remote backends' states and the warnings, as the header ends.
+    tail: str
+
+
+@dataclass(frozen=True)
+class ViewState:
+    """What the header says of the view: listed of known, snoozed, order, grouping, filter."""
+
+    listed: int
+    known: int
+    snoozed: int = 0
+    hidden: int = 0
+    order: str = ORDERS[0]
+    group: str | None = None
+    #: The snoozed view (only the snoozed blocks) is shown.
+    snoozed_view: bool = False
+
+
+def header_parts(inbox: Inbox, source_states: SourceStates) -> HeaderParts:
+    tail = ""
     for title, scopes in source_states.items():
         ok = sum(state == "ok" for state, _ in scopes.values())
-        text += f" · {title} {ok}/{len(scopes)} ok"
+        tail += f" · {title} {ok}/{len(scopes)} ok"
         trouble = [f"{scope} {msg}" for scope, (st, msg) in scopes.items() if st != "ok"]
         if trouble:
-            text += f" ({printable(trouble[0])})"
+            tail += f" ({printable(trouble[0])})"
     warnings = len(inbox.warnings)
     if warnings:
-        text += f" · {plural(warnings, 'warning')}"
-    return text
+        tail += f" · {plural(warnings, 'warning')}"
+    return HeaderParts(len(inbox.blocks), inbox.repo_count(), len(inbox.workspace.repos), tail)
+
+
+def header_line(parts: HeaderParts, view: ViewState | None = None) -> str:
+    """The line at the top: blocks (`12 of 340 blocks` when some are not listed), repos,
+    watched repos, each remote backend, warnings; then what the view hides or how it sorts."""
+    count, watched = parts.count, parts.watched
+    if view is not None and view.snoozed_view:
+        text = f"hitl · snoozed: {plural(view.listed, 'block')} (Z: back to the inbox)"
+        text += f" · {count} open · watching {watched}"
+    elif count:
+        shown = count
+        if view is not None:  # the list's own count of what it knows: what it lists is of it
+            shown, count = view.listed, view.known
+        noun = "block" if count == 1 else "blocks"
+        repo_noun = "repo" if parts.repos == 1 else "repos"
+        what = f"{count} {noun}" if shown == count else f"{shown} of {count} {noun}"
+        text = f"hitl · {what} in {parts.repos} {repo_noun} · watching {watched}"
+    else:
+        text = f"hitl · no open blocks · watching {plural(watched, 'repo')}"
+    if view is not None:
+        if view.hidden:
+            text += f" · +{view.hidden} hidden by the filter"
+        if view.snoozed and not view.snoozed_view:
+            text += f" · {view.snoozed} snoozed"
+        if view.order != ORDERS[0]:
+            text += f" · {ORDER_NAMES[view.order]}"
+        if view.group:
+            text += f" · grouped by {view.group}"
+    return text + parts.tail
+
+
+def header_text(inbox: Inbox, source_states: SourceStates, view: ViewState | None = None) -> str:
+    """The line at the top (see `header_line`)."""
+    return header_line(header_parts(inbox, source_states), view)
 
 
 class Host(Protocol):
@@ -83,12 +145,33 @@ class InboxScreen(Screen):
     class Ready(Message):
         """The screen and its widgets are mounted: the app may fill them."""
 
-    def __init__(self, clock: Clock, inbox: Inbox, operator: str) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        inbox: Inbox,
+        operator: str,
+        *,
+        seen: SeenBook | None = None,
+        snoozes: SnoozeBook | None = None,
+        sla: tuple[timedelta, timedelta] | None = None,
+    ) -> None:
         super().__init__()
         self.clock = clock
         self.inbox = inbox
         self.operator = operator
         self.drafts = Drafts()
+        #: What the operator has highlighted, and the order and grouping chosen (seen.json).
+        self.seen = seen if seen is not None else SeenBook(None)
+        #: The blocks set aside (snoozed.json).
+        self.snoozes = snoozes if snoozes is not None else SnoozeBook(None)
+        self.sla = sla
+        spec = ViewSpec(order=self.seen.order, group=self.seen.group)
+        self.rows = RowOrder(spec=spec, snoozes=self.snoozes, clock=clock)
+        #: Row keys of the blocks snoozed when last looked (to see whose snooze ran out).
+        self._asleep: set[str] = set()
+        #: The header's counts of the inbox, as of its last change.
+        self._parts: HeaderParts | None = None
+        self._saving = False
         #: One preview screen, built on first use and kept installed (see PreviewScreen).
         self._preview_screen: PreviewScreen | None = None
 
@@ -98,20 +181,45 @@ class InboxScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static(READING, id="topbar", markup=False)
-        table = BlockList(self.clock, id="blocks")
+        with Vertical(id="filter-bar"):
+            with Horizontal(id="filter-row"):
+                yield Static("/", id="filter-label", markup=False)
+                yield FilterInput(
+                    placeholder="words, repo:shop, cat:, state:, src:, id:, age:>1h, -word",
+                    id="filter",
+                    select_on_focus=False,
+                )
+            yield Static("", id="filter-problems", markup=False)
+        seen = self.seen
+        table = BlockList(self.clock, self.rows, is_new=seen.is_new, sla=self.sla, id="blocks")
         with Vertical(id="inbox") as inbox:
             inbox.border_title = "Inbox"
             yield BlockListHeader(table, id="columns")
             yield table
         yield Static("", id="empty", markup=False)
+        yield Static("", id="list-note", markup=False)
         yield BlockDetail(id="detail")
         # The palette's key is in the help: the footer keeps its room for hitl's own keys.
         yield Footer(show_command_palette=False)
 
+    #: Seconds between saves of the seen marks (only when some changed).
+    SAVE_EVERY = 5.0
+
     def on_mount(self) -> None:
         self.blocklist.focus()
-        self.set_interval(60, self.blocklist.refresh_ages)
+        self.set_interval(60, self.refresh_ages)
+        self.set_interval(self.SAVE_EVERY, self.save_seen_soon)
         self.post_message(self.Ready())
+
+    def refresh_ages(self) -> None:
+        """Every minute: the ages (and their colours), snoozes whose time is up (back, and
+        new), snoozes another hitl set or ended, and `age:` filters."""
+        self.blocklist.refresh_ages()
+        self.snoozes.refresh()
+        if self.blocklist.refilter():
+            self.show_current()
+        self._wake()
+        self._render_header()
 
     @property
     def blocklist(self) -> BlockList:
@@ -123,11 +231,19 @@ class InboxScreen(Screen):
         return self.blocklist.current
 
     def load(self, blocks: list[Block]) -> None:
-        """The first scan's blocks, the first one highlighted."""
+        """The first scan's blocks, the first one highlighted. On a first run every block
+        found counts as seen; snoozes of blocks no longer open are forgotten."""
+        self.seen.adopt(blocks)
         table = self.blocklist
         table.load(blocks)
-        if blocks:
-            table.move_cursor(row=0)
+        if table.order:
+            table.select(table.order[0])
+        self._asleep = self._snoozed_rows()
+        self._prune(list(blocks))
+
+    @work(thread=True, group="snooze", exit_on_error=False)
+    def _prune(self, blocks: list[Block]) -> None:
+        self.snoozes.prune(blocks, self.clock())
 
     def apply(self, delta: Delta) -> None:
         """A Delta applied to the list; the detail follows when its block moved or changed, and
@@ -154,31 +270,248 @@ class InboxScreen(Screen):
             detail = self.query_one(BlockDetail)
         except NoMatches:  # a highlight that arrives while the app is closing
             return
-        detail.show(self.blocklist.current)
+        table = self.blocklist
+        detail.show(table.current)
+        note = self._note(table)
+        self.query_one("#list-note", Static).update(note)
+        self.set_class(bool(note), "no-block")
+
+    def _note(self, table: BlockList) -> str:
+        """What is said instead of a block's detail when no block is highlighted: a group's
+        header row, or a view that lists none of the blocks there are."""
+        group = table.current_group
+        if group is not None:
+            noun = "block" if group.count == 1 else "blocks"
+            what = "folded: Enter or Space shows them" if group.folded else "Enter or Space folds"
+            return printable(f"{group.name or '(none)'}: {group.count} {noun} ({what}).")
+        if table.current is not None or not table.blocks:
+            return ""
+        spec = self.rows.spec
+        if spec.snoozed:
+            return "No block is snoozed. Z goes back to the inbox."
+        if not spec.query.empty:
+            return "No block matches the filter. Esc in the filter (/) clears it."
+        return "Every block is snoozed. Z shows them."
 
     @on(BlockList.Highlighted)
     def _highlighted(self, event: BlockList.Highlighted) -> None:
         self.show_current()
+        block = event.block
+        if block is not None and self.seen.saw(block):
+            self.blocklist.refresh_row(row_of(block))  # its new mark goes
 
     def show_header(self, inbox: Inbox, source_states: SourceStates) -> None:
         """The header, the empty-inbox text, and where the focus goes, from the inbox."""
         count = len(inbox.blocks)
-        bar = self.query_one("#topbar", Static)
-        bar.update(header_text(inbox, source_states))
-        bar.set_class(bool(count), "has-blocks")
+        self._parts = header_parts(inbox, source_states)
+        self._wake()
+        self._render_header()
         self.set_class(count == 0, "empty")
         # The hidden list must not keep the focus (nor the footer its keys), and gets it back.
         blocklist = self.blocklist
         blocklist.can_focus = bool(count)
+        filtering = self.query_one(FilterInput).has_focus
         if count == 0 and blocklist.has_focus:
             self.set_focus(None)
-        elif count and self.focused is None and self.app.screen is self:
+        elif count and self.focused is None and self.app.screen is self and not filtering:
             blocklist.focus()
         watched = len(inbox.workspace.repos)
         self.query_one("#empty", Static).update(
             f"No open blocks in {plural(watched, 'repo')}.\n\nWatching for new ones; "
             "a loop that stops with a question shows up here at once."
         )
+
+    def view_state(self) -> ViewState:
+        listed, known = self.rows.counts
+        spec = self.rows.spec
+        return ViewState(
+            listed=listed,
+            known=known,
+            snoozed=len(self._asleep),
+            hidden=self.rows.hidden_arrivals,
+            order=spec.order,
+            group=spec.group,
+            snoozed_view=spec.snoozed,
+        )
+
+    def _render_header(self) -> None:
+        """The header from the inbox's last counts and the view as it is (cheap: per key)."""
+        if self._parts is None:
+            return
+        bar = self.query_one("#topbar", Static)
+        bar.update(header_line(self._parts, self.view_state()))
+        bar.set_class(bool(self._parts.count), "has-blocks")
+
+    # -- the view: filter, order, grouping, new blocks ---------------------------------------
+
+    def set_filter(self, text: str) -> None:
+        """List only the blocks `text` matches (`query.Query`; "" lists all); the filter's box
+        shows it (the palette's "filter by repo..." calls this)."""
+        box = self.query_one(FilterInput)
+        if box.value != text:
+            with box.prevent(Input.Changed):
+                box.value = text
+        self._filter(text)
+        self.set_class(bool(text) or box.has_focus, "filtering")
+
+    def _filter(self, text: str) -> None:
+        spec = self.rows.spec
+        problems = self.query_one("#filter-problems", Static)
+        if spec.query.text != text:
+            spec = spec.with_query(text)
+            self.blocklist.set_spec(spec)
+            self.show_current()
+            self._render_header()
+        shown = "; ".join(spec.query.problems)
+        problems.update(shown)
+        problems.set_class(bool(shown), "shown")
+
+    def action_filter(self) -> None:
+        """`/`: the filter's box, the cursor at the end of what is there."""
+        self.set_class(True, "filtering")
+        box = self.query_one(FilterInput)
+        box.focus()
+        box.cursor_position = len(box.value)
+
+    @on(Input.Changed, "#filter")
+    def _filter_typed(self, event: Input.Changed) -> None:
+        self._filter(event.value)
+
+    @on(FilterInput.Cleared)
+    def _filter_cleared(self) -> None:
+        self.set_filter("")
+        self.set_class(False, "filtering")
+        self._back_to_list()
+
+    @on(FilterInput.Done)
+    def _filter_done(self) -> None:
+        self.set_class(bool(self.rows.spec.query.text), "filtering")
+        self._back_to_list()
+
+    def _back_to_list(self) -> None:
+        if self.blocklist.can_focus:
+            self.blocklist.focus()
+        else:
+            self.set_focus(None)
+
+    def _set_view(self, spec: ViewSpec) -> None:
+        self.blocklist.set_spec(spec)
+        self.seen.choose_view(spec.order, spec.group)
+        self.show_current()
+        self._render_header()
+
+    def action_cycle_order(self) -> None:
+        """`s`: the next order (the header names it, but for the default)."""
+        self._set_view(self.rows.spec.next_order())
+
+    def action_cycle_group(self) -> None:
+        """`v`: no grouping, by repo, by source."""
+        self._set_view(self.rows.spec.next_group())
+
+    def action_next_new(self, step: int) -> None:
+        """`n` / `N`: the next / previous block not seen yet, in list order, wrapping."""
+        table = self.blocklist
+        current = table.current
+        start = row_of(current) if current is not None else None
+        rk = self.rows.next_where(start, step, self.seen.is_new)
+        if rk is None:
+            self.notify("No new blocks.", timeout=3)
+            return
+        if not table.select(rk):  # in a folded group: unfold it
+            spec = self.rows.spec
+            group = GROUP_OF[spec.group](self.rows.blocks[rk]) if spec.group else None
+            if group is not None and group in self.rows.folded:
+                table.relist(lambda: self.rows.toggle_fold(group))
+            table.select(rk)
+
+    # -- snoozes -----------------------------------------------------------------------------
+
+    def _snoozed_rows(self) -> set[str]:
+        """The row keys of the known blocks snoozed now (a pass over the snoozes only)."""
+        now = self.clock()
+        blocks = self.rows.blocks
+        asleep = set()
+        for snooze in self.snoozes:
+            rk = row_key((snooze.source, snooze.path))
+            block = blocks.get(rk)
+            if block is not None and self.snoozes.snoozed(block, now):
+                asleep.add(rk)
+        return asleep
+
+    def _wake(self) -> None:
+        """The blocks whose snooze ended by itself (time up, or the block changed) are new."""
+        asleep = self._snoozed_rows()
+        for rk in self._asleep - asleep:
+            block = self.rows.blocks.get(rk)
+            if block is not None:
+                self.seen.unsee(block)
+                self.blocklist.refresh_row(rk)
+        self._asleep = asleep
+
+    def action_snooze(self) -> None:
+        """`z`: snooze the highlighted block (a dialog asks how long); in the snoozed view,
+        bring it back at once."""
+        block = self._current()
+        if block is None:
+            return
+        if self.rows.spec.snoozed:
+            self._write_snooze(block, "wake")
+            return
+
+        def chosen(choice: str | None) -> None:
+            if choice is not None:
+                self._write_snooze(block, choice)
+
+        self.app.push_screen(SnoozeScreen(block), chosen)
+
+    @work(thread=True, group="snooze", exit_on_error=False)
+    def _write_snooze(self, block: Block, choice: str) -> None:
+        """Write the snooze (or its end, `wake`) in a thread, then list the rows again."""
+        if choice == "wake":
+            self.snoozes.unsnooze(block)
+        else:
+            self.snoozes.snooze(block, until_of(choice, self.clock()))
+        self.app.call_from_thread(self._snoozes_written, block, choice)
+
+    def _snoozes_written(self, block: Block, choice: str) -> None:
+        if choice == "wake":
+            text = f"{block.id} is back in the inbox."
+        else:
+            label = CHOICES[choice][1]
+            when = f"for {label}" if choice in DURATIONS else label
+            text = f"{block.id} snoozed {when} (Z shows the snoozed blocks)."
+        if self.blocklist.refilter():
+            self.show_current()
+        # Not `_wake`: a block the operator brought back is not new.
+        self._asleep = self._snoozed_rows()
+        self._render_header()
+        self.notify(printable(text), title="Snooze", markup=False, timeout=4)
+
+    def action_snoozed_view(self) -> None:
+        """`Z`: only the snoozed blocks, or back to the others."""
+        spec = self.rows.spec
+        self.blocklist.set_spec(replace(spec, snoozed=not spec.snoozed))
+        self.show_current()
+        self._render_header()
+
+    # -- seen marks: saved every few seconds when some changed, in a thread, and at exit -----
+
+    def save_seen_soon(self) -> None:
+        if self.seen.dirty and not self._saving:
+            self._saving = True
+            self._save_seen(list(self.rows.blocks.values()))
+
+    @work(thread=True, group="seen", exit_on_error=False)
+    def _save_seen(self, blocks: list[Block]) -> None:
+        try:
+            self.seen.save(blocks)
+        finally:
+            self._saving = False
+
+    def save_seen_now(self) -> None:
+        """At exit: what is left to save (the app calls this as it closes)."""
+        if self.seen.dirty:
+            self.seen.save(list(self.rows.blocks.values()))
 
     def show_failure(self, text: str) -> None:
         """The header says what failed (the first scan, when it raised)."""

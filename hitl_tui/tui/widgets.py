@@ -8,7 +8,7 @@ BLOCKED.md is just text, and escape sequences show as visible symbols.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import ClassVar
 
 from rich.cells import cell_len, set_cell_size
@@ -34,7 +34,7 @@ from hitl_tui.sources.agenticloop import CATEGORIES
 from hitl_tui.textio import printable
 from hitl_tui.timefmt import age
 from hitl_tui.tui.bindings import bindings
-from hitl_tui.view import RowOrder, row_key
+from hitl_tui.view import Group, RowOrder, ViewSpec, row_key, row_of, urgency
 
 __all__ = ["BlockDetail", "BlockList", "BlockListHeader", "row_key"]
 
@@ -43,11 +43,17 @@ PLAIN = Style()
 
 
 class BlockList(ScrollView, can_focus=True):
-    """Every open block, oldest first, drawn line by line: only the visible rows are rendered.
+    """Every open block the view lists, drawn line by line: only the visible rows are rendered.
 
     A DataTable measures every cell of every row when rows change (seconds at 5,000 blocks);
     this list keeps plain Python lists and renders the rows on screen, so a keypress costs the
-    same at 10 blocks as at 5,000. The highlighted block stays put when others come and go.
+    same at 10 blocks as at 5,000. The highlighted block stays put when others come and go, and
+    when a filter, an order or a grouping changes while it is still listed.
+
+    What is listed is the domain's `view.RowOrder` (`rows`, with its `ViewSpec`); grouped, a
+    header row per group (`view.Group`) comes before its blocks, and Enter, Space or a click on
+    it folds the group. A block the operator has not highlighted yet (`is_new`) has a mark in
+    the first column; its age is amber, then red, past the `[sla]` times.
     """
 
     DEFAULT_CSS = """
@@ -65,6 +71,10 @@ class BlockList(ScrollView, can_focus=True):
     BlockList > .blocklist--ctx { color: $accent; text-style: bold; }
     BlockList > .blocklist--category { color: $warning; }
     BlockList > .blocklist--problem { color: $error; text-style: bold; }
+    BlockList > .blocklist--new { color: $accent; text-style: bold; }
+    BlockList > .blocklist--warn { color: $warning; }
+    BlockList > .blocklist--alert { color: $error; text-style: bold; }
+    BlockList > .blocklist--group { color: $text; background: $panel; text-style: bold; }
     """
     COMPONENT_CLASSES: ClassVar = {
         "blocklist--cursor",
@@ -72,6 +82,10 @@ class BlockList(ScrollView, can_focus=True):
         "blocklist--ctx",
         "blocklist--category",
         "blocklist--problem",
+        "blocklist--new",
+        "blocklist--warn",
+        "blocklist--alert",
+        "blocklist--group",
     }
     BINDINGS: ClassVar = bindings("list")
     #: (title, width) of the fixed columns; the question takes the rest. The state column
@@ -83,6 +97,8 @@ class BlockList(ScrollView, can_focus=True):
     #: Narrower than this, the state column is left out and the block column is only as wide
     #: as the longest id, so the highlighted block's id and question both stay in view.
     NARROW = 56
+    #: The mark of a block not seen yet, in the first column (a space when seen).
+    NEW_MARK = "●"
 
     cursor_row: reactive[int] = reactive(0, always_update=False)
 
@@ -93,13 +109,27 @@ class BlockList(ScrollView, can_focus=True):
             super().__init__()
             self.block = block
 
-    def __init__(self, clock: Clock, **kwargs) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        rows: RowOrder | None = None,
+        *,
+        is_new: Callable[[Block], bool] | None = None,
+        sla: tuple[timedelta, timedelta] | None = None,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         self.clock = clock
         #: The rows and their order (the domain's `view.RowOrder`); this widget draws them.
-        self.rows = RowOrder()
+        self.rows = rows if rows is not None else RowOrder()
+        #: Whether a block gets the new mark (None: no marks).
+        self.is_new = is_new
+        #: (warn, alert): when the age turns amber, then red (None: never).
+        self.sla = sla
+        #: What is drawn top to bottom: row keys, and group headers when grouped.
+        self.drawn: list[str | Group] = []
         self._index: dict[str, int] = {}
-        self._lines: dict[tuple[str, int, bool, bool], Strip] = {}
+        self._lines: dict[tuple, Strip] = {}
         self._id_cells: int | None = None
         self._state_cells: int | None = None
         #: The column titles above the list, redrawn when the columns change width.
@@ -109,25 +139,47 @@ class BlockList(ScrollView, can_focus=True):
 
     @property
     def blocks(self) -> dict[str, Block]:
-        """The listed blocks, by row key."""
+        """Every known block, listed or not (filtered, snoozed), by row key."""
         return self.rows.blocks
 
     @property
     def order(self) -> list[str]:
-        """The row keys, top to bottom."""
+        """The listed row keys, top to bottom (group headers aside)."""
         return self.rows.order
 
     @property
     def current(self) -> Block | None:
-        if 0 <= self.cursor_row < len(self.order):
-            return self.blocks.get(self.order[self.cursor_row])
+        """The highlighted block (None on a group's header row)."""
+        if 0 <= self.cursor_row < len(self.drawn):
+            item = self.drawn[self.cursor_row]
+            if isinstance(item, str):
+                return self.blocks.get(item)
+        return None
+
+    @property
+    def current_group(self) -> Group | None:
+        """The group whose header row is highlighted, if one is."""
+        if 0 <= self.cursor_row < len(self.drawn):
+            item = self.drawn[self.cursor_row]
+            if isinstance(item, Group):
+                return item
+        return None
+
+    def _item_key(self, item: str | Group) -> str:
+        """A drawn item's key in `_index`: a row key, or `\\0group:name` for a header."""
+        return item if isinstance(item, str) else f"\0group:{item.name}"
+
+    def _kept(self) -> str | None:
+        if 0 <= self.cursor_row < len(self.drawn):
+            return self._item_key(self.drawn[self.cursor_row])
         return None
 
     def _reindex(self) -> None:
-        self._index = {rk: i for i, rk in enumerate(self.order)}
+        self.drawn = self.rows.rows()
+        self._index = {self._item_key(item): i for i, item in enumerate(self.drawn)}
         self._id_cells = None
         before, self._state_cells = self._state_cells, None
-        self.virtual_size = Size(self.scrollable_content_region.width, len(self.order))
+        self.virtual_size = Size(self.scrollable_content_region.width, len(self.drawn))
         self._lines.clear()
         self.refresh()
         if self.header is not None and before != self._state_width():
@@ -135,34 +187,79 @@ class BlockList(ScrollView, can_focus=True):
 
     def load(self, blocks: list[Block]) -> None:
         """Replace every row (start-up): in the order `view.RowOrder` gives them."""
-        keep = self.order[self.cursor_row] if self.current else None
+        keep = self._kept()
         self.rows.load(blocks)
         self._reindex()
         self._restore(keep, self.cursor_row)
 
-    def _restore(self, keep: str | None, fallback: int) -> None:
+    def _restore(self, keep: str | None, fallback: int, before: list[str] | None = None) -> None:
+        """Highlight `keep` again; when it left, the first row after it (in `before`, the keys
+        drawn until now) still drawn, else the row at `fallback`."""
+        if keep is not None and keep not in self._index and before and keep in before:
+            at = before.index(keep)
+            keep = next((k for k in before[at + 1 :] if k in self._index), None)
+            if keep is None:
+                fallback = len(self.drawn) - 1
         if keep is not None and keep in self._index:
             row = self._index[keep]
         else:
-            row = min(max(fallback, 0), max(len(self.order) - 1, 0))
+            row = min(max(fallback, 0), max(len(self.drawn) - 1, 0))
         self._move(row, force=True)
 
     def apply(self, delta: Delta) -> None:
         """Apply a Delta with the least change: the highlighted block keeps the cursor."""
-        keep = self.order[self.cursor_row] if self.current else None
+        current = self.current
+        keep = row_of(current) if current is not None else None
+        group = None if current is not None else self._kept()
         changed, keep = self.rows.apply(delta, keep)
         if changed:
             self._reindex()
-        self._restore(keep, self.cursor_row)
+        self._restore(keep if current is not None else group, self.cursor_row)
+
+    def relist(self, change: Callable[[], object]) -> None:
+        """Run `change` (a new spec, a refilter, a fold) and draw the rows it leaves; the
+        highlighted row keeps the cursor while it is still drawn."""
+        keep = self._kept()
+        before = [self._item_key(item) for item in self.drawn]
+        change()
+        self._reindex()
+        self._restore(keep, self.cursor_row, before)
+
+    def set_spec(self, spec: ViewSpec) -> None:
+        """List what `spec` says (a filter keystroke: one pass over the blocks)."""
+        self.relist(lambda: self.rows.set_spec(spec, self.clock()))
+
+    def refilter(self) -> bool:
+        """Look again at what is listed (a snooze set, run out or undone); the rows are redrawn
+        only when they changed, and whether they did is returned."""
+        keep = self._kept()
+        before = [self._item_key(item) for item in self.drawn]
+        if not self.rows.refilter(self.clock()):
+            return False
+        self._reindex()
+        self._restore(keep, self.cursor_row, before)
+        return True
+
+    def toggle_fold(self, group: Group) -> None:
+        self.relist(lambda: self.rows.toggle_fold(group.name))
 
     def refresh_ages(self) -> None:
         self._lines.clear()
         self.refresh()
 
+    def refresh_row(self, rk: str) -> None:
+        """Redraw one row (its new mark went): the cached lines of the others stay."""
+        row = self._index.get(rk)
+        if row is None:
+            return
+        for key in [k for k in self._lines if k[0] == rk]:
+            del self._lines[key]
+        self.refresh_line(row - self.scroll_offset.y)
+
     # -- the cursor --------------------------------------------------------------------------
 
     def _move(self, row: int, force: bool = False) -> None:
-        row = min(max(row, 0), max(len(self.order) - 1, 0))
+        row = min(max(row, 0), max(len(self.drawn) - 1, 0))
         if row != self.cursor_row or force:
             self.refresh_line(self.cursor_row - self.scroll_offset.y)
             self.cursor_row = row
@@ -184,7 +281,7 @@ class BlockList(ScrollView, can_focus=True):
         self._move(row)
 
     def select(self, rk: str) -> bool:
-        """Highlight the row `rk`; False when it is not listed."""
+        """Highlight the row `rk`; False when it is not drawn (not listed, or folded)."""
         row = self._index.get(rk)
         if row is None:
             return False
@@ -204,12 +301,21 @@ class BlockList(ScrollView, can_focus=True):
         self._move(0)
 
     def action_last(self) -> None:
-        self._move(len(self.order) - 1)
+        self._move(len(self.drawn) - 1)
+
+    def action_fold(self) -> None:
+        """Enter or Space on a group's header row folds or unfolds the group."""
+        group = self.current_group
+        if group is not None:
+            self.toggle_fold(group)
 
     def on_click(self, event: events.Click) -> None:
         row = event.y + self.scroll_offset.y
-        if 0 <= row < len(self.order):
+        if 0 <= row < len(self.drawn):
             self._move(row)
+            item = self.drawn[row]
+            if isinstance(item, Group):
+                self.toggle_fold(item)
 
     def on_focus(self) -> None:
         self._lines.clear()
@@ -220,7 +326,7 @@ class BlockList(ScrollView, can_focus=True):
         self.refresh()
 
     def on_resize(self) -> None:
-        self.virtual_size = Size(self.scrollable_content_region.width, len(self.order))
+        self.virtual_size = Size(self.scrollable_content_region.width, len(self.drawn))
         self._lines.clear()
         self._scroll_to_cursor()
 
@@ -256,8 +362,15 @@ class BlockList(ScrollView, can_focus=True):
             self._state_cells = min(max(self.FIXED[2][1], longest), self.STATE_MAX)
         return self._state_cells
 
-    def _strip(self, cells: list[str], styles: list[Style], width: int, base=PLAIN) -> Strip:
-        segments = [Segment(" ", base)]
+    def _strip(
+        self,
+        cells: list[str],
+        styles: list[Style],
+        width: int,
+        base=PLAIN,
+        mark: Segment | None = None,
+    ) -> Strip:
+        segments = [mark or Segment(" ", base)]
         for text, style, size in zip(cells, styles, self._widths(width), strict=True):
             if size:
                 segments.append(Segment(_fit(text, size), base + style))
@@ -267,20 +380,35 @@ class BlockList(ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         row = y + self.scroll_offset.y
         width = self.scrollable_content_region.width
-        if row >= len(self.order) or width <= 0:
+        if row >= len(self.drawn) or width <= 0:
             return Strip.blank(width, self.rich_style)
-        rk = self.order[row]
+        item = self.drawn[row]
         selected = row == self.cursor_row
-        cache_key = (rk, width, selected, self.has_focus)
+        if isinstance(item, Group):
+            return self._render_group(item, width, selected)
+        block = self.blocks[item]
+        new = self.is_new is not None and self.is_new(block)
+        cache_key = (item, width, selected, self.has_focus, new)
         strip = self._lines.get(cache_key)
         if strip is None:
-            strip = self._render_row(self.blocks[rk], width, selected)
+            strip = self._render_row(block, width, selected, new)
             if len(self._lines) > 2000:
                 self._lines.clear()
             self._lines[cache_key] = strip
         return strip
 
-    def _render_row(self, block: Block, width: int, selected: bool) -> Strip:
+    def _render_group(self, group: Group, width: int, selected: bool) -> Strip:
+        style = self.rich_style + self.get_component_rich_style("blocklist--group")
+        if selected:
+            style = style + self.get_component_rich_style("blocklist--cursor")
+        sign = "▸" if group.folded else "▾"
+        noun = "block" if group.count == 1 else "blocks"
+        text = f" {sign} {printable(group.name) or '(none)'} · {group.count} {noun}"
+        if group.folded:
+            text += " (folded)"
+        return Strip([Segment(_fit(text, width), style)]).adjust_cell_length(width, style)
+
+    def _render_row(self, block: Block, width: int, selected: bool, new: bool = False) -> Strip:
         base = self.rich_style
         if selected:
             base = base + self.get_component_rich_style("blocklist--cursor")
@@ -293,13 +421,27 @@ class BlockList(ScrollView, can_focus=True):
             state_style = self.get_component_rich_style("blocklist--category")
         if selected:
             state_style = Style()
+        now = self.clock()
+        age_style = Style()
+        if self.sla is not None:
+            level = urgency(block, now, *self.sla)
+            if level:
+                age_style = self.get_component_rich_style(f"blocklist--{level}")
+                if selected:  # on the cursor's colours only the weight says it
+                    age_style = Style(bold=level == "alert")
+        mark = None
+        if new:
+            mark_style = (
+                base if selected else base + self.get_component_rich_style("blocklist--new")
+            )
+            mark = Segment(self.NEW_MARK, mark_style)
         cells = [
             printable(block.id),
-            age(block.since, self.clock()).rjust(4),
+            age(block.since, now).rjust(4),
             state,
             printable(block.one_line_question(300)),
         ]
-        return self._strip(cells, [Style(), Style(), state_style, Style()], width, base)
+        return self._strip(cells, [Style(), age_style, state_style, Style()], width, base, mark)
 
 
 def _state(block: Block) -> str:

@@ -1,0 +1,409 @@
+"""Triage at fleet scale, in the app: the filter, the order and groups, new blocks, snoozes, and
+the age's colour. Driven by keys; asserting what is on screen and what is in the state folder."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import timedelta
+from pathlib import Path
+
+from textual.widgets import Input, Static
+
+from hitl_tui.config import Config
+from hitl_tui.inbox import Delta, Inbox
+from hitl_tui.model import Block
+from hitl_tui.sources.loopkit import LoopkitSource
+from hitl_tui.tui.app import HitlApp
+from hitl_tui.tui.inbox_screen import InboxScreen
+from hitl_tui.tui.snooze_screen import SnoozeScreen
+from hitl_tui.tui.widgets import BlockList
+from hitl_tui.view import Group
+from hitl_tui.workspace import Workspace
+from tests.test_tui import _select, _settle
+from tests.tui_support import NOW, SIZE, demo_workspace, make_app
+
+
+def _header(app) -> str:
+    return str(app.query_one("#topbar", Static).content)
+
+
+def _filter_shown(app) -> bool:
+    return app.query_one("#filter-bar").display
+
+
+def _ids(table: BlockList) -> list[str]:
+    return [table.blocks[rk].id for rk in table.order]
+
+
+def _state(name: str) -> dict:
+    path = Path(os.environ["HITL_STATE_DIR"]) / name
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _app(root: Path, clock: list) -> HitlApp:
+    """The demo app with a clock the test moves (`clock[0]`)."""
+    inbox = Inbox(Workspace.discover([root]))
+    return HitlApp(inbox, Config(operator="Ada", bell=False), watch=False, clock=lambda: clock[0])
+
+
+def _new_block(root: Path, name: str, question: str, minutes_ago: int = 1) -> Block:
+    repo = root / name
+    (repo / ".git").mkdir(parents=True, exist_ok=True)
+    (repo / "BLOCKED.md").write_text(f"## Question\n{question}\n")
+    stamp = NOW.timestamp() - minutes_ago * 60
+    os.utime(repo / "BLOCKED.md", (stamp, stamp))
+    block = LoopkitSource().parse(repo, repo / "BLOCKED.md", name)
+    assert isinstance(block, Block)
+    return block
+
+
+# -- 1. the filter ---------------------------------------------------------------------------
+
+
+async def test_slash_filters_as_you_type_and_enter_keeps_it(tmp_path: Path) -> None:
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        table = app.query_one(BlockList)
+        assert len(table.order) == 6 and "of" not in _header(app)
+        await pilot.press("slash")
+        box = app.query_one("#filter", Input)
+        assert box.has_focus and _filter_shown(app)
+        await pilot.press("b", "i", "l", "l")
+        assert _ids(table) == ["billing/T-007", "billing/T-012"]
+        assert _header(app).startswith("hitl · 2 of 6 blocks in 5 repos")
+        await pilot.press("enter")
+        assert table.has_focus and _filter_shown(app) and box.value == "bill"
+        assert _ids(table) == ["billing/T-007", "billing/T-012"]
+        await pilot.press("j")  # the list's keys work again
+        assert table.current.id == "billing/T-012"
+
+
+async def test_escape_clears_the_filter_and_goes_back_to_the_list(tmp_path: Path) -> None:
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        table = app.query_one(BlockList)
+        await pilot.press("slash", "s", "h", "o", "p")
+        assert _ids(table) == ["shop"]
+        await pilot.press("escape")
+        box = app.query_one("#filter", Input)
+        assert table.has_focus and box.value == "" and not _filter_shown(app)
+        assert len(table.order) == 6 and "of" not in _header(app)
+        assert table.current.id == "shop"  # the block highlighted under the filter stays
+
+
+async def test_query_problems_are_one_dim_line_not_an_error(tmp_path: Path) -> None:
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        await pilot.press("slash", *"age:>")
+        problems = app.query_one("#filter-problems", Static)
+        assert problems.display and "age: wants a duration" in str(problems.content)
+        assert not any(n.severity == "error" for n in app._notifications)
+        assert len(app.query_one(BlockList).order) == 6  # the incomplete term is left out
+        await pilot.press("1", "h")
+        assert not problems.display
+        listed = _ids(app.query_one(BlockList))
+        assert listed == ["billing/T-007", "billing/T-012", "shop", "mobile"]
+
+
+async def test_the_highlighted_row_stays_while_the_filter_changes(tmp_path: Path) -> None:
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        table = app.query_one(BlockList)
+        await _select(pilot, app, "mobile")
+        screen = app.screen
+        assert isinstance(screen, InboxScreen)
+        screen.set_filter("-docs")
+        await pilot.pause()
+        assert "mobile" in _ids(table) and len(table.order) < 6
+        assert table.current.id == "mobile"
+        assert app.query_one("#filter", Input).value == "-docs"
+        screen.set_filter("repo:shop")  # mobile leaves: the highlight goes to a listed row
+        await pilot.pause()
+        assert table.current.id == "shop"
+        screen.set_filter("")
+        await pilot.pause()
+        assert table.current.id == "shop" and len(table.order) == 6
+
+
+async def test_arrivals_the_filter_keeps_out_are_counted(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        app.screen.set_filter("password")
+        await pilot.pause()
+        table = app.query_one(BlockList)
+        assert table.order == []
+        kept_out = _new_block(root, "infra", "Which region first?")
+        matching = _new_block(root, "web", "Rotate the password now?")
+        app.apply_delta(Delta(added=[kept_out, matching]))
+        await pilot.pause()
+        assert _ids(table) == ["web"]
+        assert "1 of 8 blocks" in _header(app) and "+1 hidden by the filter" in _header(app)
+
+
+# -- 2. order and groups -------------------------------------------------------------------
+
+
+async def test_s_cycles_the_order_and_it_is_remembered(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        table = app.query_one(BlockList)
+        await _select(pilot, app, "shop")
+        await pilot.press("s")
+        assert "newest first" in _header(app)
+        assert _ids(table) == ["docs", "api", "mobile", "shop", "billing/T-012", "billing/T-007"]
+        assert table.current.id == "shop"
+        await pilot.press("s")
+        assert "by repo" in _header(app) and _ids(table)[0] == "api"
+    assert _state("seen.json")["order"] == "repo"
+    again = make_app([root])
+    async with again.run_test(size=SIZE) as pilot:
+        await _settle(pilot, again)
+        assert _ids(again.query_one(BlockList))[0] == "api"
+        assert "by repo" in _header(again)
+
+
+async def test_v_groups_with_a_header_per_group_that_folds(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        table = app.query_one(BlockList)
+        await pilot.press("v")
+        assert "grouped by repo" in _header(app)
+        headers = [item for item in table.drawn if isinstance(item, Group)]
+        assert [(g.name, g.count) for g in headers][:2] == [("billing", 2), ("shop", 1)]
+        assert table.current.id == "billing/T-007"
+        await pilot.press("k")  # onto the billing header
+        assert table.current is None and table.current_group.name == "billing"
+        await pilot.press("enter")
+        assert table.current_group.folded and len(table.drawn) == 5 + 4  # 5 headers, 4 rows
+        await pilot.press("space")
+        assert not table.current_group.folded and len(table.drawn) == 11
+        # A click on a header folds it too (the list is under the border and column titles).
+        shop_row = table.drawn.index(next(g for g in headers if g.name == "shop"))
+        await pilot.click(BlockList, offset=(5, shop_row))
+        await pilot.pause()
+        assert any(isinstance(g, Group) and g.name == "shop" and g.folded for g in table.drawn)
+        await pilot.press("v")
+        assert "grouped by source" in _header(app)
+        names = [item.name for item in table.drawn if isinstance(item, Group)]
+        assert names == ["agenticloop", "loopkit"]
+    assert _state("seen.json")["group"] == "source"
+
+
+# -- 3. what is new --------------------------------------------------------------------------
+
+
+async def test_new_blocks_are_marked_reached_with_n_and_seen_when_highlighted(
+    tmp_path: Path,
+) -> None:
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        table = app.query_one(BlockList)
+        # A first run: everything found is seen, nothing is marked.
+        assert not any(app.screen.seen.is_new(b) for b in table.blocks.values())
+    assert len(_state("seen.json")["seen"]) == 6
+    # The next run: two blocks came meanwhile.
+    a = _new_block(root, "infra", "Which region first?", minutes_ago=100_000)
+    b = _new_block(root, "web", "Which CDN?", minutes_ago=5)
+    again = make_app([root])
+    async with again.run_test(size=SIZE) as pilot:
+        await _settle(pilot, again)
+        table = again.query_one(BlockList)
+        seen = again.screen.seen
+        # The first row is highlighted at start-up (so seen); the other new one is marked.
+        assert table.current.id == "infra" and not seen.is_new(a) and seen.is_new(b)
+        line = table.render_line(_ids(table).index("web")).text
+        assert line.startswith(BlockList.NEW_MARK + "web")
+        await pilot.press("n")
+        assert table.current.id == "web" and not seen.is_new(b)
+        assert table.render_line(table.cursor_row).text.startswith(" web")
+        await pilot.press("n")
+        assert any("No new blocks" in n.message for n in again._notifications)
+    assert {row[1] for row in _state("seen.json")["seen"]} >= {str(a.path), str(b.path)}
+
+
+async def test_n_and_shift_n_wrap_in_list_order(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        table = app.query_one(BlockList)
+        seen = app.screen.seen
+        await _select(pilot, app, "mobile")
+        for rk in table.order:
+            if table.blocks[rk].id in ("shop", "docs"):
+                seen.unsee(table.blocks[rk])
+        await pilot.press("n")
+        assert table.current.id == "docs"
+        await pilot.press("N")
+        assert table.current.id == "shop"
+
+
+async def test_seen_marks_are_saved_every_few_seconds_not_per_key(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        screen = app.screen
+        screen.save_seen_soon()
+        await app.workers.wait_for_complete()
+        stamp = (Path(os.environ["HITL_STATE_DIR"]) / "seen.json").stat().st_mtime_ns
+        table = app.query_one(BlockList)
+        screen.seen.unsee(table.blocks[table.order[3]])
+        await pilot.press("j", "j", "j")  # the marks change; nothing is written per key
+        after = (Path(os.environ["HITL_STATE_DIR"]) / "seen.json").stat().st_mtime_ns
+        assert after == stamp and screen.seen.dirty
+        screen.save_seen_soon()  # what the 5 s timer does
+        await app.workers.wait_for_complete()
+        assert not screen.seen.dirty
+
+
+# -- 4. snoozes ------------------------------------------------------------------------------
+
+
+async def test_z_snoozes_for_an_hour_and_big_z_shows_the_snoozed(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    clock = [NOW]
+    app = _app(root, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        table = app.query_one(BlockList)
+        await _select(pilot, app, "shop")
+        await pilot.press("z")
+        assert isinstance(app.screen, SnoozeScreen)
+        await pilot.press("2")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "shop" not in _ids(table) and table.current.id == "mobile"
+        assert "5 of 6 blocks" in _header(app) and "1 snoozed" in _header(app)
+        rows = _state("snoozed.json")["snoozes"]
+        assert [(r["id"], r["until"]) for r in rows] == [
+            ("shop", (NOW + timedelta(hours=1)).isoformat())
+        ]
+        await pilot.press("Z")
+        assert _ids(table) == ["shop"] and _header(app).startswith("hitl · snoozed: 1 block")
+        await pilot.press("z")  # in the snoozed view: back at once
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert _ids(table) == [] and _state("snoozed.json")["snoozes"] == []
+        await pilot.press("Z")
+        assert "shop" in _ids(table) and "snoozed" not in _header(app)
+        assert not app.screen.seen.is_new(table.blocks[table.order[2]])  # brought back: seen
+
+
+async def test_escape_in_the_snooze_dialog_snoozes_nothing(tmp_path: Path) -> None:
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        await pilot.press("z")
+        assert isinstance(app.screen, SnoozeScreen)
+        await pilot.press("escape")
+        await app.workers.wait_for_complete()
+        assert isinstance(app.screen, InboxScreen)
+        assert len(app.query_one(BlockList).order) == 6 and _state("snoozed.json") == {}
+
+
+async def test_a_snooze_whose_time_is_up_comes_back_new(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    clock = [NOW]
+    app = _app(root, clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        table = app.query_one(BlockList)
+        await _select(pilot, app, "api")
+        await pilot.press("z", "1")  # 15 minutes
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "api" not in _ids(table)
+        clock[0] = NOW + timedelta(minutes=10)
+        app.screen.refresh_ages()
+        assert "api" not in _ids(table) and "1 snoozed" in _header(app)
+        clock[0] = NOW + timedelta(minutes=16)
+        app.screen.refresh_ages()  # the minute's refresh
+        await pilot.pause()
+        assert "api" in _ids(table) and "snoozed" not in _header(app)
+        api = table.blocks[table.order[_ids(table).index("api")]]
+        assert app.screen.seen.is_new(api)
+
+
+async def test_until_it_changes_and_gone_blocks_are_pruned(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        table = app.query_one(BlockList)
+        await _select(pilot, app, "docs")
+        await pilot.press("z", "5")
+        await pilot.press("home")
+        await _select(pilot, app, "shop")
+        await pilot.press("z", "4")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert {r["id"]: r["until"] for r in _state("snoozed.json")["snoozes"]}["docs"] is None
+        assert "docs" not in _ids(table) and "2 snoozed" in _header(app)
+    # The next run: shop was answered meanwhile; its snooze is forgotten after the scan.
+    (root / "shop" / "BLOCKED.md").unlink()
+    again = make_app([root])
+    async with again.run_test(size=SIZE) as pilot:
+        await _settle(pilot, again)
+        await again.workers.wait_for_complete()
+        assert [r["id"] for r in _state("snoozed.json")["snoozes"]] == ["docs"]
+        assert "docs" not in _ids(again.query_one(BlockList))
+
+
+# -- 5. the age's colour ---------------------------------------------------------------------
+
+
+async def test_the_age_is_amber_then_red_and_bold(tmp_path: Path) -> None:
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        table = app.query_one(BlockList)
+        await pilot.press("end")  # the rows looked at are not the highlighted one
+
+        def age_style(block_id: str):
+            row = _ids(table).index(block_id)
+            segments = list(table.render_line(row))
+            return next(s.style for s in segments if s.text.strip() in ("48m", "17m", "3h"))
+
+        warn = table.get_component_rich_style("blocklist--warn")
+        alert = table.get_component_rich_style("blocklist--alert")
+        assert age_style("api").color == warn.color  # 48 min: past 15 min
+        shop = age_style("shop")  # 3 h: past an hour
+        assert shop.color == alert.color and shop.bold
+        assert warn.color != alert.color
+
+
+async def test_a_snoozed_block_that_changes_comes_back_new(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        table = app.query_one(BlockList)
+        await _select(pilot, app, "mobile")
+        mobile = table.current
+        await pilot.press("z", "5")  # until it changes
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert "mobile" not in _ids(table) and "1 snoozed" in _header(app)
+        rewritten = replace(mobile, fingerprint="sha256:rewritten", question="Now what?")
+        app.apply_delta(Delta(changed=[rewritten]))
+        await pilot.pause()
+        assert "mobile" in _ids(table) and "snoozed" not in _header(app)
+        assert app.screen.seen.is_new(rewritten)
+        row = _ids(table).index("mobile")
+        assert table.render_line(row).text.startswith(BlockList.NEW_MARK + "mobile")
