@@ -257,6 +257,7 @@ async def app_measurements(root: Path, trials: int, free_repos: list[Path]) -> d
             await keypress(app, "escape", until=lambda: not isinstance(app.screen, PreviewScreen))
             await asyncio.sleep(0.25)
         result["open"] = opens
+        result.update(await triage_measurements(app))
 
         # Detection: a BLOCKED.md written into a quiet repo, to its row in the app.
         latencies = []
@@ -280,6 +281,51 @@ async def app_measurements(root: Path, trials: int, free_repos: list[Path]) -> d
         app.stop_event.set()
         await pilot.press("q")
     return result
+
+
+async def triage_measurements(app) -> dict:
+    """Issue 14: a filter keystroke, a change of order or grouping, and the palette opening,
+    each from the key event to the frame that shows it."""
+    from textual.command import CommandPalette
+    from textual.widgets import Input
+
+    screen = app.inbox_screen
+    out: dict = {}
+    await keypress(app, "slash", until=lambda: isinstance(app.focused, Input))
+    await asyncio.sleep(0.25)
+    typed, filters = "", []
+    for char in "00120":  # narrows step by step: nearly every row, then one repo's, then none
+        typed += char
+        key = char
+
+        def filtered(text=typed) -> bool:
+            return screen.rows.spec.query.text == text
+
+        filters.append(await keypress(app, key, until=filtered))
+        await asyncio.sleep(0.1)
+    out["filter"] = filters
+    await keypress(app, "escape", until=lambda: not screen.rows.spec.query.text)
+    await asyncio.sleep(0.25)
+    views = []
+    for key, times in (("s", 5), ("v", 3)):
+        for _ in range(times):
+            before = (screen.rows.spec.order, screen.rows.spec.group)
+
+            def moved(before=before) -> bool:
+                return (screen.rows.spec.order, screen.rows.spec.group) != before
+
+            views.append(await keypress(app, key, until=moved))
+            await asyncio.sleep(0.1)
+    out["view"] = views
+    palettes = []
+    for _ in range(5):
+        palettes.append(
+            await keypress(app, "ctrl+p", until=lambda: isinstance(app.screen, CommandPalette))
+        )
+        await keypress(app, "escape", until=lambda: not isinstance(app.screen, CommandPalette))
+        await asyncio.sleep(0.25)
+    out["palette"] = palettes
+    return out
 
 
 def startup(root: Path, state: Path) -> float:
@@ -455,6 +501,32 @@ def main() -> int:
                 f"{ms(base_open)} / {ms(big_open)} (first of a session: {ms(app['open'][0])})",
                 "<= 50 ms and <= 2x",
                 big_open <= 0.050 and big_open <= 2 * base_open + 0.002,
+            )
+        )
+        base_filter = statistics.median(small_app["filter"])
+        big_filter = statistics.median(app["filter"])
+        rows.append(
+            Row(
+                f"3c. a filter keystroke, 10 / {app['blocks']} blocks (median; p95)",
+                f"{ms(base_filter)} / {ms(big_filter)}; {ms(pct(app['filter'], 95))}",
+                "<= 50 ms and <= 2x",
+                big_filter <= 0.050 and big_filter <= 2 * base_filter + 0.002,
+            )
+        )
+        rows.append(
+            Row(
+                f"3d. change order or grouping, {app['blocks']} blocks (median / max)",
+                f"{ms(statistics.median(app['view']))} / {ms(max(app['view']))}",
+                "<= 100 ms",
+                max(app["view"]) <= 0.100,
+            )
+        )
+        rows.append(
+            Row(
+                f"3e. open the palette, {app['blocks']} blocks (median / max)",
+                f"{ms(statistics.median(app['palette']))} / {ms(max(app['palette']))}",
+                "<= 100 ms",
+                max(app["palette"]) <= 0.100,
             )
         )
         rows.append(
