@@ -24,6 +24,7 @@ KEY_NAMES = {
     "tab": "Tab",
     "space": "Space",
     "question_mark": "?",
+    "slash": "/",
 }
 
 #: Lines of the help that are no binding: the mouse, focus moves, and what is never done.
