@@ -166,3 +166,67 @@ async def test_hostile_text_in_the_history_is_shown_not_run(tmp_path: Path) -> N
         await pilot.pause()
         assert app.is_running
         assert (root / "shop" / "BLOCKED.md").exists()
+
+
+# -- `hitl history PATH...`: the same filter by repository on the CLI, in real subprocesses --
+
+
+def _answered_in_three_repos(tmp_path: Path) -> Path:
+    from tests.hostile_cases import run_hitl
+
+    root = demo_workspace(tmp_path / "loops")
+    for block, choice in (("api", "2"), ("shop", "2"), ("mobile", "1")):
+        done = run_hitl("answer", block, "--choice", choice, root)
+        assert done.returncode == 0, done.stderr
+    return root
+
+
+def test_hitl_history_path_lists_only_that_repos_answers(tmp_path: Path) -> None:
+    import json
+
+    from tests.hostile_cases import run_hitl
+
+    root = _answered_in_three_repos(tmp_path)
+    every = json.loads(run_hitl("history", "--json").stdout)
+    assert [e["block"]["id"] for e in every] == ["mobile", "shop", "api"]
+    one = run_hitl("history", "--json", root / "shop")
+    assert one.returncode == 0, one.stderr
+    assert [e["block"]["id"] for e in json.loads(one.stdout)] == ["shop"]
+    two = run_hitl("history", root / "api", root / "mobile")
+    lines = two.stdout.decode().splitlines()
+    assert two.returncode == 0 and len(lines) == 2, lines
+    assert " mobile " in lines[0] and " api " in lines[1]
+    # A folder above the repositories: every one under it; a relative path works too.
+    assert len(json.loads(run_hitl("history", "--json", root).stdout)) == 3
+    relative = run_hitl("history", "--json", "shop", cwd=root)
+    assert [e["block"]["id"] for e in json.loads(relative.stdout)] == ["shop"]
+    none = run_hitl("history", tmp_path / "elsewhere")
+    assert none.returncode == 0
+    assert none.stdout.decode().strip() == "no answers in these repositories"
+
+
+def test_hitl_history_path_pages_within_the_repo_and_undo_shows(tmp_path: Path) -> None:
+    import json
+
+    from tests.hostile_cases import run_hitl
+
+    root = _answered_in_three_repos(tmp_path)
+    shop = json.loads(run_hitl("history", "--json", root / "shop").stdout)[0]
+    assert run_hitl("undo", shop["id"]).returncode == 0
+    assert (root / "shop" / "BLOCKED.md").exists()
+    page = run_hitl("history", "-n", "1", root / "shop", root / "api")
+    lines = page.stdout.decode().splitlines()
+    assert " shop " in lines[0] and "undone by" in lines[0]
+    assert lines[1].startswith("(older answers: hitl history ")
+    assert "--page 2" in lines[1] and str(root / "api") in lines[1]
+    second = run_hitl("history", "-n", "1", "--page", "2", root / "shop", root / "api")
+    assert " api " in second.stdout.decode().splitlines()[0]
+
+
+def test_hitl_history_help_names_path() -> None:
+    from tests.hostile_cases import run_hitl
+
+    done = run_hitl("history", "--help")
+    text = done.stdout.decode()
+    assert done.returncode == 0
+    assert "PATH" in text and "owner/name" in text
