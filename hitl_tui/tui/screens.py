@@ -5,14 +5,18 @@ Each is a `ModalScreen[T]` that ends in `dismiss(value)`; the app decides what t
 
 from __future__ import annotations
 
+import os
+import shlex
+import subprocess
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on, work
-from textual.app import ComposeResult
+from textual import events, on, work
+from textual.app import ComposeResult, SuspendNotSupported
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.message import Message
@@ -26,6 +30,11 @@ from hitl_tui.model import Block, HitlError, Plan
 from hitl_tui.textio import printable
 from hitl_tui.tui.bindings import bindings, help_text
 from hitl_tui.tui.messages import Refused
+
+
+def one_line(text: str) -> str:
+    """A message in one printable line (a toast of agent or journal text)."""
+    return " ".join(printable(text).split())
 
 
 def diff_text(diff: str) -> Text:
@@ -294,6 +303,18 @@ class PreviewScreen(ModalScreen[Plan | None]):
         )
 
 
+def editor_command() -> list[str]:
+    """$VISUAL, else $EDITOR, else vi, split as a shell would (`code --wait`)."""
+    for name in ("VISUAL", "EDITOR"):
+        try:
+            argv = shlex.split(os.environ.get(name, ""))
+        except ValueError:
+            continue
+        if argv:
+            return argv
+    return ["vi"]
+
+
 @dataclass(frozen=True)
 class Typed:
     """What the text boxes held when the operator left them: `go` continues to the preview;
@@ -340,6 +361,7 @@ class TextAnswerScreen(ModalScreen[Typed | None]):
         self.defaults = defaults
         self.draft = draft
         self.title_text = title + (" (your draft)" if draft else "")
+        self._last_box: TextArea | None = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="answer-box"):
@@ -357,6 +379,7 @@ class TextAnswerScreen(ModalScreen[Typed | None]):
             with Horizontal(id="answer-buttons"):
                 if self.draft:
                     yield Button("Discard draft", id="discard", variant="error")
+                yield Button("Editor (Ctrl+E)", id="editor")
                 yield Button("Back (Esc)", id="cancel")
                 yield Button("Preview (Ctrl+S)", id="submit", variant="primary")
 
@@ -365,6 +388,10 @@ class TextAnswerScreen(ModalScreen[Typed | None]):
         area.focus()
         if self.draft:
             area.move_cursor(area.document.end)  # carry on where the draft ends
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        if isinstance(event.widget, TextArea):
+            self._last_box = event.widget  # the box the editor opens on (the button has focus)
 
     def _texts(self) -> tuple[str, ...]:
         return tuple(area.text for area in self.query(".answer-text").results(TextArea))
@@ -384,6 +411,51 @@ class TextAnswerScreen(ModalScreen[Typed | None]):
     @on(Button.Pressed, "#discard")
     def action_discard(self) -> None:
         self.dismiss(None)
+
+    @on(Button.Pressed, "#editor")
+    def action_editor(self) -> None:
+        """The focused box's text in $VISUAL / $EDITOR (vi): the app steps aside while it runs,
+        and what was saved comes back into the box. An editor that cannot start or exits
+        non-zero leaves the box as it was, and says so in one line."""
+        area = self._last_box or self.query_one("#answer-1", TextArea)
+        argv = editor_command()
+        with tempfile.TemporaryDirectory(prefix="hitl-answer-") as folder:  # mode 0700
+            path = Path(folder) / "answer.md"
+            path.write_text(area.text, encoding="utf-8")
+            try:
+                code = self._run_editor([*argv, str(path)])
+            except OSError as exc:
+                why = exc.strerror or type(exc).__name__
+                self.notify(
+                    one_line(
+                        f"Could not start the editor {argv[0]}: {why}; the text is unchanged."
+                    ),
+                    severity="error",
+                    markup=False,
+                )
+                return
+            if code != 0:
+                self.notify(
+                    one_line(f"{argv[0]} exited with {code}: the text is unchanged."),
+                    severity="warning",
+                    markup=False,
+                )
+                return
+            text = path.read_text(encoding="utf-8", errors="replace")
+        if text.endswith("\n") and not area.text.endswith("\n"):
+            text = text[:-1]  # the newline an editor adds at the end of the file
+        area.load_text(printable(text, keep_newlines=True))
+        area.move_cursor(area.document.end)
+        area.focus()
+
+    def _run_editor(self, argv: list[str]) -> int:
+        try:
+            with self.app.suspend():
+                return subprocess.run(argv, check=False).returncode
+        except SuspendNotSupported:
+            # No terminal to hand over (headless, as under run_test): run it all the same.
+            done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+            return done.returncode
 
 
 class HelpScreen(ModalScreen[None]):
@@ -415,10 +487,6 @@ def history_text(entry: Entry) -> str:
     answered, its summary and who answered (lowercased, printable)."""
     parts = (entry.id, str(entry.repo), entry.block_id, entry.answered, entry.summary)
     return printable(" ".join((*parts, entry.operator))).lower()
-
-
-def one_line(text: str) -> str:
-    return " ".join(printable(text).split())
 
 
 @dataclass
