@@ -30,7 +30,7 @@ KEY_NAMES = {
 #: Lines of the help that are no binding: the mouse, focus moves, and what is never done.
 NOTES = {
     "inbox": ["Ctrl+P     command palette: these actions by name; go to a block by id"],
-    "list": ["mouse      click a row; scroll the detail"],
+    "list": ["mouse      click a row; click a choice to preview it; scroll the detail"],
     "preview": ["Tab        decision text -> Apply -> Back (asks first if you edited it)"],
 }
 FOOTNOTE = """

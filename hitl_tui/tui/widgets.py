@@ -357,8 +357,20 @@ def _pane(title: str, id: str, classes: str = "pane") -> Static:
 CHOICE_LIMIT = 30
 
 
+#: The key of a segment's meta that names the inbox action a click on it runs.
+CLICK = "hitl-click"
+
+
+def _clickable(text: Text, action: str) -> Text:
+    """`text` that runs the inbox screen's `action` when clicked (BlockDetail.on_click): the
+    action is ours, in the style's meta; the text stays plain (no markup, no `@click`)."""
+    text.stylize(Style(meta={CLICK: action}))
+    return text
+
+
 def choice_text(block: Block) -> RenderableType:
-    """Each choice with its number key, option and consequence (hanging indent), no markup."""
+    """Each choice with its number key, option and consequence (hanging indent), no markup.
+    A click on a choice opens its preview, as its number does."""
     grid = Table.grid(padding=(0, 1))
     grid.add_column(width=3)
     grid.add_column(ratio=1)
@@ -372,11 +384,15 @@ def choice_text(block: Block) -> RenderableType:
             body.append(f"\n→ {printable(choice.consequence)}", style="dim")
         if choice.needs_text:
             body.append("\n(asks for your text)", style="dim italic")
-        grid.add_row(badge, body)
+        action = f"choose({index})"
+        grid.add_row(_clickable(badge, action), _clickable(body, action))
     if len(block.choices) > CHOICE_LIMIT:
         more = len(block.choices) - CHOICE_LIMIT
         grid.add_row("", Text(f"… {more:,} more choices: press r for the raw file", "dim"))
-    grid.add_row(Text(" o ", style="bold"), Text("answer in your own words", style="dim"))
+    grid.add_row(
+        _clickable(Text(" o ", style="bold"), "own_words"),
+        _clickable(Text("answer in your own words", style="dim"), "own_words"),
+    )
     return grid
 
 
@@ -463,6 +479,13 @@ class BlockDetail(Horizontal):
         raw.load_text(text)
         name = getattr(block.path, "name", None) or str(block.path)
         raw.border_title = Content(printable(f"Raw {name}"))
+
+    async def on_click(self, event: events.Click) -> None:
+        """A click on a choice (or on "o") runs what its key runs, on the inbox screen."""
+        action = event.style.meta.get(CLICK) if event.style else None
+        if isinstance(action, str):
+            event.stop()
+            await self.run_action(f"screen.{action}")
 
     def toggle_raw(self) -> bool:
         self.toggle_class("raw")
