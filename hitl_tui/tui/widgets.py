@@ -29,6 +29,7 @@ from textual.widget import Widget
 from textual.widgets import Static, TextArea
 
 from hitl_tui.inbox import Delta
+from hitl_tui.keys import keys_for
 from hitl_tui.model import Block
 from hitl_tui.sources.agenticloop import CATEGORIES
 from hitl_tui.textio import printable
@@ -357,6 +358,14 @@ def _pane(title: str, id: str, classes: str = "pane") -> Static:
 CHOICE_LIMIT = 30
 
 
+#: The list's keys that the detail's columns do not take (they scroll with the arrows, Home,
+#: End and the page keys): pressed there, a toast says where they work.
+LIST_ONLY = frozenset(
+    key
+    for spec in keys_for("list")
+    for key in spec.keys.split(",")
+    if key not in {"up", "down", "home", "end", "pageup", "pagedown"}
+)
 #: The key of a segment's meta that names the inbox action a click on it runs.
 CLICK = "hitl-click"
 
@@ -479,6 +488,26 @@ class BlockDetail(Horizontal):
         raw.load_text(text)
         name = getattr(block.path, "name", None) or str(block.path)
         raw.border_title = Content(printable(f"Raw {name}"))
+
+    def on_key(self, event: events.Key) -> None:
+        """In the detail's columns (Tab or a click put the focus there) the list's own keys do
+        nothing: say where they work. Esc goes back to the list."""
+        if event.key == "escape":
+            event.stop()
+            self._back_to_list()
+        elif event.key in LIST_ONLY:
+            event.stop()
+            self.notify(
+                f"{event.character or event.key} works in the list: press Esc to return to it",
+                severity="warning",
+                markup=False,
+                timeout=3,
+            )
+
+    def _back_to_list(self) -> None:
+        for widget in self.screen.query(BlockList):
+            widget.focus()
+            return
 
     async def on_click(self, event: events.Click) -> None:
         """A click on a choice (or on "o") runs what its key runs, on the inbox screen."""
