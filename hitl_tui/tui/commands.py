@@ -148,8 +148,6 @@ class HitlCommands(Provider):
         set_filter = getattr(self.app.inbox_screen, "set_filter", None)
         if callable(set_filter):
             set_filter(query)
-        else:
-            self.app.notify("Filtering the list is not available yet.", severity="warning")
 
     def _repos(self) -> list[str]:
         return sorted({b.repo_name for b in self.app.inbox_screen.blocklist.blocks.values()})
