@@ -6,10 +6,17 @@ Light on purpose (no Textual): every `hitl` invocation imports it.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import shlex
 import sys
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from hitl_tui import cli_base
+
+if TYPE_CHECKING:
+    from hitl_tui.journal import Entry
 
 #: Answers a page of `hitl history`.
 PAGE = 50
@@ -36,6 +43,9 @@ It shows 50 answers a page (-n N; --page 2 the 50 before them; -n 0 every one). 
 keeps answers for `journal_keep` in the config (default "90d"): older ones are pruned, with the
 saved bytes only they named, when the journal is rotated.
 
+With PATH..., only the answers in those repositories, or in repositories under those folders
+(a GitHub repository is named owner/name): `hitl history ~/src/shop`, `hitl history ~/src`.
+
 A malformed journal record is skipped and named on stderr; the rest is shown.
 """
 
@@ -59,6 +69,12 @@ def build_history() -> argparse.ArgumentParser:
         epilog=HISTORY_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    p.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="only answers in these repositories or under these folders (GitHub: owner/name)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON array")
     p.add_argument(
         "-n",
@@ -71,6 +87,30 @@ def build_history() -> argparse.ArgumentParser:
     p.add_argument("--page", type=int, default=1, metavar="K", help="the K-th page (default 1)")
     p.add_argument("--all", action="store_true", help="also list the undo entries themselves")
     return p
+
+
+def repo_matcher(paths: list[str]) -> Callable[[Entry], bool]:
+    """Whether an answer was given in one of `paths`: a repository, a folder above some, or a
+    remote repository's name (`acme/shop`). A path need not exist any more (a removed repo)."""
+    import os
+    from pathlib import Path
+
+    wanted: set[Path] = set()
+    for raw in paths:
+        path = Path(raw).expanduser()
+        wanted.update({Path(os.path.abspath(path)), path.resolve()})
+    names = {raw.strip("/") for raw in paths}
+
+    def matches(entry: Entry) -> bool:
+        if entry.remote or not isinstance(entry.repo, Path):
+            return str(entry.repo) in names
+        repo = entry.repo
+        for form in {Path(os.path.abspath(repo)), repo.resolve()}:
+            if form in wanted or any(parent in wanted for parent in form.parents):
+                return True
+        return False
+
+    return matches
 
 
 def run_undo(args: argparse.Namespace) -> int:
@@ -96,11 +136,15 @@ def run_history(args: argparse.Namespace) -> int:
     size = args.limit
     skip = (args.page - 1) * size
     # One more than the page: whether there are older ones to point to.
-    entries = journal.history(include_undos=args.all, limit=size + 1 if size else 0, skip=skip)
+    shown: Iterable[Entry] = journal.newest_first(include_undos=args.all)
+    if args.paths:
+        shown = filter(repo_matcher(args.paths), shown)
+    entries = list(itertools.islice(shown, skip, skip + size + 1 if size else None))
     more = bool(size) and len(entries) > size
     entries = entries[:size] if size else entries
     again = " ".join(
         ["hitl history"]
+        + [shlex.quote(printable(p)) for p in args.paths]
         + (["--json"] if args.json else [])
         + (["--all"] if args.all else [])
         + ([f"-n {size}"] if size != PAGE else [])
@@ -113,7 +157,14 @@ def run_history(args: argparse.Namespace) -> int:
             print(f"hitl: older answers: {again}", file=sys.stderr)
         return 0
     if not entries:
-        print("no answers in the journal yet" if args.page == 1 else "no answers on this page")
+        if args.page > 1:
+            print("no answers on this page")
+        else:
+            print(
+                "no answers in these repositories"
+                if args.paths
+                else "no answers in the journal yet"
+            )
         return 0
     for e in entries:
         when = e.time.astimezone().strftime("%Y-%m-%d %H:%M")

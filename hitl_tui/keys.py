@@ -215,6 +215,36 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("discard.keep", "escape,n,k", "keep", "Keep editing", "discard", "keep editing"),
     KeySpec("help.close", "escape,q,question_mark", "close", "Close", "help", "close the help"),
     KeySpec("history.close", "escape,q,h", "close", "Close", "history", "close the history"),
+    KeySpec(
+        "history.down", "down,j", "cursor_down", "Move", "history", "next answer", key_display="j/k"
+    ),
+    KeySpec("history.up", "up,k", "cursor_up", "Up", "history", "previous answer", show=False),
+    KeySpec(
+        "history.filter",
+        "slash",
+        "filter",
+        "Filter",
+        "history",
+        "filter as you type: id, repo, block, answer, operator (Esc back to the list)",
+        key_display="/",
+    ),
+    KeySpec(
+        "history.undo",
+        "u",
+        "undo",
+        "Undo this",
+        "history",
+        "undo the highlighted answer, as hitl undo ID does (refused if a file changed)",
+    ),
+    KeySpec(
+        "text.editor",
+        "ctrl+e",
+        "editor",
+        "Editor",
+        "text",
+        "edit the text in $VISUAL / $EDITOR (vi); what you save comes back",
+        priority=True,
+    ),
 )
 
 IDS = frozenset(k.id for k in KEYS)

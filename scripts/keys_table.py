@@ -45,9 +45,15 @@ def table() -> str:
             else:
                 named = ", ".join(f"`{i}`" for i in ids)
             rows.append(f"| {shown} | {named} | {_cell(what)} |")
-        for note in NOTES.get(where, []):
-            key, _, what = note.partition(" ")
-            rows.append(f"| {_cell(key)} | | {_cell(what.strip())} |")
+        notes: list[list[str]] = []
+        for line in NOTES.get(where, []):
+            if line.startswith(" ") and notes:  # the help's continuation of the line above
+                notes[-1][1] += " " + line.strip()
+            else:
+                key, _, what = line.partition(" ")
+                notes.append([key, what.strip()])
+        for key, what in notes:
+            rows.append(f"| {_cell(key)} | | {_cell(what)} |")
     return "\n".join(rows) + "\n"
 
 

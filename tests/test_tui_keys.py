@@ -50,7 +50,8 @@ def test_the_help_lists_every_binding_and_each_of_its_keys() -> None:
 def test_the_help_shows_remapped_keys() -> None:
     text = help_text({"hitl.undo": "ctrl+z"})
     assert "Ctrl+Z" in text
-    assert "\n  u " not in text
+    inbox = text.split("In the inbox")[1].split("In the preview")[0]
+    assert "\n  u " not in inbox  # the history's own u is another key
 
 
 def test_keys_table_is_read_from_the_config(tmp_path: Path) -> None:

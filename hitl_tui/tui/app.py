@@ -314,7 +314,8 @@ class HitlApp(App[int]):
         from hitl_tui import journal
 
         # The newest answers only: the journal may hold 90 days of them (`hitl history` pages).
-        self.push_screen(HistoryScreen(journal.history(limit=500)))
+        entries = journal.history(limit=HistoryScreen.LIMIT)
+        self.push_screen(HistoryScreen(entries, self.operator, self.inbox, self.apply_delta))
 
     async def action_quit(self) -> None:
         self.stop_event.set()

@@ -29,8 +29,14 @@ KEY_NAMES = {
 
 #: Lines of the help that are no binding: the mouse, focus moves, and what is never done.
 NOTES = {
-    "inbox": ["Ctrl+P     command palette: these actions by name; go to a block by id"],
-    "list": ["mouse      click a row (a group's header row: fold it); scroll the detail"],
+    "inbox": [
+        "Ctrl+P     command palette: every action by name; go to a block by id, title or",
+        "           question; filter by repo",
+    ],
+    "list": [
+        "mouse      click a row (a group's header row: fold it); click a choice to preview",
+        "           it; scroll the detail",
+    ],
     "preview": ["Tab        decision text -> Apply -> Back (asks first if you edited it)"],
 }
 FOOTNOTE = """

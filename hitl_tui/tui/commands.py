@@ -1,20 +1,100 @@
 """hitl's own actions for the command palette (Ctrl+P): one Provider.
 
-Answer the highlighted block with choice N, in your own words, undo, history, the raw file,
-the keys, and "Go to block" for each listed block by id. Block ids are agent text: they are
-matched and shown as plain text (the matcher builds `Content`, never markup).
+Every action of the inbox and of the list, built from the key table (`hitl_tui/keys.py`) so a
+new key is a new command; "Go to block" for each listed block, matched over its id, title and
+question; and "Filter by repo" for each repository with a listed block. Block ids, titles and
+questions are agent text: they are matched and shown as plain text (the matcher builds
+`Content`, never markup).
+
+At 5,000 blocks opening the palette must stay instant: `discover` shows a few blocks only, and
+`search` scores every block cheaply (its id fuzzily, after an in-order test of the letters; its
+title and question by the words typed, fuzzy matching of long prose matching nearly anything)
+and makes Hits for the best BLOCK_HITS only.
 """
 
 from __future__ import annotations
 
+import asyncio
+import heapq
 from collections.abc import Callable, Iterator
 from functools import partial
 
+from textual.actions import parse
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+from textual.fuzzy import Matcher
 
+from hitl_tui.keys import KEYS, KeySpec
+from hitl_tui.model import Block
 from hitl_tui.textio import printable
 
 Command = tuple[str, str, Callable[[], object]]
+
+#: Where the palette's actions come from: the key table's sections the inbox answers to.
+SECTIONS = ("inbox", "list")
+#: The app's actions (not the inbox screen's), as in InboxScreen.BINDINGS.
+APP_ACTIONS = frozenset({"quit", "help", "history"})
+#: The palette's name for a key, when the help's line is not a good one.
+NAMES = {
+    "hitl.own-words": "Answer in your own words",
+    "hitl.raw": "Raw file on / off",
+    "hitl.undo": "Undo the last answer",
+    "hitl.history": "History",
+    "hitl.help": "Keys",
+    "hitl.quit": "Quit",
+}
+#: Blocks shown before anything is typed (the rest are a search away).
+DISCOVER_BLOCKS = 5
+#: Blocks a search lists at most: the best matches (a Hit each; never one per block).
+BLOCK_HITS = 40
+#: What a query may start with to say it looks for a block.
+GO_TO = "go to block"
+
+
+def block_query(query: str) -> str:
+    """What of `query` is matched against the blocks: without a leading "go to block" (or the
+    start of it), which every block's command begins with."""
+    words = " ".join(query.lower().split())
+    if GO_TO.startswith(words):
+        return ""
+    if words.startswith(GO_TO + " "):
+        return words[len(GO_TO) + 1 :]
+    return words
+
+
+def palette_specs() -> list[KeySpec]:
+    """The key table's entries the palette offers, in the table's order."""
+    return [spec for spec in KEYS if spec.where in SECTIONS]
+
+
+def _subsequence(query: str, text: str) -> bool:
+    """Every character of `query` in `text`, in order: what any fuzzy match needs. Cheap, so
+    the fuzzy matcher only scores the few blocks that pass."""
+    at = 0
+    for char in query:
+        at = text.find(char, at)
+        if at < 0:
+            return False
+        at += 1
+    return True
+
+
+def _run(target: object, action: str) -> object:
+    """Run `action` (`choose(2)`, `page(1)`) on `target` now, as its key would: called, not
+    scheduled, so what it opens is open when the palette has closed."""
+    _, name, params = parse(action)
+    return getattr(target, f"action_{name}")(*params)
+
+
+def _shown(prompt: Content, help: str) -> Content:
+    """A hit's two lines, built here: the palette parses a Hit's `help` (a str) as markup, so
+    agent text (a block's question) must never go there."""
+    return Content.assemble(prompt, "\n", Content(help).stylize_before("dim"))
+
+
+def repo_filter(name: str) -> str:
+    """The inbox filter for one repository (a name with a space is quoted)."""
+    return f'repo:"{name}"' if any(c.isspace() for c in name) or '"' in name else f"repo:{name}"
 
 
 class HitlCommands(Provider):
@@ -24,40 +104,98 @@ class HitlCommands(Provider):
         app = self.app
         screen = app.inbox_screen  # the answer, the undo and the raw file are the screen's
         current = screen.current
-        if current is not None:
-            name = printable(current.id)
-            for n, choice in enumerate(current.choices[:9], 1):
+        for spec in palette_specs():
+            if spec.id.startswith("hitl.answer-"):
+                n = int(spec.action.removeprefix("choose(").rstrip(")"))
+                if current is None or n > len(current.choices):
+                    continue
+                choice = current.choices[n - 1]
                 label = printable(f"{choice.key}) {choice.option}")[:60]
                 yield (
                     f"Answer with choice {n}",
-                    f"{name}: {label}",
+                    f"{printable(current.id)}: {label}",
                     partial(screen.action_choose, n),
                 )
-            yield ("Answer in your own words", name, screen.action_own_words)
-        yield (
-            "Undo the last answer",
-            "byte for byte, refused if a file moved on",
-            screen.action_undo,
-        )
-        yield ("History", "every answer given from this machine", app.action_history)
-        yield ("Raw file on / off", "the highlighted block's file as it is", screen.action_raw)
-        yield ("Keys", "every key, as remapped by [keys]", app.action_help)
+                continue
+            if spec.id == "hitl.own-words" and current is None:
+                continue
+            name = NAMES.get(spec.id) or spec.help[:1].upper() + spec.help[1:]
+            help = printable(current.id) if spec.id == "hitl.own-words" and current else spec.help
+            if spec.action in APP_ACTIONS:
+                target: object = app
+            elif spec.where == "list":
+                target = screen.blocklist
+            else:
+                target = screen
+            yield (name, help, partial(_run, target, spec.action))
 
-    def blocks(self) -> Iterator[Command]:
-        screen = self.app.inbox_screen
-        for block in screen.blocklist.blocks.values():
-            name = printable(block.id)
-            question = printable(block.one_line_question(80))
-            yield (f"Go to block {name}", question, partial(screen.go_to, block))
+    def _go_to(self, block: Block) -> Command:
+        name = printable(block.id)
+        title = printable(block.title or "")
+        question = printable(block.one_line_question(80))
+        help = " · ".join(t for t in (title, question) if t)
+        return (f"Go to block {name}", help, partial(self.app.inbox_screen.go_to, block))
+
+    def _filter(self, name: str) -> Command:
+        return (
+            f"Filter by repo {printable(name)}",
+            "only this repository's blocks",
+            partial(self._set_filter, repo_filter(name)),
+        )
+
+    def _set_filter(self, query: str) -> None:
+        # InboxScreen.set_filter is the list's (another change): until it exists, a no-op.
+        set_filter = getattr(self.app.inbox_screen, "set_filter", None)
+        if callable(set_filter):
+            set_filter(query)
+
+    def _repos(self) -> list[str]:
+        return sorted({b.repo_name for b in self.app.inbox_screen.blocklist.blocks.values()})
 
     async def discover(self) -> Hits:
         for name, help, command in self.commands():
-            yield DiscoveryHit(name, command, help=help)
+            yield DiscoveryHit(_shown(Content(name), help), command, text=name)
+        blocks = self.app.inbox_screen.blocklist.blocks
+        for block in list(blocks.values())[:DISCOVER_BLOCKS]:
+            name, help, command = self._go_to(block)
+            yield DiscoveryHit(_shown(Content(name), help), command, text=name)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for source in (self.commands(), self.blocks()):
-            for name, help, command in source:
-                score = matcher.match(name)
-                if score > 0:
-                    yield Hit(score, matcher.highlight(name), command, text=name, help=help)
+        for name, help, command in self.commands():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, _shown(matcher.highlight(name), help), command, text=name)
+        for repo in self._repos():
+            name, help, command = self._filter(repo)
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, _shown(matcher.highlight(name), help), command, text=name)
+        # Blocks: id, title and question are matched; Hits only for the best few.
+        wanted = block_query(query)
+        blocks = list(self.app.inbox_screen.blocklist.blocks.values())
+        if not wanted:  # only "go to block" typed so far: a few, as before typing
+            for block in blocks[:DISCOVER_BLOCKS]:
+                name, help, command = self._go_to(block)
+                prompt = _shown(matcher.highlight(name), help)
+                yield Hit(matcher.match(name) or 0.1, prompt, command, text=name)
+            return
+        inner = Matcher(wanted)
+        squeezed = "".join(wanted.split())
+        words = wanted.split()
+        scored: list[tuple[float, int, Block]] = []
+        for index, block in enumerate(blocks):
+            if index % 500 == 499:
+                await asyncio.sleep(0)  # a long list leaves the keys their turn
+            ident = printable(block.id)
+            score = inner.match(ident) if _subsequence(squeezed, ident.lower()) else 0
+            if score <= 0:
+                # Its title or question holds every word typed: ranked below an id's match.
+                text = f"{printable(block.title or '')} {printable(block.question)}".lower()
+                if all(word in text for word in words):
+                    score = 0.5 + 0.1 * len(squeezed)
+            if score > 0:
+                scored.append((score, -index, block))
+        for score, _, block in heapq.nlargest(BLOCK_HITS, scored):
+            name, help, command = self._go_to(block)
+            yield Hit(score, _shown(matcher.highlight(name), help), command, text=name)

@@ -5,22 +5,36 @@ Each is a `ModalScreen[T]` that ends in `dismiss(value)`; the app decides what t
 
 from __future__ import annotations
 
+import os
+import shlex
+import subprocess
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on
-from textual.app import ComposeResult
+from textual import events, on, work
+from textual.app import ComposeResult, SuspendNotSupported
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widget import Widget
-from textual.widgets import Button, Footer, Label, Static, TextArea
+from textual.widgets import Button, DataTable, Footer, Input, Label, Static, TextArea
 
+from hitl_tui.inbox import Delta, Inbox
+from hitl_tui.journal import Entry
 from hitl_tui.model import Block, HitlError, Plan
 from hitl_tui.textio import printable
 from hitl_tui.tui.bindings import bindings, help_text
+from hitl_tui.tui.messages import Refused
+
+
+def one_line(text: str) -> str:
+    """A message in one printable line (a toast of agent or journal text)."""
+    return " ".join(printable(text).split())
 
 
 def diff_text(diff: str) -> Text:
@@ -289,6 +303,18 @@ class PreviewScreen(ModalScreen[Plan | None]):
         )
 
 
+def editor_command() -> list[str]:
+    """$VISUAL, else $EDITOR, else vi, split as a shell would (`code --wait`)."""
+    for name in ("VISUAL", "EDITOR"):
+        try:
+            argv = shlex.split(os.environ.get(name, ""))
+        except ValueError:
+            continue
+        if argv:
+            return argv
+    return ["vi"]
+
+
 @dataclass(frozen=True)
 class Typed:
     """What the text boxes held when the operator left them: `go` continues to the preview;
@@ -335,6 +361,7 @@ class TextAnswerScreen(ModalScreen[Typed | None]):
         self.defaults = defaults
         self.draft = draft
         self.title_text = title + (" (your draft)" if draft else "")
+        self._last_box: TextArea | None = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="answer-box"):
@@ -352,6 +379,7 @@ class TextAnswerScreen(ModalScreen[Typed | None]):
             with Horizontal(id="answer-buttons"):
                 if self.draft:
                     yield Button("Discard draft", id="discard", variant="error")
+                yield Button("Editor (Ctrl+E)", id="editor")
                 yield Button("Back (Esc)", id="cancel")
                 yield Button("Preview (Ctrl+S)", id="submit", variant="primary")
 
@@ -360,6 +388,10 @@ class TextAnswerScreen(ModalScreen[Typed | None]):
         area.focus()
         if self.draft:
             area.move_cursor(area.document.end)  # carry on where the draft ends
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        if isinstance(event.widget, TextArea):
+            self._last_box = event.widget  # the box the editor opens on (the button has focus)
 
     def _texts(self) -> tuple[str, ...]:
         return tuple(area.text for area in self.query(".answer-text").results(TextArea))
@@ -379,6 +411,51 @@ class TextAnswerScreen(ModalScreen[Typed | None]):
     @on(Button.Pressed, "#discard")
     def action_discard(self) -> None:
         self.dismiss(None)
+
+    @on(Button.Pressed, "#editor")
+    def action_editor(self) -> None:
+        """The focused box's text in $VISUAL / $EDITOR (vi): the app steps aside while it runs,
+        and what was saved comes back into the box. An editor that cannot start or exits
+        non-zero leaves the box as it was, and says so in one line."""
+        area = self._last_box or self.query_one("#answer-1", TextArea)
+        argv = editor_command()
+        with tempfile.TemporaryDirectory(prefix="hitl-answer-") as folder:  # mode 0700
+            path = Path(folder) / "answer.md"
+            path.write_text(area.text, encoding="utf-8")
+            try:
+                code = self._run_editor([*argv, str(path)])
+            except OSError as exc:
+                why = exc.strerror or type(exc).__name__
+                self.notify(
+                    one_line(
+                        f"Could not start the editor {argv[0]}: {why}; the text is unchanged."
+                    ),
+                    severity="error",
+                    markup=False,
+                )
+                return
+            if code != 0:
+                self.notify(
+                    one_line(f"{argv[0]} exited with {code}: the text is unchanged."),
+                    severity="warning",
+                    markup=False,
+                )
+                return
+            text = path.read_text(encoding="utf-8", errors="replace")
+        if text.endswith("\n") and not area.text.endswith("\n"):
+            text = text[:-1]  # the newline an editor adds at the end of the file
+        area.load_text(printable(text, keep_newlines=True))
+        area.move_cursor(area.document.end)
+        area.focus()
+
+    def _run_editor(self, argv: list[str]) -> int:
+        try:
+            with self.app.suspend():
+                return subprocess.run(argv, check=False).returncode
+        except SuspendNotSupported:
+            # No terminal to hand over (headless, as under run_test): run it all the same.
+            done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+            return done.returncode
 
 
 class HelpScreen(ModalScreen[None]):
@@ -405,8 +482,28 @@ class HelpScreen(ModalScreen[None]):
         self.dismiss(None)
 
 
+def history_text(entry: Entry) -> str:
+    """What the history's filter looks in: the answer's id, repository, block, what was
+    answered, its summary and who answered (lowercased, printable)."""
+    parts = (entry.id, str(entry.repo), entry.block_id, entry.answered, entry.summary)
+    return printable(" ".join((*parts, entry.operator))).lower()
+
+
+@dataclass
+class HistoryUndone(Message):
+    """An answer of the history was undone: the toast, the inbox's change, the new history."""
+
+    message: str
+    delta: Delta
+    entries: list[Entry]
+
+
 class HistoryScreen(ModalScreen[None]):
-    """Every answer given from this machine, newest first: when, who, where, what, undone."""
+    """Every answer given from this machine, newest first: when, who, where, what, undone.
+
+    j/k (or the arrows) move the cursor, `/` filters as you type, `u` undoes the highlighted
+    answer with the rules of `hitl undo ID` (the domain decides; a refusal is one line).
+    """
 
     DEFAULT_CSS = """
     HistoryScreen { align: center middle; background: $background; }
@@ -414,35 +511,73 @@ class HistoryScreen(ModalScreen[None]):
         width: 96%; height: 90%;
         border: round $accent; background: $surface; padding: 0 1;
     }
+    #history-filter { height: 1; border: none; padding: 0 1; margin-bottom: 1; }
+    #history-filter:focus { background: $boost; }
     #history-table { height: 1fr; }
     #history-hint { color: $text-muted; height: 1; }
+    HistoryScreen.-short #history-box { width: 100%; height: 100%; border: none; padding: 0; }
+    HistoryScreen.-short #history-filter { margin-bottom: 0; }
     """
     BINDINGS: ClassVar = bindings("history")
+    #: Answers read for the screen: the journal may hold 90 days (`hitl history` pages).
+    LIMIT = 500
 
-    def __init__(self, entries: list) -> None:
+    def __init__(
+        self,
+        entries: list[Entry],
+        operator: str | None = None,
+        inbox: Inbox | None = None,
+        on_change: Callable[[Delta], None] | None = None,
+    ) -> None:
         super().__init__()
-        self.entries = entries
+        self.entries = list(entries)
+        #: The entries shown, in the table's order (the filter's).
+        self.shown: list[Entry] = []
+        self.operator = operator
+        #: The inbox re-reads the block an undo put back; `on_change` shows that in the list.
+        self.inbox = inbox
+        self.on_change = on_change
 
     def compose(self) -> ComposeResult:
-        from textual.widgets import DataTable
-
         with Vertical(id="history-box") as box:
             box.border_title = "History"
+            yield Input(
+                placeholder="/ to filter: id, repo, block, answer, operator",
+                id="history-filter",
+            )
             table: DataTable = DataTable(id="history-table", cursor_type="row")
             yield table
             yield Static(
-                "u in the inbox undoes the last answer; hitl undo ID undoes a named one.",
+                "j/k move · / filter · u undoes the highlighted answer "
+                "(as hitl undo ID) · Esc closes",
                 id="history-hint",
                 markup=False,
             )
         yield Footer(show_command_palette=False)
 
     def on_mount(self) -> None:
-        from textual.widgets import DataTable
-
         table = self.query_one("#history-table", DataTable)
         table.add_columns("when", "who", "block", "answered", "state", "id")
-        for entry in self.entries:
+        self._fill()
+        table.focus()
+
+    @property
+    def table(self) -> DataTable:
+        return self.query_one("#history-table", DataTable)
+
+    @property
+    def current(self) -> Entry | None:
+        """The highlighted answer (None: the list is empty)."""
+        row = self.table.cursor_row
+        return self.shown[row] if 0 <= row < len(self.shown) else None
+
+    def _fill(self, keep: str | None = None) -> None:
+        """The table from `entries` and the filter; the cursor stays on `keep` when shown."""
+        words = self.query_one("#history-filter", Input).value.lower().split()
+        self.shown = [e for e in self.entries if all(w in history_text(e) for w in words)]
+        table = self.table
+        table.clear()
+        for entry in self.shown:
             state = "undone" if entry.undone else entry.status
             table.add_row(
                 Text(entry.time.astimezone().strftime("%Y-%m-%d %H:%M")),
@@ -452,9 +587,76 @@ class HistoryScreen(ModalScreen[None]):
                 Text(state, style="dim" if entry.undone else ""),
                 Text(entry.id, style="dim"),
             )
-        if not self.entries:
-            table.add_row(Text("No answers yet."), "", "", "", "", "")
-        table.focus()
+        if not self.shown:
+            empty = "No answers match the filter." if words else "No answers yet."
+            table.add_row(Text(empty), "", "", "", "", "")
+        ids = [e.id for e in self.shown]
+        if keep in ids:
+            table.move_cursor(row=ids.index(keep), animate=False)
+
+    @on(Input.Changed, "#history-filter")
+    def _filtered(self) -> None:
+        current = self.current
+        self._fill(current.id if current else None)
+
+    @on(Input.Submitted, "#history-filter")
+    def _filter_done(self) -> None:
+        self.table.focus()
+
+    def action_cursor_down(self) -> None:
+        self.table.action_cursor_down()
+
+    def action_cursor_up(self) -> None:
+        self.table.action_cursor_up()
+
+    def action_filter(self) -> None:
+        self.query_one("#history-filter", Input).focus()
 
     def action_close(self) -> None:
+        if isinstance(self.focused, Input):  # Esc in the filter: back to the list, kept
+            self.table.focus()
+            return
         self.dismiss(None)
+
+    def action_undo(self) -> None:
+        entry = self.current
+        if entry is None:
+            self.notify("No answer is highlighted.", severity="warning")
+            return
+        self._undo(entry)
+
+    @work(thread=True, group="apply", exit_on_error=False)
+    def _undo(self, entry: Entry) -> None:
+        """`hitl undo ID` for the highlighted answer, then the block it put back re-read."""
+        from hitl_tui import journal
+
+        try:
+            message = journal.undo(entry.id, operator=self.operator)
+        except HitlError as exc:
+            self.post_message(Refused("Not undone", one_line(str(exc))))
+            return
+        delta = Delta()
+        if self.inbox is not None and isinstance(entry.block_path, Path):
+            delta = self.inbox.handle([entry.block_path])
+        self.post_message(HistoryUndone(message, delta, journal.history(limit=self.LIMIT)))
+
+    @on(HistoryUndone)
+    def _undone(self, message: HistoryUndone) -> None:
+        message.stop()
+        if self.on_change is not None:
+            self.on_change(message.delta)
+        current = self.current
+        self.entries = message.entries
+        self._fill(current.id if current else None)
+        self.notify(one_line(message.message), title="Undone", markup=False)
+
+    @on(Refused)
+    def _refused(self, message: Refused) -> None:
+        message.stop()
+        self.notify(
+            one_line(message.message),
+            title=message.title,
+            severity="error",
+            markup=False,
+            timeout=10,
+        )

@@ -29,6 +29,7 @@ from textual.widget import Widget
 from textual.widgets import Static, TextArea
 
 from hitl_tui.inbox import Delta
+from hitl_tui.keys import keys_for
 from hitl_tui.model import Block
 from hitl_tui.sources.agenticloop import CATEGORIES
 from hitl_tui.textio import printable
@@ -499,8 +500,28 @@ def _pane(title: str, id: str, classes: str = "pane") -> Static:
 CHOICE_LIMIT = 30
 
 
+#: The list's keys that the detail's columns do not take (they scroll with the arrows, Home,
+#: End and the page keys): pressed there, a toast says where they work.
+LIST_ONLY = frozenset(
+    key
+    for spec in keys_for("list")
+    for key in spec.keys.split(",")
+    if key not in {"up", "down", "home", "end", "pageup", "pagedown"}
+)
+#: The key of a segment's meta that names the inbox action a click on it runs.
+CLICK = "hitl-click"
+
+
+def _clickable(text: Text, action: str) -> Text:
+    """`text` that runs the inbox screen's `action` when clicked (BlockDetail.on_click): the
+    action is ours, in the style's meta; the text stays plain (no markup, no `@click`)."""
+    text.stylize(Style(meta={CLICK: action}))
+    return text
+
+
 def choice_text(block: Block) -> RenderableType:
-    """Each choice with its number key, option and consequence (hanging indent), no markup."""
+    """Each choice with its number key, option and consequence (hanging indent), no markup.
+    A click on a choice opens its preview, as its number does."""
     grid = Table.grid(padding=(0, 1))
     grid.add_column(width=3)
     grid.add_column(ratio=1)
@@ -514,11 +535,15 @@ def choice_text(block: Block) -> RenderableType:
             body.append(f"\n→ {printable(choice.consequence)}", style="dim")
         if choice.needs_text:
             body.append("\n(asks for your text)", style="dim italic")
-        grid.add_row(badge, body)
+        action = f"choose({index})"
+        grid.add_row(_clickable(badge, action), _clickable(body, action))
     if len(block.choices) > CHOICE_LIMIT:
         more = len(block.choices) - CHOICE_LIMIT
         grid.add_row("", Text(f"… {more:,} more choices: press r for the raw file", "dim"))
-    grid.add_row(Text(" o ", style="bold"), Text("answer in your own words", style="dim"))
+    grid.add_row(
+        _clickable(Text(" o ", style="bold"), "own_words"),
+        _clickable(Text("answer in your own words", style="dim"), "own_words"),
+    )
     return grid
 
 
@@ -605,6 +630,33 @@ class BlockDetail(Horizontal):
         raw.load_text(text)
         name = getattr(block.path, "name", None) or str(block.path)
         raw.border_title = Content(printable(f"Raw {name}"))
+
+    def on_key(self, event: events.Key) -> None:
+        """In the detail's columns (Tab or a click put the focus there) the list's own keys do
+        nothing: say where they work. Esc goes back to the list."""
+        if event.key == "escape":
+            event.stop()
+            self._back_to_list()
+        elif event.key in LIST_ONLY:
+            event.stop()
+            self.notify(
+                f"{event.character or event.key} works in the list: press Esc to return to it",
+                severity="warning",
+                markup=False,
+                timeout=3,
+            )
+
+    def _back_to_list(self) -> None:
+        for widget in self.screen.query(BlockList):
+            widget.focus()
+            return
+
+    async def on_click(self, event: events.Click) -> None:
+        """A click on a choice (or on "o") runs what its key runs, on the inbox screen."""
+        action = event.style.meta.get(CLICK) if event.style else None
+        if isinstance(action, str):
+            event.stop()
+            await self.run_action(f"screen.{action}")
 
     def toggle_raw(self) -> bool:
         self.toggle_class("raw")
