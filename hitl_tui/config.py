@@ -165,7 +165,7 @@ def _sla(path: Path, table: object) -> tuple[timedelta, timedelta]:
 
 def _keys(path: Path, table: object) -> dict[str, str]:
     """`[keys]`: each a binding id of `hitl_tui.keys` and a string of Textual key names."""
-    from hitl_tui.keys import IDS
+    from hitl_tui.keys import IDS, clashes
 
     if not isinstance(table, dict):
         raise UsageError(f"{path}: 'keys' must be a [keys] table of binding id = \"keys\"")
@@ -176,6 +176,10 @@ def _keys(path: Path, table: object) -> dict[str, str]:
             raise UsageError(f"{path}: [keys]: unknown binding id {name!r}{hint}")
         if not isinstance(value, str) or not value.strip() or "\0" in value:
             raise UsageError(f'{path}: [keys]: {name!r} must be a string of keys, like "f1"')
+    for key, one, other in clashes(table):
+        raise UsageError(
+            f"{path}: [keys]: {key!r} is both {one!r} and {other!r}; give one of them other keys"
+        )
     return dict(table)
 
 

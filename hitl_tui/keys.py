@@ -252,3 +252,29 @@ IDS = frozenset(k.id for k in KEYS)
 
 def keys_for(where: str) -> list[KeySpec]:
     return [k for k in KEYS if k.where == where]
+
+
+#: Sections whose keys are live at the same time (the inbox screen and its list); every other
+#: section is live alone (a modal, a box).
+TOGETHER = (("list", "inbox"),)
+
+
+def clashes(keymap: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(key, one id, another id) for each key that `keymap` (id -> keys, over the defaults)
+    gives to two bindings live at the same time."""
+    groups = [set(g) for g in TOGETHER]
+    groups += [{w} for w in SECTIONS if not any(w in g for g in groups)]
+    found = []
+    for group in groups:
+        owner: dict[str, str] = {}
+        for spec in KEYS:
+            if spec.where not in group:
+                continue
+            for key in keymap.get(spec.id, spec.keys).split(","):
+                key = key.strip()
+                if not key:
+                    continue
+                if key in owner and owner[key] != spec.id:
+                    found.append((key, owner[key], spec.id))
+                owner.setdefault(key, spec.id)
+    return found

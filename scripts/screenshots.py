@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -27,11 +28,18 @@ SHOTS: dict[str, list[str]] = {
     "task-file": ["j"],
     "raw": ["end", "r"],
     "help": ["question_mark"],
+    "grouped": ["v", "j", "j", "j", "enter", "j", "j"],
+    "filtered": ["slash", *"billing", "enter"],
+    "snooze": ["j", "j", "z"],
+    "palette": ["ctrl+p", *"shop"],
+    "history": ["j", "j", "2", "y", "h"],
 }
 
 
 async def shoot(name: str, keys: list[str], out: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix="hitl-shot-") as tmp:
+        # A state folder of its own: never the operator's, and a first run (nothing marked new).
+        os.environ["HITL_STATE_DIR"] = str(Path(tmp) / "state")
         app = make_app([demo_workspace(Path(tmp))])
         async with app.run_test(size=SIZE) as pilot:
             for _ in range(100):

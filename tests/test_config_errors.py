@@ -144,6 +144,10 @@ CONFIG_CASES = [
     ("[sla]\nalert = 60", '[sla]: alert: 60 is not a duration in quotes (like "15m")'),
     ('[sla]\nwarning = "1h"', "[sla]: unknown key 'warning' (known: alert, warn)"),
     ('[sla]\nwarn = "2h"', "[sla]: warn (2h) is after alert"),
+    (
+        '[keys]\n"hitl.quit" = "u"',
+        "[keys]: 'u' is both 'hitl.quit' and 'hitl.undo'; give one of them other keys",
+    ),
     ("bell = 1", "'bell' must be true or false"),
     ("github = 5", "'github' must be a [[github]] table or an array of them"),
     ("github = true", "'github' must be a [[github]] table or an array of them"),
@@ -187,7 +191,8 @@ CONFIG_CASES = [
     ("keys = 5", "'keys' must be a [keys] table of binding id = \"keys\""),
     (
         "unknown = 1",
-        "unknown key 'unknown' (known: bell, github, journal_keep, keys, operator, repos, sla)",
+        "unknown key 'unknown' "
+        "(known: bell, github, journal_keep, keys, loop, operator, repos, sla)",
     ),
 ]
 

@@ -123,7 +123,9 @@ class HitlApp(App[int]):
     def _inbox_ready(self) -> None:
         self.initial_scan()
 
-    @work(thread=True, exclusive=True, group="scan", exit_on_error=False)
+    @work(
+        thread=True, exclusive=True, group="scan", exit_on_error=False, description="initial_scan"
+    )
     def initial_scan(self) -> None:
         self.inbox.scan(workers=default_workers())
         if self.watch_enabled:
@@ -147,7 +149,7 @@ class HitlApp(App[int]):
             for source in self.inbox.remotes:
                 self.run_remote(source)
 
-    @work(exclusive=True, group="watch", exit_on_error=False)
+    @work(exclusive=True, group="watch", exit_on_error=False, description="run_watcher")
     async def run_watcher(self) -> None:
         from hitl_tui.watch import watch_inbox
 
@@ -160,7 +162,7 @@ class HitlApp(App[int]):
                 self._watch_error(exc)
                 await asyncio.sleep(2)
 
-    @work(group="remote", exit_on_error=False)
+    @work(group="remote", exit_on_error=False, description="run_remote")
     async def run_remote(self, source: Source) -> None:
         """Poll a remote backend's scopes; each shows its own state, none hides the others."""
 

@@ -241,7 +241,7 @@ class InboxScreen(Screen):
         self._asleep = self._snoozed_rows()
         self._prune(list(blocks))
 
-    @work(thread=True, group="snooze", exit_on_error=False)
+    @work(thread=True, group="snooze", exit_on_error=False, description="_prune")
     def _prune(self, blocks: list[Block]) -> None:
         self.snoozes.prune(blocks, self.clock())
 
@@ -464,7 +464,7 @@ class InboxScreen(Screen):
 
         self.app.push_screen(SnoozeScreen(block), chosen)
 
-    @work(thread=True, group="snooze", exit_on_error=False)
+    @work(thread=True, group="snooze", exit_on_error=False, description="_write_snooze")
     def _write_snooze(self, block: Block, choice: str) -> None:
         """Write the snooze (or its end, `wake`) in a thread, then list the rows again."""
         if choice == "wake":
@@ -501,7 +501,7 @@ class InboxScreen(Screen):
             self._saving = True
             self._save_seen(list(self.rows.blocks.values()))
 
-    @work(thread=True, group="seen", exit_on_error=False)
+    @work(thread=True, group="seen", exit_on_error=False, description="_save_seen")
     def _save_seen(self, blocks: list[Block]) -> None:
         try:
             self.seen.save(blocks)
@@ -601,7 +601,7 @@ class InboxScreen(Screen):
         if plan is not None:
             self._apply_in_background(plan)
 
-    @work(thread=True, group="apply", exit_on_error=False)
+    @work(thread=True, group="apply", exit_on_error=False, description="_apply_in_background")
     def _apply_in_background(self, plan: Plan) -> None:
         """Write the confirmed plan (a remote one is sent), then re-read what it changed."""
         block = plan.block
@@ -648,7 +648,7 @@ class InboxScreen(Screen):
 
     # -- undo: the last answer given from this machine, byte for byte ------------------------
 
-    @work(thread=True, group="apply", exit_on_error=False)
+    @work(thread=True, group="apply", exit_on_error=False, description="action_undo")
     def action_undo(self) -> None:
         from hitl_tui import journal
 

@@ -625,7 +625,7 @@ class HistoryScreen(ModalScreen[None]):
             return
         self._undo(entry)
 
-    @work(thread=True, group="apply", exit_on_error=False)
+    @work(thread=True, group="apply", exit_on_error=False, description="_undo")
     def _undo(self, entry: Entry) -> None:
         """`hitl undo ID` for the highlighted answer, then the block it put back re-read."""
         from hitl_tui import journal
