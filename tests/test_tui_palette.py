@@ -7,8 +7,8 @@ import dataclasses
 import time
 from pathlib import Path
 
-import pytest
 from textual.command import CommandPalette
+from textual.widgets import Static
 
 from hitl_tui.keys import KEYS
 from hitl_tui.tui.commands import (
@@ -19,7 +19,6 @@ from hitl_tui.tui.commands import (
     palette_specs,
     repo_filter,
 )
-from hitl_tui.tui.inbox_screen import InboxScreen
 from hitl_tui.tui.widgets import BlockList
 from tests.test_tui import _settle
 from tests.test_tui_keys import _palette
@@ -86,29 +85,16 @@ async def test_filter_by_repo_is_one_command_per_repo(tmp_path: Path) -> None:
         }
 
 
-async def test_filter_by_repo_calls_set_filter(tmp_path: Path) -> None:
-    if not hasattr(InboxScreen, "set_filter"):
-        pytest.skip("InboxScreen.set_filter is another branch's (the list's filter): not here yet")
+async def test_filter_by_repo_lists_that_repo_only(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
         await _settle(pilot, app)
         await _palette(pilot, app, "filter by repo shop")
         await pilot.pause()
-        ids = {b.repo_name for b in app.query_one(BlockList).blocks.values()}
-        assert ids == {"shop"}
-
-
-async def test_filter_by_repo_without_set_filter_is_a_no_op(tmp_path: Path) -> None:
-    app = make_app([demo_workspace(tmp_path)])
-    async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
-        screen = app.inbox_screen
-        if hasattr(screen, "set_filter"):
-            pytest.skip("set_filter exists: test_filter_by_repo_calls_set_filter covers it")
-        before = list(app.query_one(BlockList).order)
-        await _palette(pilot, app, "filter by repo shop")
-        assert app.query_one(BlockList).order == before
-        assert isinstance(app.screen, InboxScreen)
+        table = app.query_one(BlockList)
+        assert {table.blocks[rk].repo_name for rk in table.order} == {"shop"}
+        assert app.inbox_screen.rows.spec.query.text == "repo:shop"
+        assert "1 of 6 blocks" in str(app.query_one("#topbar", Static).content)
 
 
 async def test_at_5000_blocks_the_palette_opens_and_searches_fast(tmp_path: Path) -> None:

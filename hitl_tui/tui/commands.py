@@ -140,14 +140,8 @@ class HitlCommands(Provider):
         return (
             f"Filter by repo {printable(name)}",
             "only this repository's blocks",
-            partial(self._set_filter, repo_filter(name)),
+            partial(self.app.inbox_screen.set_filter, repo_filter(name)),
         )
-
-    def _set_filter(self, query: str) -> None:
-        # InboxScreen.set_filter is the list's (another change): until it exists, a no-op.
-        set_filter = getattr(self.app.inbox_screen, "set_filter", None)
-        if callable(set_filter):
-            set_filter(query)
 
     def _repos(self) -> list[str]:
         return sorted({b.repo_name for b in self.app.inbox_screen.blocklist.blocks.values()})
