@@ -7,6 +7,7 @@ screen on one dim line under it, never as an error.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from textual.message import Message
@@ -16,9 +17,17 @@ from hitl_tui.tui.bindings import bindings
 
 
 class FilterInput(Input):
-    """The filter's text box."""
+    """The filter's text box. `typed` is called with the text as soon as it changes, before the
+    frame that echoes the keystroke (Input.Changed comes after that frame, so the list would
+    change one frame later: 30 ms a keystroke where Textual holds frames apart)."""
 
     BINDINGS: ClassVar = bindings("filter")
+    typed: Callable[[str], None] | None = None
+
+    def _watch_value(self, value: str) -> None:
+        super()._watch_value(value)
+        if self.typed is not None:
+            self.typed(value)
 
     class Cleared(Message):
         """Esc: the filter is cleared; back to the list."""

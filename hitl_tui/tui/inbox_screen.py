@@ -207,6 +207,7 @@ class InboxScreen(Screen):
 
     def on_mount(self) -> None:
         self.blocklist.focus()
+        self.query_one(FilterInput).typed = self._filter
         self.set_interval(60, self.refresh_ages)
         self.set_interval(self.SAVE_EVERY, self.save_seen_soon)
         self.post_message(self.Ready())
@@ -272,6 +273,9 @@ class InboxScreen(Screen):
             return
         table = self.blocklist
         detail.show(table.current)
+        self._show_note(table)
+
+    def _show_note(self, table: BlockList) -> None:
         note = self._note(table)
         self.query_one("#list-note", Static).update(note)
         self.set_class(bool(note), "no-block")
@@ -359,8 +363,13 @@ class InboxScreen(Screen):
         problems = self.query_one("#filter-problems", Static)
         if spec.query.text != text:
             spec = spec.with_query(text)
-            self.blocklist.set_spec(spec)
-            self.show_current()
+            table = self.blocklist
+            before = table.current
+            table.set_spec(spec)
+            if table.current is before:  # the detail stays: only the note may change
+                self._show_note(table)
+            else:
+                self.show_current()
             self._render_header()
         shown = "; ".join(spec.query.problems)
         problems.update(shown)
