@@ -119,6 +119,21 @@ class Query:
                 terms.append(Term(value.casefold(), None, negated))
         return cls(text, tuple(terms), tuple(problems))
 
+    def narrows(self, before: Query) -> bool:
+        """Whether every block this query matches is one `before` matched too (a keystroke that
+        only made a word longer, or added a word): the list can be filtered from what `before`
+        listed instead of from every block."""
+        if len(self.terms) < len(before.terms):
+            return False
+        for old, new in zip(before.terms, self.terms, strict=False):
+            if old == new:
+                continue
+            if "age" in (old.field, new.field) or old.negated or new.negated:
+                return False
+            if old.field != new.field or old.text not in new.text:
+                return False
+        return True
+
     def matches(self, block: Block, hay: str, now: datetime | None = None) -> bool:
         """Whether `block` (with `hay`, its `haystack`) passes every term."""
         if not self.terms:

@@ -228,13 +228,26 @@ class RowOrder:
     def set_spec(self, spec: ViewSpec, now: datetime | None = None) -> None:
         """Show the blocks `spec` lists (a new filter, order, grouping or snooze side)."""
         reorder = spec.order != self.spec.order
+        narrower = (
+            not reorder
+            and (spec.group, spec.snoozed) == (self.spec.group, self.spec.snoozed)
+            and spec.query.narrows(self.spec.query)
+        )
         if spec.query != self.spec.query or spec.snoozed != self.spec.snoozed:
             self.hidden_arrivals = 0
         self.spec = spec
         if reorder:
             self.load(list(self.blocks.values()))
+        elif narrower:  # typing on: only what is listed can still be (grouped order kept)
+            when = now or self._time()
+            self.order = [rk for rk in self.order if self.accepts(rk, self.blocks[rk], when)]
         else:
             self.order = self._listed(now)
+
+    def warm(self) -> None:
+        """Make every block's filter text now (the `/` key), not at the first letter typed."""
+        for rk, block in self.blocks.items():
+            self.hay.of(rk, block)
 
     def refilter(self, now: datetime | None = None) -> bool:
         """Look again (a snooze ran out, a block aged past `age:>1h`); whether rows changed."""

@@ -230,3 +230,24 @@ def test_a_clock_says_what_now_is_when_no_time_is_given() -> None:
     assert rows.refilter() and ids(rows) == ["a", "b"]
     rows.apply(Delta(added=[block("c", 2)]), None)
     assert seen[-1] == at[0]
+
+
+def test_typing_on_filters_what_is_listed_and_lists_what_a_full_pass_would() -> None:
+    """A keystroke that only narrows (a longer word, one more word) filters the rows already
+    listed; every prefix of these queries lists exactly what a fresh pass lists."""
+    from hitl_tui.query import Query
+    from hitl_tui.view import RowOrder, ViewSpec
+
+    assert Query.parse("ruff lint").narrows(Query.parse("ruff li"))
+    assert Query.parse("repo:pay x").narrows(Query.parse("repo:pa"))
+    assert not Query.parse("-ruff").narrows(Query.parse("-ruf"))  # excluding more is broader
+    assert not Query.parse("age:>2h").narrows(Query.parse("age:>1h"))
+    assert not Query.parse("ruf").narrows(Query.parse("ruff"))
+    assert not Query.parse("cat:ruff").narrows(Query.parse("ruff"))
+    for group in (None, "repo"):
+        rows = RowOrder(FLEET, ViewSpec(group=group), now=NOW)
+        for final in ("repo:payments rotate", "ruff -shop", "pay cred", 'title:"fix r'):
+            for end in range(len(final) + 1):
+                rows.set_spec(ViewSpec(group=group).with_query(final[:end]), NOW)
+                fresh = RowOrder(FLEET, ViewSpec(group=group).with_query(final[:end]), now=NOW)
+                assert rows.order == fresh.order, (group, final[:end])

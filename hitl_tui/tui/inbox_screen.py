@@ -377,6 +377,7 @@ class InboxScreen(Screen):
 
     def action_filter(self) -> None:
         """`/`: the filter's box, the cursor at the end of what is there."""
+        self.rows.warm()
         self.set_class(True, "filtering")
         box = self.query_one(FilterInput)
         box.focus()
