@@ -204,12 +204,19 @@ class SinceBook:
         with self._mutex:
             added, dropped = dict(self._added), set(self._dropped)
             known = set(self._rows)
+            # Unchanged on disk since this book last read or wrote it: its own rows are what
+            # the file holds plus what changed, so the file need not be read and checked again
+            # (at 5,000 rows that was most of a save's hold on the interpreter).
+            mine = dict(self._rows) if self._stamp is not None else None
         folder = self.path.parent
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(folder / (NAME + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            rows = self._read() or {}
+            if mine is not None and self._file_stamp() == self._stamp:
+                rows = mine
+            else:
+                rows = self._read() or {}
             rows.update(added)
             for key in dropped:
                 rows.pop(key, None)
