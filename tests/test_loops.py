@@ -142,3 +142,56 @@ def test_literal_braces_and_globs() -> None:
     assert glob_match("/l/*", Path("/l/shop")) and not glob_match("/l/*", Path("/l/a/shop"))
     assert glob_match("/l/**", Path("/l/a/shop")) and glob_match("/l/**/shop", Path("/l/shop"))
     assert not glob_match("/l/s?op", Path("/l/shoop"))
+
+
+# -- in the app ---------------------------------------------------------------------------------
+
+
+async def test_the_app_says_what_it_will_run_and_restarts_after_the_answer(
+    tmp_path: Path, calls: Path
+) -> None:
+    """The preview names the restart; applying writes the answer, then runs it once, and a
+    toast says it restarted."""
+    import asyncio
+
+    from textual.widgets import Static
+
+    from hitl_tui.config import Config
+    from hitl_tui.inbox import Inbox
+    from hitl_tui.loops import Loop
+    from hitl_tui.tui.app import HitlApp
+    from hitl_tui.tui.screens import PreviewScreen
+    from hitl_tui.workspace import Workspace
+    from tests.test_tui import _select, _settle
+    from tests.tui_support import NOW, SIZE
+
+    repo = _repo(tmp_path / "loops", "shop")
+    loop = Loop(
+        (str(tmp_path / "loops" / "*"),),
+        restart=(sys.executable, "-c", RECORDER, str(calls), "{name}"),
+    )
+    inbox = Inbox(Workspace.discover([tmp_path / "loops"]))
+    config = Config(operator="Ada", bell=False, loops=(loop,))
+    app = HitlApp(inbox, config=config, watch=False, clock=lambda: NOW)
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        await _select(pilot, app, "shop")
+        await pilot.press("1")
+        await pilot.pause()
+        assert isinstance(app.screen, PreviewScreen)
+        title = str(app.screen.query_one("#preview-title", Static).render())
+        assert "then runs: " in title and "shop" in title
+        await pilot.press("y")
+        for _ in range(100):
+            await pilot.pause()
+            if _recorded(calls):
+                break
+            await asyncio.sleep(0.05)
+        assert not (repo / "BLOCKED.md").exists()
+        assert [c[1:] for c in _recorded(calls)] == [["shop"]]
+        for _ in range(50):
+            await pilot.pause()
+            if any("restarted" in str(n.message) for n in app._notifications):
+                break
+            await asyncio.sleep(0.05)
+        assert any("shop: restarted" in str(n.message) for n in app._notifications)

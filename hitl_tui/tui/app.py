@@ -104,6 +104,7 @@ class HitlApp(App[int]):
             seen=SeenBook.for_state(),
             snoozes=SnoozeBook.for_state(),
             sla=(self.config.sla_warn, self.config.sla_alert),
+            loops=self.config.loops,
         )
 
     # -- the inbox screen and the workers ------------------------------------------------------

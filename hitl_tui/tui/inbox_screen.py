@@ -32,6 +32,7 @@ from textual.worker import Worker, WorkerState
 
 from hitl_tui.answering import apply_answer, source_for
 from hitl_tui.inbox import Delta, Inbox, key_of
+from hitl_tui.loops import Loop, fill, logs_dir, loop_for, run_command, shown, values_for
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
 from hitl_tui.seenbook import SeenBook
 from hitl_tui.snoozebook import SnoozeBook
@@ -39,7 +40,7 @@ from hitl_tui.textio import printable
 from hitl_tui.tui.answer_flow import Drafts, preview_of, text_box
 from hitl_tui.tui.bindings import bindings
 from hitl_tui.tui.filter_bar import FilterInput
-from hitl_tui.tui.messages import Answered, AnswerStale, Refused, Undone
+from hitl_tui.tui.messages import Answered, AnswerStale, Refused, Restarted, Undone
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen, Typed
 from hitl_tui.tui.snooze_screen import CHOICES, DURATIONS, SnoozeScreen, until_of
 from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader, Clock, row_key
@@ -154,9 +155,12 @@ class InboxScreen(Screen):
         seen: SeenBook | None = None,
         snoozes: SnoozeBook | None = None,
         sla: tuple[timedelta, timedelta] | None = None,
+        loops: tuple[Loop, ...] = (),
     ) -> None:
         super().__init__()
         self.clock = clock
+        #: `[[loop]]`: the restart run after an answer is written.
+        self.loops = loops
         self.inbox = inbox
         self.operator = operator
         self.drafts = Drafts()
@@ -600,6 +604,10 @@ class InboxScreen(Screen):
         except HitlError as exc:
             self.notify(printable(str(exc)), severity="error", markup=False, timeout=8)
             return
+        loop = loop_for(self.loops, block)
+        if loop is not None and loop.restart is not None:
+            argv = fill(loop.restart, values_for(block))
+            preview = replace(preview, title=f"{preview.title} · then runs: {shown(argv)}")
         if self._preview_screen is None:
             self._preview_screen = PreviewScreen(preview)
             self.app.install_screen(self._preview_screen, "preview")
@@ -637,9 +645,35 @@ class InboxScreen(Screen):
         self.drafts.forget([row_key(key_of(plan.block))])
         self.host.apply_delta(delta)
         text = f"{plan.block.id}: " + "; ".join(done)
-        if plan.hint:
+        loop = loop_for(self.loops, plan.block)
+        if loop is not None and loop.restart is not None:
+            argv = fill(loop.restart, values_for(plan.block))
+            text += f"\nrestarting: {shown(argv)}"
+            self._restart(plan.block, loop)
+        elif plan.hint:
             text += f"\n{plan.hint}"
         self.notify(printable(text, keep_newlines=True), title="Answered", markup=False)
+
+    @work(thread=True, group="restart", exit_on_error=False, description="_restart")
+    def _restart(self, block: Block, loop: Loop) -> None:
+        assert loop.restart is not None
+        ran = run_command("restart", loop.restart, block, loop.timeout, logs_dir())
+        self.post_message(Restarted(block, ran))
+
+    @on(Restarted)
+    def _restarted(self, message: Restarted) -> None:
+        ran, block = message.ran, message.block
+        if ran.ok:
+            self.notify(printable(f"{block.id}: restarted"), title="Loop", markup=False)
+            return
+        where = f"\noutput: {ran.log}" if ran.log else ""
+        self.notify(
+            printable(f"{block.id}: restart failed ({ran.problem}){where}", keep_newlines=True),
+            title="Loop",
+            severity="error",
+            markup=False,
+            timeout=12,
+        )
 
     @on(AnswerStale)
     def _answer_stale(self, message: AnswerStale) -> None:

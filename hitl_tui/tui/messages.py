@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from textual.message import Message
 
 from hitl_tui.inbox import Delta
+from hitl_tui.loops import Ran
 from hitl_tui.model import Block, Plan
 
 
@@ -30,6 +31,14 @@ class Answered(Message):
     plan: Plan
     done: list[str]
     delta: Delta
+
+
+@dataclass
+class Restarted(Message):
+    """The `[[loop]]` restart run after an answer finished (`loops.Ran`: ok, or why not)."""
+
+    block: Block
+    ran: Ran
 
 
 @dataclass
