@@ -160,9 +160,8 @@ async def test_the_app_says_what_it_will_run_and_restarts_after_the_answer(
     from hitl_tui.inbox import Inbox
     from hitl_tui.loops import Loop
     from hitl_tui.tui.app import HitlApp
-    from hitl_tui.tui.screens import PreviewScreen
     from hitl_tui.workspace import Workspace
-    from tests.test_tui import _select, _settle
+    from tests.test_tui import _preview_of
     from tests.tui_support import NOW, SIZE
 
     repo = _repo(tmp_path / "loops", "shop")
@@ -174,11 +173,7 @@ async def test_the_app_says_what_it_will_run_and_restarts_after_the_answer(
     config = Config(operator="Ada", bell=False, loops=(loop,))
     app = HitlApp(inbox, config=config, watch=False, clock=lambda: NOW)
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
-        await _select(pilot, app, "shop")
-        await pilot.press("1")
-        await pilot.pause()
-        assert isinstance(app.screen, PreviewScreen)
+        await _preview_of(pilot, app, "shop", "1")
         title = str(app.screen.query_one("#preview-title", Static).render())
         assert "then runs: " in title and "shop" in title
         await pilot.press("y")

@@ -49,6 +49,15 @@ async def _select(pilot, app, block_id: str) -> None:
     raise AssertionError(f"{block_id} is not in the list")
 
 
+async def _preview_of(pilot, app, block_id: str, key: str) -> None:
+    """Settle, highlight `block_id`, press the choice `key`: its preview is open."""
+    await _settle(pilot, app)
+    await _select(pilot, app, block_id)
+    await pilot.press(key)
+    await pilot.pause()
+    assert isinstance(app.screen, PreviewScreen)
+
+
 async def _open(pilot, app, block_id: str, key: str):
     """Highlight `block_id`, press `key` (a choice's number), and return the screen it opens."""
     await _select(pilot, app, block_id)
@@ -92,11 +101,7 @@ async def test_two_then_enter_answers_with_the_second_choice(tmp_path: Path) -> 
     shop = root / "shop"
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
-        await _select(pilot, app, "shop")
-        await pilot.press("2")
-        await pilot.pause()
-        assert isinstance(app.screen, PreviewScreen)
+        await _preview_of(pilot, app, "shop", "2")
         await pilot.press("enter")
         await app.workers.wait_for_complete()
         await pilot.pause()
