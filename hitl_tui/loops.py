@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from hitl_tui import statefile
 from hitl_tui.model import Block, UsageError
 
 #: What a `{placeholder}` may name.
@@ -296,9 +297,4 @@ def _log_path(logs: Path, what: str, block: Block) -> Path:
 
 def logs_dir() -> Path | None:
     """Where commands' output is kept (the state folder's `loops/`); None without one."""
-    try:
-        from hitl_tui.paths import state_dir
-
-        return state_dir() / "loops"
-    except Exception:
-        return None
+    return statefile.in_state("loops")

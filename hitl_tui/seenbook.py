@@ -49,12 +49,7 @@ class SeenBook:
 
     @classmethod
     def for_state(cls) -> SeenBook:
-        try:
-            from hitl_tui.paths import state_dir
-
-            return cls(state_dir() / NAME)
-        except Exception:
-            return cls(None)
+        return cls(statefile.in_state(NAME))
 
     @property
     def dirty(self) -> bool:

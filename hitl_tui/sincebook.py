@@ -30,7 +30,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from hitl_tui import fsio
+from hitl_tui import fsio, statefile
 
 FORMAT = 1
 NAME = "since.json"
@@ -76,12 +76,7 @@ class SinceBook:
     @classmethod
     def for_state(cls) -> SinceBook:
         """The operator's memory, in the state folder (in memory only if there is none)."""
-        try:
-            from hitl_tui.paths import state_dir
-
-            return cls(state_dir() / NAME)
-        except Exception:
-            return cls(None)
+        return cls(statefile.in_state(NAME))
 
     @property
     def dirty(self) -> bool:

@@ -95,12 +95,7 @@ class SnoozeBook:
 
     @classmethod
     def for_state(cls) -> SnoozeBook:
-        try:
-            from hitl_tui.paths import state_dir
-
-            return cls(state_dir() / NAME)
-        except Exception:
-            return cls(None)
+        return cls(statefile.in_state(NAME))
 
     # -- asking --------------------------------------------------------------------------------
 
@@ -110,6 +105,8 @@ class SnoozeBook:
 
     def snoozed(self, block: Block, now: datetime) -> bool:
         """Whether `block` is set aside at `now`: snoozed, unchanged since, and not yet due."""
+        if not self._rows:  # the common case, asked for every block at every filter pass
+            return False
         snooze = self._rows.get(key_for(block))
         return (
             snooze is not None

@@ -29,6 +29,17 @@ def block_key(block) -> Key:
     return (block.source, os.fsdecode(path) if isinstance(path, Path) else str(path))
 
 
+def in_state(name: str) -> Path | None:
+    """`name` in the operator's state folder; None when there is none (the memory is then
+    kept in memory only: never a reason for a command to fail)."""
+    try:
+        from hitl_tui.paths import state_dir
+
+        return state_dir() / name
+    except Exception:
+        return None
+
+
 class Unusable(ValueError):
     """The file is there but is not one of ours (the message says why)."""
 

@@ -211,6 +211,8 @@ class InboxScreen(Screen):
 
     def on_mount(self) -> None:
         self.blocklist.focus()
+        # Every change of the box's text filters, as it happens (not on Input.Changed: see
+        # FilterInput), whether typed or set by `set_filter`.
         self.query_one(FilterInput).typed = self._filter
         self.set_interval(60, self.refresh_ages)
         self.set_interval(self.SAVE_EVERY, self.save_seen_soon)
@@ -386,10 +388,6 @@ class InboxScreen(Screen):
         box = self.query_one(FilterInput)
         box.focus()
         box.cursor_position = len(box.value)
-
-    @on(Input.Changed, "#filter")
-    def _filter_typed(self, event: Input.Changed) -> None:
-        self._filter(event.value)
 
     @on(FilterInput.Cleared)
     def _filter_cleared(self) -> None:
