@@ -24,6 +24,13 @@ from tests.test_tui import _select, _settle
 from tests.tui_support import NOW, SIZE, demo_workspace, make_app
 
 
+async def _press_done(pilot, app, *keys: str) -> None:
+    """Press `keys`, then wait for what they started (a snooze written) to be shown."""
+    await pilot.press(*keys)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
 def _header(app) -> str:
     return str(app.query_one("#topbar", Static).content)
 
@@ -283,9 +290,7 @@ async def test_z_snoozes_for_an_hour_and_big_z_shows_the_snoozed(tmp_path: Path)
         await _select(pilot, app, "shop")
         await pilot.press("z")
         assert isinstance(app.screen, SnoozeScreen)
-        await pilot.press("2")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await _press_done(pilot, app, "2")
         assert "shop" not in _ids(table) and table.current.id == "mobile"
         assert "5 of 6 blocks" in _header(app) and "1 snoozed" in _header(app)
         rows = _state("snoozed.json")["snoozes"]
@@ -294,9 +299,7 @@ async def test_z_snoozes_for_an_hour_and_big_z_shows_the_snoozed(tmp_path: Path)
         ]
         await pilot.press("Z")
         assert _ids(table) == ["shop"] and _header(app).startswith("hitl · snoozed: 1 block")
-        await pilot.press("z")  # in the snoozed view: back at once
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await _press_done(pilot, app, "z")  # in the snoozed view: back at once
         assert _ids(table) == [] and _state("snoozed.json")["snoozes"] == []
         await pilot.press("Z")
         assert "shop" in _ids(table) and "snoozed" not in _header(app)
@@ -323,9 +326,7 @@ async def test_a_snooze_whose_time_is_up_comes_back_new(tmp_path: Path) -> None:
         await _settle(pilot, app)
         table = app.query_one(BlockList)
         await _select(pilot, app, "api")
-        await pilot.press("z", "1")  # 15 minutes
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await _press_done(pilot, app, "z", "1")  # 15 minutes
         assert "api" not in _ids(table)
         clock[0] = NOW + timedelta(minutes=10)
         app.screen.refresh_ages()
@@ -348,9 +349,7 @@ async def test_until_it_changes_and_gone_blocks_are_pruned(tmp_path: Path) -> No
         await pilot.press("z", "5")
         await pilot.press("home")
         await _select(pilot, app, "shop")
-        await pilot.press("z", "4")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await _press_done(pilot, app, "z", "4")
         assert {r["id"]: r["until"] for r in _state("snoozed.json")["snoozes"]}["docs"] is None
         assert "docs" not in _ids(table) and "2 snoozed" in _header(app)
     # The next run: shop was answered meanwhile; its snooze is forgotten after the scan.
@@ -396,9 +395,7 @@ async def test_a_snoozed_block_that_changes_comes_back_new(tmp_path: Path) -> No
         table = app.query_one(BlockList)
         await _select(pilot, app, "mobile")
         mobile = table.current
-        await pilot.press("z", "5")  # until it changes
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await _press_done(pilot, app, "z", "5")  # until it changes
         assert "mobile" not in _ids(table) and "1 snoozed" in _header(app)
         rewritten = replace(mobile, fingerprint="sha256:rewritten", question="Now what?")
         app.apply_delta(Delta(changed=[rewritten]))
