@@ -190,3 +190,96 @@ async def test_the_app_says_what_it_will_run_and_restarts_after_the_answer(
                 break
             await asyncio.sleep(0.05)
         assert any("shop: restarted" in str(n.message) for n in app._notifications)
+
+
+async def _until(pilot, done, rounds: int = 100) -> bool:
+    import asyncio
+
+    for _ in range(rounds):
+        await pilot.pause()
+        if done():
+            return True
+        await asyncio.sleep(0.05)
+    return done()
+
+
+def _app(tmp_path: Path, loop):
+    from hitl_tui.config import Config
+    from hitl_tui.inbox import Inbox
+    from hitl_tui.tui.app import HitlApp
+    from hitl_tui.workspace import Workspace
+    from tests.tui_support import NOW
+
+    inbox = Inbox(Workspace.discover([tmp_path / "loops"]))
+    config = Config(operator="Ada", bell=False, loops=(loop,))
+    return HitlApp(inbox, config=config, watch=False, clock=lambda: NOW)
+
+
+async def test_r_in_the_preview_skips_the_restart_and_R_runs_it_later(
+    tmp_path: Path, calls: Path
+) -> None:
+    """`r` in the preview turns the restart off (the title says so); the answer is written and
+    nothing runs; `R` on a block runs its loop's restart."""
+    from textual.widgets import Static
+
+    from hitl_tui.loops import Loop
+    from tests.test_tui import _preview_of
+    from tests.tui_support import SIZE
+
+    repo = _repo(tmp_path / "loops", "shop")
+    other = _repo(tmp_path / "loops", "api")
+    loop = Loop(
+        (str(tmp_path / "loops" / "*"),),
+        restart=(sys.executable, "-c", RECORDER, str(calls), "{name}"),
+    )
+    app = _app(tmp_path, loop)
+    async with app.run_test(size=SIZE) as pilot:
+        await _preview_of(pilot, app, "shop", "1")
+        await pilot.press("r")
+        title = str(app.screen.query_one("#preview-title", Static).render())
+        assert "restart skipped" in title and "then runs" not in title
+        await pilot.press("r")
+        assert "then runs: " in str(app.screen.query_one("#preview-title", Static).render())
+        await pilot.press("r", "y")
+        assert await _until(pilot, lambda: not (repo / "BLOCKED.md").exists())
+        assert await _until(
+            pilot, lambda: any("restart skipped" in str(n.message) for n in app._notifications)
+        )
+        assert _recorded(calls) == []
+        # R on the block still open (api) runs its restart, in its folder.
+        await pilot.press("R")
+        assert await _until(pilot, lambda: _recorded(calls) != [])
+        assert _recorded(calls) == [[str(other), "api"]]
+
+
+async def test_t_runs_the_loops_open_command_or_a_shell_in_the_repo(
+    tmp_path: Path, calls: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from hitl_tui.loops import Loop
+    from tests.tui_support import SIZE
+
+    repo = _repo(tmp_path / "loops", "shop")
+    opener = Loop(
+        (str(tmp_path / "loops" / "*"),),
+        open=(sys.executable, "-c", RECORDER, str(calls), "open", "{name}"),
+    )
+    app = _app(tmp_path, opener)
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(pilot, lambda: app.inbox_screen.current is not None)
+        await pilot.press("t")
+        assert await _until(pilot, lambda: _recorded(calls) != [])
+        assert _recorded(calls) == [[str(repo), "open", "shop"]]
+        assert (repo / "BLOCKED.md").exists()  # going to a loop writes nothing
+
+    # No open command: $SHELL runs in the repository.
+    shell = tmp_path / "fake-shell"
+    shell.write_text(f"#!/bin/sh\n{sys.executable} -c \"{RECORDER}\" {calls} shell\n")
+    shell.chmod(0o755)
+    monkeypatch.setenv("SHELL", str(shell))
+    calls.unlink()
+    app = _app(tmp_path, Loop((str(tmp_path / "loops" / "*"),)))
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(pilot, lambda: app.inbox_screen.current is not None)
+        await pilot.press("t")
+        assert await _until(pilot, lambda: _recorded(calls) != [])
+        assert _recorded(calls) == [[str(repo), "shell"]]

@@ -32,7 +32,7 @@ from textual.worker import Worker, WorkerState
 
 from hitl_tui.answering import apply_answer, source_for
 from hitl_tui.inbox import Delta, Inbox, key_of
-from hitl_tui.loops import Loop, fill, logs_dir, loop_for, run_command, shown, values_for
+from hitl_tui.loops import Loop, Ran, fill, logs_dir, loop_for, run_command, shown, values_for
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
 from hitl_tui.seenbook import SeenBook
 from hitl_tui.snoozebook import SnoozeBook
@@ -604,8 +604,7 @@ class InboxScreen(Screen):
             return
         loop = loop_for(self.loops, block)
         if loop is not None and loop.restart is not None:
-            argv = fill(loop.restart, values_for(block))
-            preview = replace(preview, title=f"{preview.title} · then runs: {shown(argv)}")
+            preview = replace(preview, restart=shown(fill(loop.restart, values_for(block))))
         if self._preview_screen is None:
             self._preview_screen = PreviewScreen(preview)
             self.app.install_screen(self._preview_screen, "preview")
@@ -615,10 +614,11 @@ class InboxScreen(Screen):
 
     def _confirmed(self, plan: Plan | None) -> None:
         if plan is not None:
-            self._apply_in_background(plan)
+            screen = self._preview_screen
+            self._apply_in_background(plan, screen is None or screen.run_restart)
 
     @work(thread=True, group="apply", exit_on_error=False, description="_apply_in_background")
-    def _apply_in_background(self, plan: Plan) -> None:
+    def _apply_in_background(self, plan: Plan, restart: bool = True) -> None:
         """Write the confirmed plan (a remote one is sent), then re-read what it changed."""
         block = plan.block
         try:
@@ -635,7 +635,7 @@ class InboxScreen(Screen):
             self.app.call_from_thread(source.refresh_soon)
         else:
             delta = self.inbox.handle([block.path])
-        self.post_message(Answered(plan, done, delta))
+        self.post_message(Answered(plan, done, delta, restart))
 
     @on(Answered)
     def _answered(self, message: Answered) -> None:
@@ -644,13 +644,86 @@ class InboxScreen(Screen):
         self.host.apply_delta(delta)
         text = f"{plan.block.id}: " + "; ".join(done)
         loop = loop_for(self.loops, plan.block)
-        if loop is not None and loop.restart is not None:
+        if loop is not None and loop.restart is not None and message.restart:
             argv = fill(loop.restart, values_for(plan.block))
             text += f"\nrestarting: {shown(argv)}"
             self._restart(plan.block, loop)
+        elif loop is not None and loop.restart is not None:
+            text += "\nrestart skipped: R runs it"
         elif plan.hint:
             text += f"\n{plan.hint}"
         self.notify(printable(text, keep_newlines=True), title="Answered", markup=False)
+
+    # -- the loop behind a block: restart it (R), go to it (t) --------------------------------
+
+    def action_restart_loop(self) -> None:
+        block = self._current()
+        if block is None:
+            return
+        loop = loop_for(self.loops, block)
+        if loop is None or loop.restart is None:
+            self.notify(
+                printable(
+                    f"No [[loop]] restart covers {block.repo_name}: see the README, "
+                    "Restarting loops."
+                ),
+                severity="warning",
+                markup=False,
+            )
+            return
+        argv = fill(loop.restart, values_for(block))
+        self.notify(printable(f"{block.id}: restarting: {shown(argv)}"), title="Loop", markup=False)
+        self._restart(block, loop)
+
+    def action_open_loop(self) -> None:
+        block = self._current()
+        if block is None:
+            return
+        loop = loop_for(self.loops, block)
+        if loop is not None and loop.open is not None:
+            self._open(block, loop)
+            return
+        repo = block.repo
+        if not isinstance(repo, Path) or not repo.is_dir():
+            self.notify(
+                printable(f"{block.id}: no folder on this machine to open a shell in: {repo}"),
+                severity="warning",
+                markup=False,
+            )
+            return
+        self._shell_in(block, repo)
+
+    def _shell_in(self, block: Block, repo: Path) -> None:
+        """A shell in the repository ($SHELL, else sh), the app suspended until it exits."""
+        import os
+        import subprocess
+
+        from textual.app import SuspendNotSupported
+
+        argv = [os.environ.get("SHELL") or "/bin/sh"]
+        try:
+            try:
+                with self.app.suspend():
+                    print(f"hitl: a shell in {repo} for {block.id}; exit to come back")
+                    subprocess.run(argv, cwd=repo, check=False)
+            except SuspendNotSupported:
+                # No terminal to hand over (headless, as under run_test): run it all the same.
+                subprocess.run(
+                    argv, cwd=repo, stdin=subprocess.DEVNULL, capture_output=True, check=False
+                )
+        except OSError as exc:
+            self.notify(
+                printable(f"Could not start {argv[0]}: {exc.strerror or exc}"),
+                severity="error",
+                markup=False,
+            )
+
+    @work(thread=True, group="open", exit_on_error=False, description="_open")
+    def _open(self, block: Block, loop: Loop) -> None:
+        assert loop.open is not None
+        ran = run_command("open", loop.open, block, loop.timeout, logs_dir())
+        if not ran.ok:
+            self.post_message(Refused("Loop", _failed(block, "open", ran)))
 
     @work(thread=True, group="restart", exit_on_error=False, description="_restart")
     def _restart(self, block: Block, loop: Loop) -> None:
@@ -664,9 +737,8 @@ class InboxScreen(Screen):
         if ran.ok:
             self.notify(printable(f"{block.id}: restarted"), title="Loop", markup=False)
             return
-        where = f"\noutput: {ran.log}" if ran.log else ""
         self.notify(
-            printable(f"{block.id}: restart failed ({ran.problem}){where}", keep_newlines=True),
+            printable(_failed(block, "restart", ran), keep_newlines=True),
             title="Loop",
             severity="error",
             markup=False,
@@ -724,6 +796,11 @@ class InboxScreen(Screen):
         app reports a failure, as it does for its own workers."""
         if event.state == WorkerState.ERROR:
             self.host.worker_failed(event.worker)
+
+
+def _failed(block: Block, what: str, ran: Ran) -> str:
+    where = f"\noutput: {ran.log}" if ran.log else ""
+    return f"{block.id}: {what} failed ({ran.problem}){where}"
 
 
 def plural(count: int, noun: str) -> str:

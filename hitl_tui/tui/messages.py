@@ -31,6 +31,8 @@ class Answered(Message):
     plan: Plan
     done: list[str]
     delta: Delta
+    #: The operator left the `[[loop]]` restart on in the preview (`r` turns it off).
+    restart: bool = True
 
 
 @dataclass

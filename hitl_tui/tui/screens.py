@@ -64,6 +64,8 @@ class Preview:
     title: str
     editable: str | None = None
     replan: Callable[[str], Plan] | None = None
+    #: The `[[loop]]` restart run after applying, as the operator reads it; None: none.
+    restart: str | None = None
 
 
 class ConfirmDiscard(ModalScreen[bool]):
@@ -171,6 +173,9 @@ class PreviewScreen(ModalScreen[Plan | None]):
         )
         self.replan = preview.replan
         self.title_text = preview.title
+        self.restart = preview.restart
+        #: Whether the restart runs after applying (`r` turns it off and on again).
+        self.run_restart = preview.restart is not None
         self.error: str | None = None
         self._opened = True
         if self.is_mounted:
@@ -199,8 +204,16 @@ class PreviewScreen(ModalScreen[Plan | None]):
             self._opened = False
             self.query_one("#apply", Button).focus()
 
+    def title_line(self) -> str:
+        """The title, and what runs once the answer is written (`r` skips it)."""
+        if self.restart is None:
+            return self.title_text
+        if self.run_restart:
+            return f"{self.title_text} · then runs: {self.restart} (r: skip)"
+        return f"{self.title_text} · restart skipped (r: run it)"
+
     def _fill(self) -> None:
-        self.query_one("#preview-title", Static).update(Content(printable(self.title_text)))
+        self.query_one("#preview-title", Static).update(Content(printable(self.title_line())))
         self.query_one("#diff", Static).update(diff_text(self.plan.diff()))
         self.query_one("#diff-scroll", VerticalScroll).scroll_home(animate=False)
         self.query_one("#preview-error", Static).update("")
@@ -237,6 +250,13 @@ class PreviewScreen(ModalScreen[Plan | None]):
             area = self.query_one("#decision", TextArea)
             area.focus()
             area.move_cursor(area.document.end)
+
+    def action_toggle_restart(self) -> None:
+        if self.restart is None:
+            self.notify("No [[loop]] restart covers this repository.", markup=False)
+            return
+        self.run_restart = not self.run_restart
+        self.query_one("#preview-title", Static).update(Content(printable(self.title_line())))
 
     def action_scroll_diff(self, lines: int) -> None:
         self.query_one("#diff-scroll", VerticalScroll).scroll_relative(y=lines, animate=False)
