@@ -39,21 +39,32 @@ ORDER_NAMES = {
 GROUPS: tuple[str | None, ...] = (None, "repo", "source")
 
 
+#: The state of a row that is an answer waiting for its loop to act on it (`resume.Waiting`),
+#: not a block: such rows are listed after every block, in every order, until they leave
+#: (resumed) or turn "not-resumed" (listed among the blocks again: it needs the operator).
+WAITING = "waiting"
+
+
+def _tier(block: Block) -> int:
+    return 1 if block.state == WAITING else 0
+
+
 def key_of(block: Block) -> Key:
     return (block.source, block.path)
 
 
-def sort_key(block: Block) -> tuple[datetime, str]:
-    """Oldest first, ties by id: the longest-waiting loop is answered first."""
-    return (block.since, block.id)
+def sort_key(block: Block) -> tuple[int, datetime, str]:
+    """Oldest first, ties by id: the longest-waiting loop is answered first (the answers
+    waiting for their loops after every block)."""
+    return (_tier(block), block.since, block.id)
 
 
-def _newest(block: Block) -> tuple[float, str]:
-    return (-block.since.timestamp(), block.id)
+def _newest(block: Block) -> tuple[int, float, str]:
+    return (_tier(block), -block.since.timestamp(), block.id)
 
 
 def _by(field_of: Callable[[Block], str]) -> Callable[[Block], tuple]:
-    return lambda b: (field_of(b).casefold(), b.since, b.id)
+    return lambda b: (_tier(b), field_of(b).casefold(), b.since, b.id)
 
 
 #: Each order's sort key; rows of equal key keep the oldest first, then the id.
@@ -62,7 +73,13 @@ SORT_KEYS: dict[str, Callable[[Block], tuple]] = {
     "newest": _newest,
     "repo": _by(lambda b: b.repo_name),
     # Blocks without a category after those with one.
-    "category": lambda b: (b.category is None, (b.category or "").casefold(), b.since, b.id),
+    "category": lambda b: (
+        _tier(b),
+        b.category is None,
+        (b.category or "").casefold(),
+        b.since,
+        b.id,
+    ),
     "source": _by(lambda b: b.source),
 }
 #: What a group is named by.

@@ -273,7 +273,7 @@ async def test_t_runs_the_loops_open_command_or_a_shell_in_the_repo(
 
     # No open command: $SHELL runs in the repository.
     shell = tmp_path / "fake-shell"
-    shell.write_text(f"#!/bin/sh\n{sys.executable} -c \"{RECORDER}\" {calls} shell\n")
+    shell.write_text(f'#!/bin/sh\n{sys.executable} -c "{RECORDER}" {calls} shell\n')
     shell.chmod(0o755)
     monkeypatch.setenv("SHELL", str(shell))
     calls.unlink()

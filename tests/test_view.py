@@ -251,3 +251,21 @@ def test_typing_on_filters_what_is_listed_and_lists_what_a_full_pass_would() -> 
                 rows.set_spec(ViewSpec(group=group).with_query(final[:end]), NOW)
                 fresh = RowOrder(FLEET, ViewSpec(group=group).with_query(final[:end]), now=NOW)
                 assert rows.order == fresh.order, (group, final[:end])
+
+
+def test_answers_waiting_for_their_loop_come_after_every_block_in_every_order() -> None:
+    from dataclasses import replace
+
+    from hitl_tui.view import ORDERS, ViewSpec
+
+    waiting = replace(block("w", -100), state="waiting", path="waiting:1")
+    late = replace(block("x", -200), state="not-resumed", path="waiting:2")
+    blocks = [block("a", 0), waiting, block("b", 5), late]
+    for order in ORDERS:
+        listed = ids(RowOrder(blocks, ViewSpec(order=order)))
+        assert listed[-1] == "w", order  # waiting: after the blocks
+        assert "x" in listed[:-1], order  # not resumed: among the blocks, it needs you
+    rows = RowOrder([block("a", 0)])
+    rows.apply(Delta(added=[waiting, block("c", 9)]), None)
+    assert ids(rows) == ["a", "c", "w"]
+    assert ids(RowOrder(blocks, ViewSpec().with_query("state:waiting"))) == ["w"]
