@@ -218,9 +218,19 @@ def cmd_answer(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     remote = next((r for r in config.remotes if r.owns(args.target)), None)
     if remote is not None:  # `owner/name#12`: read afresh, answered over its API
+        from hitl_tui.answering import note_answer
+        from hitl_tui.resume import ResumeBook
+
         block = remote.read(args.target)
         plan = remote.plan(block, answer_from_args(args, block, config.operator_name()))
-        return finish_answer(args, plan, remote.send, config.loops)
+        book = ResumeBook.for_state(sources=config.remotes)
+
+        def send(plan):
+            sent = remote.send(plan)
+            note_answer(book, config.loops, plan, sent)
+            return sent
+
+        return finish_answer(args, plan, send, config.loops)
     config, inbox = open_inbox(args, config)
     try:
         inbox, block = resolve(args, inbox)
@@ -285,9 +295,11 @@ def cmd_app(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     use_config(config)
     workspace = Workspace.discover(repo_paths(args, config))
+    from hitl_tui.resume import ResumeBook
     from hitl_tui.tui.app import HitlApp
 
     inbox = Inbox.cached(workspace)
+    inbox.use_resumes(ResumeBook.for_state(), config.loops)
     app = HitlApp(inbox, config=config, notices=args.recovered)
     try:
         app.run()

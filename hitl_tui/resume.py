@@ -93,6 +93,8 @@ class Waiting:
     within_s: float = 600.0
     #: When the state last changed (the answer, a sign, the deadline, a restart).
     changed_at: datetime | None = field(default=None, compare=False)
+    #: The answered block's task id (agenticloop), for a restart's `{task_id}`.
+    task_id: str | None = None
 
     @property
     def id(self) -> str:
@@ -130,7 +132,7 @@ class Waiting:
             title=self.title,
             summary=f"{what} · answered: {self.answered}",
             answerable=False,
-            meta={"waiting": self},
+            meta={"waiting": self, "task_id": self.task_id or ""},
         )
 
     def to_json(self) -> dict:
@@ -153,6 +155,7 @@ class Waiting:
             "restarts": self.restarts,
             "within_s": self.within_s,
             "changed_at": self.changed_at.isoformat() if self.changed_at else None,
+            "task_id": self.task_id,
         }
 
 
@@ -213,6 +216,7 @@ def waiting_of(row: object) -> Waiting:
         restarts=restarts,
         within_s=float(within),
         changed_at=_time(row.get("changed_at"), True),
+        task_id=_text(row, "task_id", True),
     )
 
 
@@ -331,6 +335,7 @@ class ResumeBook:
             state="waiting",
             within_s=within.total_seconds(),
             changed_at=now,
+            task_id=task_id if isinstance(task_id := block.meta.get("task_id"), str) else None,
         )
 
         def edit(rows: dict[str, Waiting]) -> list[Waiting]:
