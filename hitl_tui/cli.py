@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from hitl_tui import __version__, agent_cli, journal_cli, loop_cli, triage_cli
+from hitl_tui import __version__, agent_cli, journal_cli, loop_cli, status_cli, triage_cli
 from hitl_tui.cli_base import (
     PROG,
     Parser,
@@ -37,6 +37,8 @@ commands:
   hitl undo [ID]          revert the last answer (or the named one), byte for byte
   hitl history            every answer given, newest first (--json for scripts)
   hitl restart ID         run the [[loop]] restart of the block's repository
+  hitl status [PATH...]   per repo: open blocks, answers waiting for the loop, resumed,
+                          not resumed (exit 4 when an answer did not resume)
   hitl snooze ID --for 1h set a block aside unanswered (--until 09:00, --until-change)
   hitl unsnooze ID        bring a snoozed block back into the list now
   hitl escalate ...       (agents) write BLOCKED.md, notify a human, exit 2
@@ -47,7 +49,8 @@ Each PATH is a repository, or a folder whose sub-folders (to depth 2) are reposi
 With no PATH: the 'repos' of the config file, else the current directory.
 Config: --config FILE, else $HITL_CONFIG, else config.toml in the user config folder.
 
-exit codes: 0 ok, 1 failure, 2 bad usage or input, 3 the block changed or is gone
+exit codes: 0 ok, 1 failure, 2 bad usage or input, 3 the block changed or is gone,
+4 (status) an answer did not resume in time
 (escalate exits 2 only when it wrote BLOCKED.md, 1 otherwise; see 'hitl escalate --help').
 Run 'hitl COMMAND --help' for a command's options.
 """
@@ -323,6 +326,7 @@ COMMANDS: dict[str, tuple[Build, Run]] = {
     "undo": (journal_cli.build_undo, journal_cli.run_undo),
     "history": (journal_cli.build_history, journal_cli.run_history),
     "restart": (loop_cli.build_restart, loop_cli.run_restart),
+    "status": (status_cli.build_status, status_cli.run_status),
     "snooze": (triage_cli.build_snooze, triage_cli.run_snooze),
     "unsnooze": (triage_cli.build_unsnooze, triage_cli.run_unsnooze),
     "escalate": (agent_cli.build_escalate, agent_cli.run_escalate),
