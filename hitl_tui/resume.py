@@ -608,13 +608,13 @@ def _resumed(record: Waiting, how: str, now: datetime) -> Waiting:
 
 
 def _prune(rows: dict[str, Waiting], now: datetime) -> bool:
-    """Forget records answered (or closed) more than KEEP ago, then the oldest beyond
+    """Forget records answered, resumed or last due more than KEEP ago, then the oldest beyond
     MAX_RECORDS (closed ones first). Whether any went."""
     start = now - KEEP
     gone = [
         rid
         for rid, r in rows.items()
-        if max(r.answered_at, r.changed_at or r.answered_at, r.resumed_at or r.answered_at) < start
+        if max(r.answered_at, r.deadline, r.resumed_at or r.answered_at) < start
     ]
     for rid in gone:
         del rows[rid]
