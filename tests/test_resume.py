@@ -158,7 +158,7 @@ def test_loopkit_waits_then_a_commit_resumes_it(tmp_path: Path):
 def test_loopkit_files_the_loop_changed(tmp_path: Path, touch: str, how: str):
     repo = git_repo(tmp_path / "shop")
     book = ResumeBook(tmp_path / "resume.json")
-    _inbox, record = answered(repo, book)
+    _inbox, _record = answered(repo, book)
     original = (FIXTURES / "loopkit-shop" / "BLOCKED.md").read_bytes()
     path = repo / touch
     path.write_bytes(original if touch == "BLOCKED.md" else path.read_bytes() + b"- more\n")
@@ -238,7 +238,7 @@ def _noted(tmp_path: Path, clock: Clock, within: timedelta = timedelta(minutes=1
 
 def test_a_deadline_turns_it_not_resumed_and_a_restart_waits_again(tmp_path: Path):
     clock = Clock()
-    repo, book, record = _noted(tmp_path, clock, timedelta(minutes=5))
+    repo, book, _record = _noted(tmp_path, clock, timedelta(minutes=5))
     clock.now += timedelta(minutes=4, seconds=59)
     assert book.due() == []
     clock.now += timedelta(seconds=1)
@@ -261,7 +261,7 @@ def test_a_deadline_turns_it_not_resumed_and_a_restart_waits_again(tmp_path: Pat
 
 def test_as_block_is_a_row_of_its_own(tmp_path: Path):
     clock = Clock()
-    repo, book, record = _noted(tmp_path, clock)
+    repo, _book, record = _noted(tmp_path, clock)
     row = record.as_block()
     assert row.repo == repo and row.id == "shop" and row.state == "waiting"
     assert row.path == "waiting:entry-1" and row.path != record.path
