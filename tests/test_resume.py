@@ -18,6 +18,7 @@ import pytest
 from hitl_tui import gitref
 from hitl_tui.answering import apply_answer, plan_answer
 from hitl_tui.apply import apply_plan
+from hitl_tui.diagnostics import inotify_usage
 from hitl_tui.inbox import Inbox
 from hitl_tui.model import Answer
 from hitl_tui.resume import MAX_RECORDS, ResumeBook
@@ -359,3 +360,67 @@ def test_two_processes_noting_at_once_lose_nothing(tmp_path: Path):
     records = ResumeBook(path).recent()
     wanted = sorted(f"{tag}-{i}" for tag in "ab" for i in range(25))
     assert sorted(r.id for r in records) == wanted  # neither wrote over the other's rows
+
+
+# -- the watcher --------------------------------------------------------------------------------
+
+
+@needs_git
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or inotify_usage() is None,
+    reason="counts inotify through /proc (Linux)",
+)
+async def test_a_waiting_repo_gets_its_git_folders_watched_and_a_commit_arrives(tmp_path: Path):
+    import asyncio
+    import time
+
+    from tests.test_watch import Watcher
+
+    shop = git_repo(tmp_path / "loops" / "shop")
+    other = git_repo(tmp_path / "loops" / "other")
+    inbox = Inbox.open([shop, other])
+    book = ResumeBook(tmp_path / "resume.json")
+    inbox.use_resumes(book)
+    assert sorted(inbox.watch_dirs()) == sorted([shop, other])  # nothing waits: as before
+    async with Watcher(inbox) as w:
+        assert len(w.dirs) == 2 and w.held().watches == 2
+        [block] = [b for b in inbox.blocks.values() if b.repo == shop]
+        plan = plan_answer(inbox, block, Answer(choice=block.choices[0]))
+        await asyncio.to_thread(apply_answer, inbox, plan)  # as the app applies it
+        # The answer's own writes in the repo make a batch; the watch restarts on the new set.
+        deadline = time.monotonic() + 5
+        while len(w.dirs) != 4:
+            assert time.monotonic() < deadline, w.dirs
+            await asyncio.sleep(0.02)
+        await w.watching()
+        assert sorted(w.dirs) == sorted([shop, other, shop / ".git", shop / ".git/logs"])
+        assert w.held().watches == 4  # 3 for the waiting repo, 1 for the other
+        began = time.monotonic()
+        new = await asyncio.to_thread(commit, shop)
+        delta = await w.expect(lambda d: bool(d.waiting))
+        assert time.monotonic() - began < 2.5
+        [done] = delta.waiting
+        assert (done.block_id, done.state, done.how) == ("shop", "resumed", f"new commit {new[:7]}")
+        # Resumed: its git folders are no longer watched.
+        deadline = time.monotonic() + 5
+        while len(w.dirs) != 2:
+            assert time.monotonic() < deadline, w.dirs
+            await asyncio.sleep(0.02)
+        await w.watching()
+        assert w.held().watches == 2
+
+
+async def test_a_new_block_in_a_waiting_repo_resolves_it_as_asked_again(tmp_path: Path):
+    repo = tmp_path / "shop"
+    shutil.copytree(FIXTURES / "loopkit-shop", repo)
+    inbox = Inbox.open([repo])
+    book = ResumeBook(tmp_path / "resume.json")
+    inbox.use_resumes(book)
+    [block] = inbox.blocks.values()
+    apply_answer(inbox, plan_answer(inbox, block, Answer(choice=block.choices[0])))
+    assert not inbox.handle([repo / "BLOCKED.md"]).waiting  # the answer's own removal
+    shutil.copy(FIXTURES / "loopkit-shop" / "BLOCKED.md", repo / "BLOCKED.md")
+    delta = inbox.handle([repo / "BLOCKED.md"])
+    assert [b.id for b in delta.added] == ["shop"] and bool(delta)
+    [done] = delta.waiting
+    assert done.state == "resumed" and done.how.startswith("asked again")
