@@ -440,6 +440,8 @@ class Inbox:
             if self.blocks.pop(key, None) is not None:
                 delta.removed.append(key)
         self._remote[(source, scope)] = new_keys
+        if self.resumes is not None and delta.added:
+            delta.waiting = self._resumed([], delta.added)  # an issue blocked again
         return delta
 
     # -- looking blocks up -------------------------------------------------------------------
