@@ -71,7 +71,9 @@ def apply_answer(inbox: Inbox, plan: Plan, replan: bool = False) -> list[str]:
     """
     source = source_for(inbox, plan.block)
     if source.remote:
-        return source.send(plan)
+        sent = source.send(plan)
+        note_answer(inbox.resumes, inbox.loops, plan, sent)
+        return sent
     from hitl_tui.apply import OtherFileChanged, apply_plan
 
     moved: list[str] = []
@@ -87,5 +89,23 @@ def apply_answer(inbox: Inbox, plan: Plan, replan: bool = False) -> list[str]:
         if moved:
             names = ", ".join(dict.fromkeys(moved))
             done.insert(0, f"planned again on the new bytes of {names}, changed meanwhile")
+        note_answer(inbox.resumes, inbox.loops, plan, done)
         return done
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def note_answer(book, loops, plan: Plan, done: list[str]):
+    """Once an answer is written (or sent): watch for its loop to resume (`resume`), for the
+    `resume_within` of the `[[loop]]` covering its repository (else 10 minutes). The one place
+    the CLI and the app do it. Returns the `resume.Waiting`, or None (no book, or it could not
+    be noted: the answer stands either way)."""
+    if book is None:
+        return None
+    from hitl_tui.loops import RESUME_WITHIN, loop_for
+
+    loop = loop_for(tuple(loops or ()), plan.block)
+    within = loop.resume_within if loop is not None else RESUME_WITHIN
+    try:
+        return book.note(plan.block, plan, getattr(done, "entry", None), within)
+    except Exception:  # the operator's view only: never a reason for an answer to fail
+        return None

@@ -26,6 +26,13 @@ from hitl_tui.repofs import ConcurrentWrite, NotAFile, RepoDir
 StepHook = Callable[[str], None]
 
 
+class Done(list):
+    """The lines `apply_plan` returns (one per thing done), and the journal entry of the
+    answer (`entry`; None when nothing was journaled)."""
+
+    entry: str | None = None
+
+
 class OtherFileChanged(StaleError):
     """A file the answer edits (not the block file) changed meanwhile, and every file is as it
     was before (plus the loop's bytes): planning again on the new bytes is safe."""
@@ -69,7 +76,7 @@ def check_expectations(plan: Plan, rd: RepoDir | None = None) -> None:
             rd.close()
 
 
-def apply_plan(plan: Plan, hook: StepHook | None = None) -> list[str]:
+def apply_plan(plan: Plan, hook: StepHook | None = None) -> Done:
     """Write every change of `plan` in order; returns one line per file saying what was done.
 
     Nothing is written unless every expected fingerprint still matches, and each file is
@@ -79,7 +86,7 @@ def apply_plan(plan: Plan, hook: StepHook | None = None) -> list[str]:
     that fails, the next start restores it).
     """
     repo = plan.block.repo
-    done: list[str] = []
+    done = Done()
     with repo_lock(repo):
         # A crashed answer in this repo is finished or rolled back before anything else.
         done.extend(journal.recover(repo, locked=True))
@@ -99,6 +106,7 @@ def apply_plan(plan: Plan, hook: StepHook | None = None) -> list[str]:
                     f"cannot write the journal in {journal.journal_dir()}: {_reason(exc)} "
                     "(nothing was written)"
                 ) from None
+            done.entry = entry
             current: FileChange | None = None
             written = 0
             try:

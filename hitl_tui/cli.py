@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from hitl_tui import __version__, agent_cli, journal_cli, loop_cli, triage_cli
+from hitl_tui import __version__, agent_cli, journal_cli, loop_cli, status_cli, triage_cli
 from hitl_tui.cli_base import (
     PROG,
     Parser,
@@ -37,6 +37,8 @@ commands:
   hitl undo [ID]          revert the last answer (or the named one), byte for byte
   hitl history            every answer given, newest first (--json for scripts)
   hitl restart ID         run the [[loop]] restart of the block's repository
+  hitl status [PATH...]   per repo: open blocks, answers waiting for the loop, resumed,
+                          not resumed (exit 4 when an answer did not resume)
   hitl snooze ID --for 1h set a block aside unanswered (--until 09:00, --until-change)
   hitl unsnooze ID        bring a snoozed block back into the list now
   hitl escalate ...       (agents) write BLOCKED.md, notify a human, exit 2
@@ -47,7 +49,8 @@ Each PATH is a repository, or a folder whose sub-folders (to depth 2) are reposi
 With no PATH: the 'repos' of the config file, else the current directory.
 Config: --config FILE, else $HITL_CONFIG, else config.toml in the user config folder.
 
-exit codes: 0 ok, 1 failure, 2 bad usage or input, 3 the block changed or is gone
+exit codes: 0 ok, 1 failure, 2 bad usage or input, 3 the block changed or is gone,
+4 (status) an answer did not resume in time
 (escalate exits 2 only when it wrote BLOCKED.md, 1 otherwise; see 'hitl escalate --help').
 Run 'hitl COMMAND --help' for a command's options.
 """
@@ -218,9 +221,19 @@ def cmd_answer(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     remote = next((r for r in config.remotes if r.owns(args.target)), None)
     if remote is not None:  # `owner/name#12`: read afresh, answered over its API
+        from hitl_tui.answering import note_answer
+        from hitl_tui.resume import ResumeBook
+
         block = remote.read(args.target)
         plan = remote.plan(block, answer_from_args(args, block, config.operator_name()))
-        return finish_answer(args, plan, remote.send, config.loops)
+        book = ResumeBook.for_state(sources=config.remotes)
+
+        def send(plan):
+            sent = remote.send(plan)
+            note_answer(book, config.loops, plan, sent)
+            return sent
+
+        return finish_answer(args, plan, send, config.loops)
     config, inbox = open_inbox(args, config)
     try:
         inbox, block = resolve(args, inbox)
@@ -285,9 +298,11 @@ def cmd_app(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     use_config(config)
     workspace = Workspace.discover(repo_paths(args, config))
+    from hitl_tui.resume import ResumeBook
     from hitl_tui.tui.app import HitlApp
 
     inbox = Inbox.cached(workspace)
+    inbox.use_resumes(ResumeBook.for_state(), config.loops)
     app = HitlApp(inbox, config=config, notices=args.recovered)
     try:
         app.run()
@@ -311,6 +326,7 @@ COMMANDS: dict[str, tuple[Build, Run]] = {
     "undo": (journal_cli.build_undo, journal_cli.run_undo),
     "history": (journal_cli.build_history, journal_cli.run_history),
     "restart": (loop_cli.build_restart, loop_cli.run_restart),
+    "status": (status_cli.build_status, status_cli.run_status),
     "snooze": (triage_cli.build_snooze, triage_cli.run_snooze),
     "unsnooze": (triage_cli.build_unsnooze, triage_cli.run_unsnooze),
     "escalate": (agent_cli.build_escalate, agent_cli.run_escalate),

@@ -51,11 +51,13 @@ def open_inbox(args: argparse.Namespace, config=None):
     """(config, the inbox of the PATHs, scanned), knowing the config's remote backends."""
     from hitl_tui.config import load_config
     from hitl_tui.inbox import Inbox
+    from hitl_tui.resume import ResumeBook
 
     config = config or load_config(args.config)
     use_config(config)
     inbox = Inbox.open(repo_paths(args, config), cached=True)
     inbox.use_remotes(config.remotes)
+    inbox.use_resumes(ResumeBook.for_state(), config.loops)
     return config, inbox
 
 
@@ -76,4 +78,6 @@ def resolve(args: argparse.Namespace, inbox):
         if repo is None or repo in inbox.workspace.repos:
             raise
         own = Inbox.open([repo], cached=True)  # its ages as `list` shows them
+        own.use_remotes(inbox.remotes)
+        own.use_resumes(inbox.resumes, inbox.loops)
         return own, own.resolve(args.target)

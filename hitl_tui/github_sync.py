@@ -16,7 +16,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from hitl_tui.github_api import GithubError, Secret, resolve_token
-from hitl_tui.github_poll import GithubPoller, SourceResult, as_secret, gh_message, watch_github
+from hitl_tui.github_poll import (
+    GithubPoller,
+    SourceResult,
+    as_secret,
+    fetch_issue,
+    gh_message,
+    watch_github,
+)
 from hitl_tui.github_send import apply_remote, not_undoable, restate
 from hitl_tui.model import Block, Plan, StaleError, UsageError
 from hitl_tui.sources import github as gh
@@ -109,6 +116,71 @@ class GithubBackend(Source):
     def refresh_soon(self) -> None:
         if self._poller is not None:
             self._poller.refresh_soon()
+
+    # -- did the loop resume? (read afresh, two requests; `hitl status` and start-up only) ---
+
+    def resume_signs(self, block: Block, plan: Plan) -> dict:
+        """The issue right after the answer was sent: its labels, and the comments it has (the
+        answer's own among them), so that only what came after counts."""
+        meta = block.meta
+        full_name = f"{meta.get('owner')}/{meta.get('name')}"
+        number = meta.get("number")
+        if not isinstance(number, int):
+            return {}
+        issue, comments = self._fetch(full_name, number, self._secrets.get(block.id))
+        return {
+            "repo": full_name,
+            "number": number,
+            "loop_account": meta.get("loop_account")
+            if isinstance(meta.get("loop_account"), str)
+            else None,
+            "labels": sorted(gh.label_names(issue)),
+            "comments": sorted(c["id"] for c in comments if isinstance(c, dict) and "id" in c),
+            "state": issue.get("state"),
+        }
+
+    def resumed(self, waiting: Any) -> str | None:
+        """A comment after the answer (by the loop account, when one is known), the labels
+        changed, or the issue closed. GithubError (unreachable, rate-limited): None, not yet."""
+        signs = waiting.signs if isinstance(waiting.signs, dict) else {}
+        full_name, number = signs.get("repo"), signs.get("number")
+        if not isinstance(full_name, str) or not isinstance(number, int):
+            return None
+        try:
+            issue, comments = self._fetch(full_name, number, None)
+        except GithubError:
+            return None
+        seen = set(signs.get("comments") or ())
+        loop = signs.get("loop_account")
+        for comment in comments:
+            if not isinstance(comment, dict) or comment.get("id") in seen:
+                continue
+            user = comment.get("user")
+            login = user.get("login") if isinstance(user, dict) else None
+            if not isinstance(login, str):
+                continue
+            if loop is None or login.casefold() == str(loop).casefold():
+                return f"new comment by {login}"
+        before = set(signs.get("labels") or ())
+        now = set(gh.label_names(issue))
+        if now != before:
+            change = [f"+{n}" for n in sorted(now - before)] + [
+                f"-{n}" for n in sorted(before - now)
+            ]
+            return "labels changed: " + " ".join(change)
+        if issue.get("state") != signs.get("state") and issue.get("state") == "closed":
+            return "the issue was closed"
+        return None
+
+    def _fetch(self, full_name: str, number: int, secret: Secret | None) -> tuple[dict, list]:
+        src = find_source(self.entries, full_name)
+        token = secret if secret is not None else resolve_token(src.api_url)
+
+        async def read() -> tuple[dict, list]:
+            async with GithubPoller([src], token, **CLI_OPTIONS) as poller:
+                return await fetch_issue(poller.client(src.api_url), full_name, number)
+
+        return run_sync(read)
 
 
 # -- one read, for a command --------------------------------------------------------------------

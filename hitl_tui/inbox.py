@@ -63,9 +63,11 @@ class Delta:
     removed: list[Key] = field(default_factory=list)
     #: The set of folders to watch changed (new repo, new task folder, ...).
     rewatch: bool = False
+    #: Answers waiting for their loop whose state changed (`resume.Waiting`: resumed, ...).
+    waiting: list = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.added or self.changed or self.removed or self.rewatch)
+        return bool(self.added or self.changed or self.removed or self.rewatch or self.waiting)
 
 
 class Inbox:
@@ -102,6 +104,10 @@ class Inbox:
         #: What a source could not read in a repository's configuration (a project.md it
         #: cannot parse, ...), by (repo, source name): warnings, never blocks.
         self._warnings: dict[tuple[Path, str], tuple[str, ...]] = {}
+        #: The answers watched until their loop resumes (`resume.ResumeBook`; None: not
+        #: watched), and the `[[loop]]`s whose resume_within they wait (`use_resumes`).
+        self.resumes = None
+        self.loops: tuple = ()
 
     @classmethod
     def open(
@@ -125,6 +131,17 @@ class Inbox:
     def use_remotes(self, remotes: Iterable[Source]) -> None:
         """The remote backends of the config (`Config.remotes`), whose blocks this inbox lists."""
         self.remotes = list(remotes)
+        if self.resumes is not None:
+            self.resumes.sources = [*self.sources, *self.remotes]
+
+    def use_resumes(self, book, loops: Iterable = ()) -> None:
+        """Watch answers for their loops to resume in `book` (a `resume.ResumeBook`): its
+        folders join `watch_dirs`, `handle` reports what changed in `Delta.waiting`, and
+        `answering.apply_answer` notes each answer, for the `resume_within` of `loops`."""
+        self.resumes = book
+        self.loops = tuple(loops)
+        if book is not None:
+            book.sources = [*self.sources, *self.remotes]
 
     def source_named(self, name: str) -> Source | None:
         """The source (local or remote) whose blocks carry `name` as their `Block.source`."""
@@ -277,6 +294,8 @@ class Inbox:
         """Every folder to watch, non-recursively: the roots, and each source's folders."""
         dirs = dict.fromkeys(self.workspace.roots)
         dirs.update(dict.fromkeys(self._owners()))
+        if self.resumes is not None:
+            dirs.update(dict.fromkeys(self.resumes.watch_dirs()))
         return [d for d in dirs if os.path.isdir(d)]
 
     @_locked
@@ -296,6 +315,7 @@ class Inbox:
         touched: set[Path] = set()
         roots = set(self.workspace.roots)
         owners = self._owners()
+        paths = list(paths)
         for path in paths:
             if not isinstance(path, Path):
                 continue  # a remote block's URL: its source's poller refreshes it
@@ -322,7 +342,43 @@ class Inbox:
             self._rediscover(touched, delta)
         if delta.rewatch:
             self._index_dirs()
+        if self.resumes is not None:
+            delta.waiting = self._resumed(paths, delta.added)
         return delta
+
+    def _resumed(self, paths: list, added: list[Block]) -> list:
+        """The waiting answers these paths show resumed, and those of repositories where a
+        new block was parsed (the loop ran, and asked again)."""
+        book = self.resumes
+        assert book is not None
+        try:
+            changed = book.observe(paths)
+            for block in added:
+                repo = os.fsdecode(block.repo) if isinstance(block.repo, Path) else str(block.repo)
+                records = book.open_in(repo)
+                if not records:
+                    continue
+                from hitl_tui.resume import key_of
+
+                again = [r for r in records if r.key == key_of(block)]
+                other = [r for r in records if r.key != key_of(block)]
+                changed += book.resolve(again, f"asked again: {block.one_line_question(60)}")
+                changed += book.resolve(other, f"a new block in the repository: {block.id}")
+        except Exception:  # the operator's view only: never a reason to stop watching
+            return []
+        latest = {r.id: r for r in changed}
+        return list(latest.values())
+
+    @_locked
+    def check_waiting(self) -> Delta:
+        """Every waiting answer looked at now, and their deadlines (`ResumeBook.check`): at
+        start-up, once the watch is live, and on the app's timer."""
+        if self.resumes is None:
+            return Delta()
+        try:
+            return Delta(waiting=self.resumes.check())
+        except Exception:
+            return Delta()
 
     def save_since(self) -> None:
         """Write the first-seen times learnt since the last save (`sincebook`). Off the path of
@@ -384,6 +440,8 @@ class Inbox:
             if self.blocks.pop(key, None) is not None:
                 delta.removed.append(key)
         self._remote[(source, scope)] = new_keys
+        if self.resumes is not None and delta.added:
+            delta.waiting = self._resumed([], delta.added)  # an issue blocked again
         return delta
 
     # -- looking blocks up -------------------------------------------------------------------

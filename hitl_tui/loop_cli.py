@@ -12,6 +12,7 @@ import sys
 from hitl_tui.cli_base import PROG, Parser, open_inbox, resolve
 from hitl_tui.loops import Loop, logs_dir, loop_for, run_command, shown
 from hitl_tui.model import Block, UsageError
+from hitl_tui.textio import printable
 
 
 def build_restart() -> argparse.ArgumentParser:
@@ -22,6 +23,8 @@ def build_restart() -> argparse.ArgumentParser:
         epilog="examples:\n"
         "  hitl restart shop\n"
         "  hitl restart billing/T-007 ~/loops\n\n"
+        "TARGET may also be an answered block waiting for its loop ('hitl status'): it\n"
+        "waits again, with a new deadline.\n"
         "The command's output is kept in the state folder (loops/*.log).\n"
         "exit codes: 0 it ran and exited 0; 1 it failed, hung (timeout_seconds) or was not\n"
         "found; 2 bad usage, no such block, or no [[loop]] restart covers its repository.",
@@ -38,20 +41,38 @@ def run_restart(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     _config, inbox = open_inbox(args, config)
-    block = resolve(args, inbox)[1]
+    waiting = None
+    try:
+        block = resolve(args, inbox)[1]
+    except UsageError:
+        # An answered block waiting for its loop (`hitl status`): by id, journal entry or key.
+        waiting = inbox.resumes.get(args.target) if inbox.resumes is not None else None
+        if waiting is None:
+            raise
+        block = waiting.as_block()
     loop = loop_for(config.loops, block)
     if loop is None or loop.restart is None:
         raise UsageError(
             f"{block.id}: no [[loop]] with a restart covers {block.repo} "
             "(see the README: Restarting loops)"
         )
-    return 0 if restart(block, loop) else 1
+    if not restart(block, loop):
+        return 1
+    if waiting is not None and inbox.resumes is not None:
+        again = inbox.resumes.restarted(waiting.id)
+        if again is not None:
+            print(
+                printable(
+                    f"{block.id}: waiting for the loop again, until "
+                    f"{again.deadline.astimezone().strftime('%H:%M:%S')} "
+                    f"(restart {again.restarts})"
+                )
+            )
+    return 0
 
 
 def restart(block: Block, loop: Loop) -> bool:
     """Run the loop's restart for `block`, saying on stdout / stderr how it went."""
-    from hitl_tui.textio import printable
-
     assert loop.restart is not None
     ran = run_command("restart", loop.restart, block, loop.timeout, logs_dir())
     where = f" (output: {ran.log})" if ran.log else ""

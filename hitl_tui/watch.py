@@ -188,14 +188,19 @@ async def _watch(
         yield_on_timeout=True,
     ):
         paths = [aliases.path(p) for _, p in changes]
-        if not caught_up:
+        first = not caught_up
+        if first:
             # The watch is live now: re-read what may have changed while it was starting.
             paths += await asyncio.to_thread(_changed_since_scan, inbox)
             caught_up = True
-        if not paths:
+        if not paths and not first:
             continue
         try:
-            delta = await asyncio.to_thread(inbox.handle, paths)
+            delta = await asyncio.to_thread(inbox.handle, paths) if paths else Delta()
+            if first:
+                # And every answer waiting for its loop: a commit made while the watch was
+                # (re)starting has no event of its own.
+                delta.waiting += (await asyncio.to_thread(inbox.check_waiting)).waiting
         except Exception as exc:  # a bug must not end live watching for every repo
             if on_error is not None:
                 on_error(exc)

@@ -277,3 +277,31 @@ def test_answer_against_a_slow_loris_github_is_one_line_and_bounded(tmp_path):
     assert result.returncode == 1
     assert result.stderr == "hitl: acme/shop#1: no complete answer within 2 s\n"
     assert took < 2 + 3, took
+
+
+def test_a_github_answer_waits_until_the_loop_comments_or_relabels(setup, fake):
+    """Did the loop resume, on GitHub: read afresh by `hitl status` (two requests an issue)."""
+    work, config = setup
+
+    def status() -> tuple[int, dict]:
+        result = hitl("status", "--json", "--config", config, work, cwd=work)
+        assert result.returncode in (0, 4), result.stderr
+        return result.returncode, {r["name"]: r for r in json.loads(result.stdout)["repos"]}
+
+    for target in ("acme/shop#12", "acme/api#3"):
+        done = hitl("answer", target, "--text", "It is set.", "--config", config, cwd=work)
+        assert done.returncode == 0, done.stderr
+    code, repos = status()
+    assert code == 0 and [w["id"] for w in repos["acme/shop"]["waiting"]] == ["acme/shop#12"]
+    assert [w["id"] for w in repos["acme/api"]["waiting"]] == ["acme/api#3"]
+    # hitl's own comment and label change are the baseline; a comment by someone other than
+    # acme/api's loop account is no sign either.
+    fake.add_comment("acme/api", 3, "me too", author="passer-by")
+    fake.add_comment("acme/shop", 12, "Picked it up.\n\nAGENT_TASK_STATUS: in_progress\n")
+    code, repos = status()
+    [resumed] = repos["acme/shop"]["resumed"]
+    assert resumed["how"] == "new comment by loop-bot" and repos["acme/api"]["waiting"]
+    fake.set_labels("acme/api", 3, ["in-progress"])
+    code, repos = status()
+    [resumed] = repos["acme/api"]["resumed"]
+    assert code == 0 and resumed["how"] == "labels changed: +in-progress"

@@ -827,6 +827,51 @@ class AgenticloopSource(Source):
             hint=hint,
         )
 
+    # -- did the loop resume? ------------------------------------------------------------------
+
+    def resume_signs(self, block: Block, plan: Plan) -> dict:
+        """The task file's fingerprint as the answer wrote it, and the status it set."""
+        path = Path(block.path)
+        new = next((c.new for c in plan.changes if c.path == path), None)
+        if new is None:
+            return {"file": fsio.current_fingerprint(path), "status": block.state}
+        return {"file": fingerprint(new), "status": status_of(new)}
+
+    def resumed(self, waiting) -> str | None:
+        """The task's status moved on from what the answer set, or the loop changed the file
+        (a note, a comment) since."""
+        signs = waiting.signs if isinstance(waiting.signs, dict) else {}
+        path = Path(waiting.path)
+        try:
+            read = fsio.read_file(path)
+        except FileNotFoundError:
+            return "the task file was moved or removed"
+        except OSError:
+            return None
+        if read.fingerprint == signs.get("file"):
+            return None
+        before, now = signs.get("status"), status_of(read.head)
+        if now is not None and now != before:
+            return f"status {before or '?'} → {now}"
+        return "the task file changed (a note by the loop)"
+
+    def resume_dirs(self, waiting) -> list[Path]:
+        """The task's folder (already watched while the repository is)."""
+        return [Path(waiting.path).parent]
+
+
+def status_of(data: bytes) -> str | None:
+    """A task file's status as agenticloop reads its header (lower case); None without one."""
+    try:
+        split = split_header(split_lines(data.decode("utf-8", "replace")))
+        if split is None:
+            return None
+        header = load_header(split.header)
+    except HeaderError:
+        return None
+    status = frontmatter.string(header.get("status")).lower()
+    return status or None
+
 
 @dataclass(frozen=True, slots=True)
 class Decision:

@@ -122,6 +122,24 @@ class Source:
         records it with the answer (`undoable` False)."""
         return f"answered {block.id}: hitl cannot undo an answer sent to {self.title or self.name}"
 
+    # -- did the loop resume? (`resume.ResumeBook`) ---------------------------------------
+
+    def resume_signs(self, block: Block, plan: Plan) -> dict:
+        """The baseline taken right after the answer `plan` was written to `block` (JSON-able),
+        against which `resumed` later tells whether the loop acted. Default: none."""
+        return {}
+
+    def resumed(self, waiting: Any) -> str | None:
+        """What shows the loop acted on the answer `waiting` (a `resume.Waiting`) since it was
+        written, in one line ("new commit 1a2b3c4"); None: nothing yet. Default: never (the
+        record waits until its deadline)."""
+        return None
+
+    def resume_dirs(self, waiting: Any) -> list[Path]:
+        """Folders whose file events may show that the loop acted on `waiting` (watched,
+        non-recursively, only while the record is open). Default: none."""
+        return []
+
     # -- remote backends -----------------------------------------------------------------------
 
     def owns(self, target: str) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hitl_tui import fsio
+from hitl_tui import fsio, gitref
 from hitl_tui.model import (
     Answer,
     Block,
@@ -365,6 +365,52 @@ class LoopkitSource(Source):
             f"{block.id}: decision added to {PROMPT}, resume note to {PLAN}, {BLOCKED} removed"
         )
         return Plan(block, answer, tuple(changes), expect, summary, hint=restart_hint(repo))
+
+    # -- did the loop resume? ------------------------------------------------------------------
+
+    def resume_signs(self, block: Block, plan: Plan) -> dict:
+        """HEAD, the fingerprints of PROMPT.md and IMPLEMENTATION_PLAN.md as the answer wrote
+        them (a file it did not write: as it is now), and BLOCKED.md's (None: removed)."""
+        repo = Path(block.repo)
+        wrote = {c.path: c.new for c in plan.changes}
+        files: dict[str, str | None] = {}
+        for name in (PROMPT, PLAN):
+            path = repo / name
+            if path in wrote:
+                files[name] = _fp(wrote[path])
+            else:
+                files[name] = fsio.current_fingerprint(path)
+        return {
+            "head": gitref.head(repo),
+            "files": files,
+            "blocked": fsio.current_fingerprint(repo / BLOCKED),
+        }
+
+    def resumed(self, waiting) -> str | None:
+        """A new BLOCKED.md (asked again), a new commit (HEAD moved), or PROMPT.md /
+        IMPLEMENTATION_PLAN.md changed from what the answer wrote."""
+        repo = Path(waiting.repo)
+        signs = waiting.signs if isinstance(waiting.signs, dict) else {}
+        if not os.path.isdir(repo):
+            return None
+        blocked = fsio.current_fingerprint(repo / BLOCKED)
+        if blocked is not None and blocked != signs.get("blocked"):
+            return "asked again (new BLOCKED.md)"
+        now = gitref.head(repo)
+        if now is not None and now != signs.get("head"):
+            return f"new commit {now[:7]}"
+        files = signs.get("files")
+        if isinstance(files, dict):
+            for name in (PROMPT, PLAN):
+                if name in files and fsio.current_fingerprint(repo / name) != files[name]:
+                    return f"{name} changed by the loop"
+        return None
+
+    def resume_dirs(self, waiting) -> list[Path]:
+        """The repository (BLOCKED.md, PROMPT.md, IMPLEMENTATION_PLAN.md), its git folder and
+        the git folder's logs/ (every commit appends to logs/HEAD)."""
+        repo = Path(waiting.repo)
+        return [repo, *gitref.watch_dirs(repo)]
 
 
 def restart_hint(repo: Path) -> str:

@@ -1,0 +1,119 @@
+"""Where a repository's HEAD points, read from its files (no git process), and the folders
+whose events show a commit.
+
+A repository's git folder is `.git`, or what a `.git` *file* names (`gitdir: ...`, a worktree
+or a submodule); a worktree's branches live in the common folder its `commondir` names. HEAD
+is `ref: refs/heads/NAME` (the ref's loose file, else its line in `packed-refs`) or a commit id
+(detached). Every commit appends to `logs/HEAD` and rewrites `index` in the git folder, so
+watching the git folder and its `logs/` (non-recursively) sees every commit.
+
+Everything here reads untrusted bytes: a file too large, not UTF-8, a ref leaving the git
+folder, a loop of symbolic refs, all read as "no commit" (None), never an exception.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+#: Longest file read here (HEAD, a ref, `.git` file, commondir); packed-refs may be larger.
+MAX_SMALL = 4096
+MAX_PACKED = 64 << 20
+_OID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
+_REF = re.compile(r"refs/[A-Za-z0-9._/@+-]+")
+
+
+def _small(path: Path, limit: int = MAX_SMALL) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError:
+        return None
+    if len(data) > limit:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def git_dir(repo: Path) -> Path | None:
+    """The repository's git folder: `.git`, or the folder a `.git` file names; None without
+    one."""
+    dot = repo / ".git"
+    if os.path.isdir(dot):
+        return dot
+    text = _small(dot)
+    if text is None or not text.startswith("gitdir:"):
+        return None
+    target = text[len("gitdir:") :].strip()
+    if not target or "\0" in target:
+        return None
+    folder = Path(target) if os.path.isabs(target) else repo / target
+    return folder if os.path.isdir(folder) else None
+
+
+def common_dir(gitdir: Path) -> Path:
+    """Where branches are kept: the `commondir` of a worktree's git folder, else itself."""
+    text = _small(gitdir / "commondir")
+    if text is None or not text.strip() or "\0" in text:
+        return gitdir
+    name = text.strip()
+    folder = Path(name) if os.path.isabs(name) else gitdir / name
+    return folder if os.path.isdir(folder) else gitdir
+
+
+def _packed(common: Path, ref: str) -> str | None:
+    try:
+        with open(common / "packed-refs", "rb") as f:
+            data = f.read(MAX_PACKED + 1)
+    except OSError:
+        return None
+    if len(data) > MAX_PACKED:
+        return None
+    wanted = ref.encode("utf-8")
+    for line in data.split(b"\n"):
+        if not line or line[:1] in (b"#", b"^"):
+            continue
+        oid, _, name = line.partition(b" ")
+        if name.rstrip(b"\r") == wanted:
+            text = oid.decode("ascii", "replace")
+            return text if _OID.fullmatch(text) else None
+    return None
+
+
+def head(repo: Path) -> str | None:
+    """The commit id HEAD points at now; None: no git folder, no commit yet, or unreadable."""
+    gitdir = git_dir(repo)
+    if gitdir is None:
+        return None
+    common = common_dir(gitdir)
+    text = _small(gitdir / "HEAD")
+    for _ in range(5):  # a symbolic ref may point at another one; a loop ends here
+        if text is None:
+            return None
+        text = text.strip()
+        if _OID.fullmatch(text):
+            return text
+        if not text.startswith("ref:"):
+            return None
+        ref = text[len("ref:") :].strip()
+        if not _REF.fullmatch(ref) or ".." in ref.split("/"):
+            return None
+        loose = _small(gitdir / ref)
+        if loose is None and common != gitdir:
+            loose = _small(common / ref)
+        if loose is None:
+            return _packed(common, ref)
+        text = loose
+    return None
+
+
+def watch_dirs(repo: Path) -> list[Path]:
+    """The folders whose events show a commit: the git folder and its `logs/` (those that
+    exist)."""
+    gitdir = git_dir(repo)
+    if gitdir is None:
+        return []
+    return [d for d in (gitdir, gitdir / "logs") if os.path.isdir(d)]

@@ -1,0 +1,626 @@
+"""Did the loop resume? Each answer hitl wrote, watched until its loop acts on it.
+
+After an answer is written (`hitl answer`, the app), `note` records a `Waiting`: the answered
+block, when, and the backend's baseline (`Source.resume_signs`: loopkit's HEAD and the bytes
+hitl wrote to PROMPT.md, an agenticloop task's status and bytes). From then on the backend
+says, from the files, whether its loop acted since (`Source.resumed`: a new commit, a file
+the loop changed, a new block: "asked again"); the watcher hands over the paths that changed
+(`observe`), and `check` looks at every open record at once (start-up, `hitl status`).
+
+A record is *waiting* until then, *resumed* once a sign is seen, and *not-resumed* when no
+sign came within the loop's `resume_within` (`due`); a not-resumed record still turns resumed
+when the loop acts later, and `restarted` puts it back to waiting with a new deadline.
+
+`resume.json` in the state folder: `{"format": 1, "records": [Waiting.to_json(), ...]}`,
+read and written by `statefile` (whole, under a lock, merged with other hitl processes: every
+change is made to the rows as they are in the file at that moment). A file that cannot be read
+is ignored with one line on stderr; it only ever holds the operator's view. Closed records are
+kept KEEP_DAYS for `hitl status` and the history, at most MAX_RECORDS in all.
+
+Domain code: no Textual.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from hitl_tui import statefile
+from hitl_tui.model import Block, Plan
+
+FORMAT = 1
+NAME = "resume.json"
+MAX_BYTES = 8 << 20
+MAX_RECORDS = 2_000
+KEEP = timedelta(days=7)
+STATES = ("waiting", "resumed", "not-resumed")
+OPEN = ("waiting", "not-resumed")
+
+
+def key_of(block: Block) -> str:
+    """A block's key in this file: `statefile.block_key` as one string, `source:path`."""
+    source, path = statefile.block_key(block)
+    return f"{source}:{path}"
+
+
+def answered_text(plan: Plan) -> str:
+    """What was answered, in one line: the choice, the decision as edited, or the own words."""
+    answer = plan.answer
+    if answer.decision_override is not None:
+        text = answer.decision_override
+    elif answer.choice is not None:
+        text = answer.choice.label()
+    else:
+        text = " / ".join(answer.texts)
+    line = " ".join(text.split())
+    return line if len(line) <= 200 else line[:199] + "…"
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """One answer hitl wrote, watched until the loop acts on it."""
+
+    #: `key_of` the answered block (`statefile.block_key` as `source:path`).
+    key: str
+    #: The journal entry id of the answer (None: the journal did not give one).
+    entry: str | None
+    block_id: str
+    source: str
+    #: The answered block's repository and file (a remote block's name and URL), as text.
+    repo: str
+    path: str
+    title: str | None
+    #: The question in one line, and what was answered in one line.
+    question: str
+    answered: str
+    answered_at: datetime
+    #: answered_at + resume_within (after a restart: the restart's time + resume_within).
+    deadline: datetime
+    #: The backend's baseline, JSON-able (`Source.resume_signs`).
+    signs: dict
+    state: str
+    resumed_at: datetime | None = None
+    #: What showed it resumed: "new commit 1a2b3c4", "PROMPT.md changed by the loop", ...
+    how: str | None = None
+    #: Restarts run since the answer (`restarted`).
+    restarts: int = 0
+    #: The loop's resume_within, in seconds (a restart's new deadline is this from then).
+    within_s: float = 600.0
+    #: When the state last changed (the answer, a sign, the deadline, a restart).
+    changed_at: datetime | None = field(default=None, compare=False)
+    #: The answered block's task id (agenticloop), for a restart's `{task_id}`.
+    task_id: str | None = None
+
+    @property
+    def id(self) -> str:
+        """How the record is named in the file and by `get`: its journal entry, else its key."""
+        return self.entry or self.key
+
+    @property
+    def is_open(self) -> bool:
+        return self.state in OPEN
+
+    def as_block(self) -> Block:
+        """The row the app lists for this record (never answerable; its path never equals the
+        answered block's, so the two rows have different keys)."""
+        what = {
+            "waiting": "waiting for the loop",
+            "not-resumed": "not resumed",
+            "resumed": f"resumed ({self.how})" if self.how else "resumed",
+        }.get(self.state, self.state)
+        repo: Path | str = self.repo
+        if os.path.isabs(self.repo):
+            repo = Path(self.repo)
+        return Block(
+            id=self.block_id,
+            source=self.source,
+            repo=repo,
+            path=f"waiting:{self.id}",
+            state=self.state,
+            question=self.question,
+            context="",
+            attempted=(),
+            choices=(),
+            since=self.answered_at,
+            fingerprint="",
+            raw="",
+            title=self.title,
+            summary=f"{what} · answered: {self.answered}",
+            answerable=False,
+            meta={"waiting": self, "task_id": self.task_id or ""},
+        )
+
+    def to_json(self) -> dict:
+        return {
+            "key": self.key,
+            "entry": self.entry,
+            "block_id": self.block_id,
+            "source": self.source,
+            "repo": self.repo,
+            "path": self.path,
+            "title": self.title,
+            "question": self.question,
+            "answered": self.answered,
+            "answered_at": self.answered_at.isoformat(),
+            "deadline": self.deadline.isoformat(),
+            "signs": self.signs,
+            "state": self.state,
+            "resumed_at": self.resumed_at.isoformat() if self.resumed_at else None,
+            "how": self.how,
+            "restarts": self.restarts,
+            "within_s": self.within_s,
+            "changed_at": self.changed_at.isoformat() if self.changed_at else None,
+            "task_id": self.task_id,
+        }
+
+
+def _time(value: object, optional: bool = False) -> datetime | None:
+    if value is None and optional:
+        return None
+    if type(value) is not str:
+        raise statefile.Unusable("a record's time is not text")
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise statefile.Unusable("a record's time does not parse") from None
+    if when.tzinfo is None:
+        raise statefile.Unusable("a record's time has no zone")
+    return when
+
+
+def _text(row: dict, name: str, optional: bool = False) -> str | None:
+    value = row.get(name)
+    if value is None and optional:
+        return None
+    if type(value) is not str:
+        raise statefile.Unusable(f"a record's {name} is not text")
+    return value
+
+
+def waiting_of(row: object) -> Waiting:
+    """A record of the file; Unusable when it is not one."""
+    if not isinstance(row, dict):
+        raise statefile.Unusable("a record is not an object")
+    signs = row.get("signs", {})
+    state = row.get("state")
+    restarts = row.get("restarts", 0)
+    within = row.get("within_s", 600.0)
+    if not isinstance(signs, dict) or state not in STATES:
+        raise statefile.Unusable("a record is not a waiting answer")
+    if type(restarts) is not int or isinstance(within, bool) or not isinstance(within, int | float):
+        raise statefile.Unusable("a record's counts are not numbers")
+    answered_at = _time(row.get("answered_at"))
+    deadline = _time(row.get("deadline"))
+    assert answered_at is not None and deadline is not None
+    return Waiting(
+        key=_text(row, "key") or "",
+        entry=_text(row, "entry", True),
+        block_id=_text(row, "block_id") or "",
+        source=_text(row, "source") or "",
+        repo=_text(row, "repo") or "",
+        path=_text(row, "path") or "",
+        title=_text(row, "title", True),
+        question=_text(row, "question") or "",
+        answered=_text(row, "answered") or "",
+        answered_at=answered_at,
+        deadline=deadline,
+        signs=signs,
+        state=state,
+        resumed_at=_time(row.get("resumed_at"), True),
+        how=_text(row, "how", True),
+        restarts=restarts,
+        within_s=float(within),
+        changed_at=_time(row.get("changed_at"), True),
+        task_id=_text(row, "task_id", True),
+    )
+
+
+def _rows_of(data: dict, warn: Callable[[str], None] | None = None) -> dict[str, Waiting]:
+    """The records of a file's object, by id. A row that is not a record is skipped (one
+    warning): the others still show."""
+    rows = data.get("records", [])
+    if not isinstance(rows, list):
+        raise statefile.Unusable("no list of records")
+    found: dict[str, Waiting] = {}
+    for row in rows:
+        try:
+            record = waiting_of(row)
+        except statefile.Unusable as exc:
+            if warn is not None:
+                warn(f"a record was skipped: {exc}")
+            continue
+        found[record.id] = record
+    return found
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ResumeBook:
+    """Every answer watched for its loop to resume, by id (`Waiting.id`).
+
+    `path` None keeps them in memory only (tests, no state folder). `clock` gives "now" when a
+    method is not given one. `sources` are the backends asked for signs, by `Block.source`
+    (the inbox sets its own, local and remote; default: the local ones)."""
+
+    def __init__(
+        self,
+        path: Path | None = None,
+        clock: Callable[[], datetime] | None = None,
+        sources: Iterable | None = None,
+    ) -> None:
+        self.path = path
+        self.clock = clock or _now
+        self._sources = list(sources) if sources is not None else None
+        self._rows: dict[str, Waiting] = {}
+        self._stamp: tuple[int, int, int] | None = None
+        self._warned = False
+        #: Folder -> ids of the open records whose signs may show in it (built on demand).
+        self._dirs: dict[Path, set[str]] | None = None
+        self._reload()
+
+    @classmethod
+    def for_state(cls, sources: Iterable | None = None) -> ResumeBook:
+        return cls(statefile.in_state(NAME), sources=sources)
+
+    # -- the backends --------------------------------------------------------------------------
+
+    @property
+    def sources(self) -> list:
+        if self._sources is None:
+            from hitl_tui.sources import default_sources
+
+            self._sources = default_sources()
+        return self._sources
+
+    @sources.setter
+    def sources(self, sources: Iterable) -> None:
+        self._sources = list(sources)
+        self._dirs = None
+
+    def _source(self, name: str):
+        return next((s for s in self.sources if s.name == name), None)
+
+    def _resumed(self, record: Waiting) -> str | None:
+        """The backend's `how` line when the loop acted since the answer; never raises."""
+        source = self._source(record.source)
+        if source is None:
+            return None
+        try:
+            how = source.resumed(record)
+        except Exception:  # a file that vanished mid-read, a bug in one backend: not resumed
+            return None
+        return " ".join(how.split())[:200] if isinstance(how, str) and how.strip() else None
+
+    # -- recording -----------------------------------------------------------------------------
+
+    def note(
+        self,
+        block: Block,
+        plan: Plan,
+        entry: str | None,
+        within: timedelta,
+        now: datetime | None = None,
+    ) -> Waiting:
+        """Record the answer `plan` just wrote to `block` (its journal `entry`), watched for
+        `within`. Its baseline is taken now, from the backend. An open record of the same
+        block is replaced (answered again)."""
+        now = now or self.clock()
+        source = self._source(block.source)
+        signs: dict = {}
+        if source is not None:
+            try:
+                signs = dict(source.resume_signs(block, plan) or {})
+            except Exception:
+                signs = {}
+        record = Waiting(
+            key=key_of(block),
+            entry=entry,
+            block_id=block.id,
+            source=block.source,
+            repo=os.fsdecode(block.repo) if isinstance(block.repo, Path) else str(block.repo),
+            path=os.fsdecode(block.path) if isinstance(block.path, Path) else str(block.path),
+            title=block.title,
+            question=block.one_line_question(),
+            answered=answered_text(plan),
+            answered_at=now,
+            deadline=now + within,
+            signs=signs,
+            state="waiting",
+            within_s=within.total_seconds(),
+            changed_at=now,
+            task_id=task_id if isinstance(task_id := block.meta.get("task_id"), str) else None,
+        )
+
+        def edit(rows: dict[str, Waiting]) -> list[Waiting]:
+            for old in [r for r in rows.values() if r.key == record.key and r.is_open]:
+                del rows[old.id]
+            rows.pop(record.id, None)
+            rows[record.id] = record
+            return [record]
+
+        self._edit(edit)
+        return record
+
+    # -- asking --------------------------------------------------------------------------------
+
+    def open(self) -> list[Waiting]:
+        """Waiting and not-resumed records, oldest answer first."""
+        self._reload()
+        return sorted((r for r in self._rows.values() if r.is_open), key=lambda r: r.answered_at)
+
+    def get(self, key_or_entry: str) -> Waiting | None:
+        """A record by journal entry id; else the newest by block key, then by block id (the
+        open one first)."""
+        self._reload()
+        found = self._rows.get(key_or_entry)
+        if found is not None:
+            return found
+        for field_name in ("key", "block_id"):
+            matches = [r for r in self._rows.values() if getattr(r, field_name) == key_or_entry]
+            if matches:
+                return max(matches, key=lambda r: (r.is_open, r.answered_at))
+        return None
+
+    def recent(self, repo: str | Path | None = None, since: timedelta = KEEP) -> list[Waiting]:
+        """Every record answered within `since` (resumed ones too), of `repo` if given, oldest
+        answer first (`hitl status`, the history)."""
+        self._reload()
+        start = self.clock() - since
+        want = None if repo is None else os.fsdecode(repo) if isinstance(repo, Path) else repo
+        return sorted(
+            (
+                r
+                for r in self._rows.values()
+                if (want is None or r.repo == want)
+                and max(r.answered_at, r.resumed_at or r.answered_at) >= start
+            ),
+            key=lambda r: r.answered_at,
+        )
+
+    def watch_dirs(self) -> list[Path]:
+        """Folders to watch (non-recursively) for the open records' signs."""
+        return [d for d in self._index() if os.path.isdir(d)]
+
+    def _index(self) -> dict[Path, set[str]]:
+        self._reload()
+        if self._dirs is None:
+            dirs: dict[Path, set[str]] = {}
+            for record in self._rows.values():
+                if not record.is_open:
+                    continue
+                source = self._source(record.source)
+                if source is None:
+                    continue
+                try:
+                    folders = source.resume_dirs(record)
+                except Exception:
+                    folders = []
+                for folder in folders:
+                    dirs.setdefault(Path(folder), set()).add(record.id)
+            self._dirs = dirs
+        return self._dirs
+
+    # -- what happened -------------------------------------------------------------------------
+
+    def observe(self, paths: Iterable[Path | str], now: datetime | None = None) -> list[Waiting]:
+        """The records whose state changed because of these changed paths (the watcher's)."""
+        if not self._rows and self.path is None:
+            return []
+        index = self._index()
+        if not index:
+            return []
+        ids: set[str] = set()
+        for path in paths:
+            if not isinstance(path, Path):
+                continue
+            ids |= index.get(path.parent, set()) | index.get(path, set())
+        if not ids:
+            return []
+        return self._look(lambda r: r.id in ids, now)
+
+    def check(self, now: datetime | None = None) -> list[Waiting]:
+        """Look at every open record (start-up, `hitl status`), then the deadlines; the
+        records that changed."""
+        changed = self._look(lambda r: True, now)
+        ids = {r.id for r in changed}
+        return changed + [r for r in self.due(now) if r.id not in ids]
+
+    def resolve(self, records: Iterable[Waiting], how: str, now: datetime | None = None):
+        """Mark these open records resumed, with `how` (a new block in their repository: the
+        inbox saw the loop ask again). The ones that changed."""
+        now = now or self.clock()
+        ids = {r.id for r in records}
+
+        def edit(rows: dict[str, Waiting]) -> list[Waiting]:
+            out = []
+            for rid in ids:
+                record = rows.get(rid)
+                if record is not None and record.is_open:
+                    rows[rid] = new = _resumed(record, how, now)
+                    out.append(new)
+            return out
+
+        return self._edit(edit) if ids else []
+
+    def open_in(self, repo: Path | str) -> list[Waiting]:
+        """The open records of one repository."""
+        want = os.fsdecode(repo) if isinstance(repo, Path) else repo
+        return [r for r in self.open() if r.repo == want]
+
+    def due(self, now: datetime | None = None) -> list[Waiting]:
+        """Waiting records past their deadline turn not-resumed; those that did."""
+        now = now or self.clock()
+        self._reload()
+        if not any(r.state == "waiting" and r.deadline <= now for r in self._rows.values()):
+            return []
+
+        def edit(rows: dict[str, Waiting]) -> list[Waiting]:
+            out = []
+            for rid, record in list(rows.items()):
+                if record.state == "waiting" and record.deadline <= now:
+                    rows[rid] = new = replace(record, state="not-resumed", changed_at=now)
+                    out.append(new)
+            return out
+
+        return self._edit(edit)
+
+    def restarted(self, key_or_entry: str, now: datetime | None = None) -> Waiting | None:
+        """The loop was restarted again: back to waiting, a new deadline, one more restart.
+        None when there is no such record."""
+        now = now or self.clock()
+        found = self.get(key_or_entry)
+        if found is None:
+            return None
+        rid = found.id
+        result: list[Waiting] = []
+
+        def edit(rows: dict[str, Waiting]) -> list[Waiting]:
+            record = rows.get(rid)
+            if record is None:
+                return []
+            new = replace(
+                record,
+                state="waiting",
+                deadline=now + timedelta(seconds=record.within_s),
+                restarts=record.restarts + 1,
+                resumed_at=None,
+                how=None,
+                changed_at=now,
+            )
+            rows[rid] = new
+            result.append(new)
+            return [new]
+
+        self._edit(edit)
+        return result[0] if result else None
+
+    def dismiss(self, key_or_entry: str) -> None:
+        """The operator drops the record from the list (it is forgotten)."""
+        found = self.get(key_or_entry)
+        if found is None:
+            return
+        rid = found.id
+
+        def edit(rows: dict[str, Waiting]) -> list[Waiting]:
+            return [rows.pop(rid)] if rid in rows else []
+
+        self._edit(edit)
+
+    def refresh(self) -> bool:
+        """Re-read the file if another process changed it; whether it did."""
+        return self._reload()
+
+    # -- inside --------------------------------------------------------------------------------
+
+    def _look(self, which: Callable[[Waiting], bool], now: datetime | None) -> list[Waiting]:
+        """Ask the backend about the open records `which` picks; mark those resumed."""
+        now = now or self.clock()
+        self._reload()
+        found: dict[str, str] = {}
+        for record in self._rows.values():
+            if record.is_open and which(record):
+                how = self._resumed(record)
+                if how is not None:
+                    found[record.id] = how
+        if not found:
+            return []
+
+        def edit(rows: dict[str, Waiting]) -> list[Waiting]:
+            out = []
+            for rid, how in found.items():
+                record = rows.get(rid)
+                if record is not None and record.is_open:
+                    rows[rid] = new = _resumed(record, how, now)
+                    out.append(new)
+            return out
+
+        return self._edit(edit)
+
+    def _reload(self) -> bool:
+        if self.path is None:
+            return False
+        stamp = statefile.stamp(self.path)
+        if stamp == self._stamp and (stamp is not None or not self._rows):
+            return False
+        self._stamp = stamp
+        try:
+            self._rows = _rows_of(statefile.read(self.path, FORMAT, MAX_BYTES), self._warn)
+        except statefile.Unusable as exc:
+            self._warn(str(exc))
+            self._rows = {}
+        self._dirs = None
+        return True
+
+    def _warn(self, why: str) -> None:
+        if not self._warned:
+            self._warned = True
+            with contextlib.suppress(Exception):
+                print(
+                    f"hitl: ignored {self.path} (answers waiting for a loop): {why}",
+                    file=sys.stderr,
+                )
+
+    def _edit(self, edit: Callable[[dict[str, Waiting]], list[Waiting]]) -> list[Waiting]:
+        """Run `edit` on the rows as they are in the file now (under its lock), prune, and
+        write when it changed something; what `edit` returned."""
+        now = self.clock()
+        if self.path is None:
+            out = edit(self._rows)
+            _prune(self._rows, now)
+            self._dirs = None
+            return out
+        out: list[Waiting] = []
+        called = False
+
+        def change(data: dict) -> bool:
+            nonlocal out, called
+            called = True
+            try:
+                rows = _rows_of(data)
+            except statefile.Unusable:
+                rows = {}
+            out = edit(rows)
+            pruned = _prune(rows, now)
+            data["records"] = [r.to_json() for r in rows.values()]
+            self._rows = rows
+            return bool(out) or pruned
+
+        try:
+            statefile.update(self.path, FORMAT, MAX_BYTES, change)
+        except OSError as exc:  # no state folder to write: kept in memory for this run
+            self._warn(exc.strerror or str(exc))
+            if not called:
+                out = edit(self._rows)
+        self._stamp = statefile.stamp(self.path)
+        self._dirs = None
+        return out
+
+
+def _resumed(record: Waiting, how: str, now: datetime) -> Waiting:
+    return replace(record, state="resumed", resumed_at=now, how=how, changed_at=now)
+
+
+def _prune(rows: dict[str, Waiting], now: datetime) -> bool:
+    """Forget records answered, resumed or last due more than KEEP ago, then the oldest beyond
+    MAX_RECORDS (closed ones first). Whether any went."""
+    start = now - KEEP
+    gone = [
+        rid
+        for rid, r in rows.items()
+        if max(r.answered_at, r.deadline, r.resumed_at or r.answered_at) < start
+    ]
+    for rid in gone:
+        del rows[rid]
+    if len(rows) > MAX_RECORDS:
+        order = sorted(rows.values(), key=lambda r: (r.is_open, r.answered_at))
+        for record in order[: len(rows) - MAX_RECORDS]:
+            del rows[record.id]
+        return True
+    return bool(gone)
