@@ -137,6 +137,15 @@ KEYS: tuple[KeySpec, ...] = (
         False,
     ),
     KeySpec(
+        "hitl.dismiss",
+        "x",
+        "dismiss_waiting",
+        "Drop waiting",
+        "inbox",
+        "drop the highlighted answer waiting for its loop from the list (you saw to it)",
+        False,
+    ),
+    KeySpec(
         "hitl.history",
         "h",
         "history",

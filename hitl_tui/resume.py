@@ -48,6 +48,11 @@ def key_of(block: Block) -> str:
     return f"{source}:{path}"
 
 
+def row_path(record_id: str) -> str:
+    """The `Block.path` of a record's row (`Waiting.as_block`): never a file's path."""
+    return f"waiting:{record_id}"
+
+
 def answered_text(plan: Plan) -> str:
     """What was answered, in one line: the choice, the decision as edited, or the own words."""
     answer = plan.answer
@@ -120,7 +125,7 @@ class Waiting:
             id=self.block_id,
             source=self.source,
             repo=repo,
-            path=f"waiting:{self.id}",
+            path=row_path(self.id),
             state=self.state,
             question=self.question,
             context="",
@@ -501,17 +506,25 @@ class ResumeBook:
         self._edit(edit)
         return result[0] if result else None
 
-    def dismiss(self, key_or_entry: str) -> None:
-        """The operator drops the record from the list (it is forgotten)."""
+    def dismiss(self, key_or_entry: str) -> Waiting | None:
+        """The operator drops the record from the list (it is forgotten); the record, or None
+        when there was none."""
         found = self.get(key_or_entry)
         if found is None:
-            return
+            return None
         rid = found.id
 
         def edit(rows: dict[str, Waiting]) -> list[Waiting]:
             return [rows.pop(rid)] if rid in rows else []
 
-        self._edit(edit)
+        gone = self._edit(edit)
+        return gone[0] if gone else None
+
+    def undone(self, entry: str) -> Waiting | None:
+        """The answer of journal entry `entry` was undone: its block is back, nothing waits
+        for the loop any more (the record is forgotten). The record, or None."""
+        found = self.get(entry)
+        return self.dismiss(found.id) if found is not None and found.entry == entry else None
 
     def refresh(self) -> bool:
         """Re-read the file if another process changed it; whether it did."""

@@ -152,6 +152,7 @@ def undo(
         commit(undo_id)
         if hook:
             hook("committed")
+    _forget_waiting(entry)
     done = f"undid {entry.id} ({entry.block_id}): restored {', '.join(restored)}"
     return "; ".join([*recovered, done])
 
@@ -165,6 +166,16 @@ def _remember_since(entry: Entry) -> None:
     book = SinceBook.for_state()
     book.remember(key_for(entry.block_source, entry.block_path), entry.repo, entry.block_since)
     book.save()
+
+
+def _forget_waiting(entry: Entry) -> None:
+    """Nothing waits for the loop to act on an answer undone (`resume`): its block is back."""
+    from hitl_tui.resume import ResumeBook
+
+    try:
+        ResumeBook.for_state().undone(entry.id)
+    except Exception:  # the operator's view only: the undo stands
+        pass
 
 
 def _check_undoable(entry: Entry) -> None:

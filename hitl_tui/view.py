@@ -345,12 +345,17 @@ class RowOrder:
         self.blocks[rk] = block
 
     def _successor(self, gone: str, before: list[str]) -> str | None:
-        """The row that takes the place of `gone`: the next row after it that is still listed
-        (None when none is)."""
+        """The row that takes the place of `gone`: the next row after it that is still listed,
+        else the nearest before it (never a row that just came, such as the answer's own
+        waiting row: the cursor goes to a block that was there); None when none is."""
         if gone not in before:
             return None
         listed = set(self.order)
-        for rk in before[before.index(gone) + 1 :]:
+        at = before.index(gone)
+        for rk in before[at + 1 :]:
+            if rk in listed:
+                return rk
+        for rk in reversed(before[:at]):
             if rk in listed:
                 return rk
         return None

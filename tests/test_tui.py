@@ -115,8 +115,10 @@ async def test_two_then_enter_answers_with_the_second_choice(tmp_path: Path) -> 
         plan = (shop / "IMPLEMENTATION_PLAN.md").read_text()
         assert plan.startswith("STATUS: in-progress\n")
         assert "- 2026-11-29: Block answered by Ada via hitl:" in plan
-        ids = [b.id for b in app.query_one(BlockList).blocks.values()]
-        assert "shop" not in ids
+        # The block left; the answer's row waits for the loop, at the bottom.
+        rows = list(app.query_one(BlockList).blocks.values())
+        assert [b.state for b in rows if b.id == "shop"] == ["waiting"]
+        assert rows[-1].id == "shop"
         assert any("Answered" in n.title for n in app._notifications)
 
 

@@ -61,8 +61,8 @@ async def test_github_block_listed_and_answered_in_the_app(local: Path, fake: Fa
     async with app.run_test(size=SIZE) as pilot:
         table = app.query_one(BlockList)
 
-        def ids() -> set[str]:
-            return {b.id for b in table.blocks.values()}
+        def ids() -> set[str]:  # the open blocks (not the answers waiting for their loop)
+            return {b.id for b in table.blocks.values() if b.state != "waiting"}
 
         await _until(pilot, lambda: "acme/shop#12" in ids())
         assert "shop" in ids()
@@ -83,6 +83,8 @@ async def test_github_block_listed_and_answered_in_the_app(local: Path, fake: Fa
         await pilot.press("enter")
         # (the GitHub watcher runs until the app stops: wait for the answer, not for workers)
         await _until(pilot, lambda: "acme/shop#12" not in ids())
+        # The answer waits for the loop to act on it, as a local one does.
+        assert [b.id for b in table.blocks.values() if b.state == "waiting"] == ["acme/shop#12"]
         assert fake.comments[("acme/shop", 12)][-1]["body"] == "It is set.\n\n— Ada, via hitl\n"
         assert fake.labels_of("acme/shop", 12) == []
         assert any(n.title == "Answered" for n in app._notifications)

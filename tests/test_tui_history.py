@@ -59,8 +59,11 @@ async def test_u_undoes_the_highlighted_answer_not_the_last(tmp_path: Path) -> N
         # The screen shows it, the cursor stays on it, and the inbox lists api again.
         assert screen.current.block_id == "api" and screen.current.undone
         assert str(screen.table.get_row_at(1)[4]) == "undone"
-        listed = {b.id for b in app.query_one(BlockList).blocks.values()}
+        rows = app.query_one(BlockList).blocks.values()
+        listed = {b.id for b in rows if b.state != "waiting"}
         assert "api" in listed and "shop" not in listed
+        # Shop's answer still waits for its loop; api's, undone, no longer does.
+        assert [b.id for b in rows if b.state == "waiting"] == ["shop"]
         # Again: refused in one line, nothing written.
         await pilot.press("u")
         await app.workers.wait_for_complete()

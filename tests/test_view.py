@@ -55,9 +55,12 @@ def test_the_highlighted_row_leaving_highlights_the_next_one() -> None:
     rows = RowOrder([a, b, c])
     _, keep = rows.apply(Delta(removed=[key_of(b)]), row_of(b))
     assert ids(rows) == ["a", "c"] and keep == row_of(c)
-    _, keep = rows.apply(Delta(removed=[key_of(c)]), row_of(c))
-    assert ids(rows) == ["a"] and keep is None
-    assert rows.apply(Delta(), row_of(a)) == (False, row_of(a))
+    # The last row leaving: the one before it (never a row that only just came).
+    _, keep = rows.apply(Delta(removed=[key_of(c)], added=[block("z", 9)]), row_of(c))
+    assert ids(rows) == ["a", "z"] and keep == row_of(a)
+    _, keep = rows.apply(Delta(removed=[key_of(a), key_of(block("z", 9))]), row_of(a))
+    assert ids(rows) == [] and keep is None
+    assert rows.apply(Delta(), row_of(a)) == (False, None)
 
 
 # -- issue 14: filter, order, groups, snoozed side --------------------------------------------

@@ -26,6 +26,7 @@ from textual.worker import Worker, WorkerState
 from hitl_tui.config import Config
 from hitl_tui.inbox import Delta, Inbox, default_workers, key_of
 from hitl_tui.model import Block, HitlError
+from hitl_tui.resume import ResumeBook
 from hitl_tui.seenbook import SeenBook
 from hitl_tui.snoozebook import SnoozeBook
 from hitl_tui.sources.base import Source
@@ -34,6 +35,7 @@ from hitl_tui.tui.commands import HitlCommands
 from hitl_tui.tui.inbox_screen import InboxScreen
 from hitl_tui.tui.messages import ScanDone
 from hitl_tui.tui.screens import HelpScreen, HistoryScreen
+from hitl_tui.tui.waiting import row_for
 from hitl_tui.tui.widgets import row_key
 
 #: What each worker group does, for the message when one fails.
@@ -90,6 +92,9 @@ class HitlApp(App[int]):
         #: Each remote backend's title -> scope -> (state, one-line message), as last polled.
         self.source_states: dict[str, dict[str, tuple[str, str]]] = {}
         self.inbox.use_remotes(self.config.remotes)
+        if self.inbox.resumes is None:
+            # Answers are watched until their loop acts on them (resume.json, state folder).
+            self.inbox.use_resumes(ResumeBook.for_state(), self.config.loops)
         #: Configuration warnings already toasted (inbox.warnings: a project.md unread, ...).
         self._warned: set[str] = set()
         #: Blocks of the burst of arrivals in progress, and those waiting for a modal to close.
@@ -105,6 +110,7 @@ class HitlApp(App[int]):
             snoozes=SnoozeBook.for_state(),
             sla=(self.config.sla_warn, self.config.sla_alert),
             loops=self.config.loops,
+            bell=self.config.bell,
         )
 
     # -- the inbox screen and the workers ------------------------------------------------------
@@ -131,12 +137,16 @@ class HitlApp(App[int]):
         self.inbox.scan(workers=default_workers())
         if self.watch_enabled:
             self.inbox.watch_dirs()  # maps each watched folder to its repo: here, not on the UI
-        self.post_message(ScanDone(self.inbox.sorted_blocks()))
+        waiting = []
+        if self.inbox.resumes is not None:
+            self.inbox.check_waiting()  # what resumed while hitl was closed leaves quietly
+            waiting = [row_for(r) for r in self.inbox.resumes.open()]
+        self.post_message(ScanDone(self.inbox.sorted_blocks(), waiting))
         self.inbox.save_cache()
 
     @on(ScanDone)
     def _scan_done(self, message: ScanDone) -> None:
-        self.inbox_screen.load(message.blocks)
+        self.inbox_screen.load(message.blocks + message.waiting)
         # Start-up made most of the objects the app will ever hold (blocks, rows, widgets).
         # Frozen, the cyclic GC stops walking them: at 5,000 blocks one full collection took
         # 80 ms, in the middle of a keypress.

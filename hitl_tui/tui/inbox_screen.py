@@ -34,15 +34,26 @@ from hitl_tui.answering import apply_answer, source_for
 from hitl_tui.inbox import Delta, Inbox, key_of
 from hitl_tui.loops import Loop, Ran, fill, logs_dir, loop_for, run_command, shown, values_for
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
+from hitl_tui.resume import key_of as resume_key
+from hitl_tui.resume import row_path
 from hitl_tui.seenbook import SeenBook
 from hitl_tui.snoozebook import SnoozeBook
 from hitl_tui.textio import printable
 from hitl_tui.tui.answer_flow import Drafts, preview_of, text_box
 from hitl_tui.tui.bindings import bindings
 from hitl_tui.tui.filter_bar import FilterInput
-from hitl_tui.tui.messages import Answered, AnswerStale, Refused, Restarted, Undone
+from hitl_tui.tui.messages import (
+    Answered,
+    AnswerStale,
+    ListChanged,
+    Refused,
+    Restarted,
+    Undone,
+    WaitingLooked,
+)
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen, Typed
 from hitl_tui.tui.snooze_screen import CHOICES, DURATIONS, SnoozeScreen, until_of
+from hitl_tui.tui.waiting import rows_delta, waiting_of
 from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader, Clock, row_key
 from hitl_tui.view import GROUP_OF, ORDER_NAMES, ORDERS, RowOrder, ViewSpec, row_of
 
@@ -77,6 +88,9 @@ class ViewState:
     group: str | None = None
     #: The snoozed view (only the snoozed blocks) is shown.
     snoozed_view: bool = False
+    #: Answers waiting for their loop (rows, not blocks), and how many of them did not resume.
+    waiting: int = 0
+    late: int = 0
 
 
 def header_parts(inbox: Inbox, source_states: SourceStates) -> HeaderParts:
@@ -111,6 +125,10 @@ def header_line(parts: HeaderParts, view: ViewState | None = None) -> str:
     else:
         text = f"hitl · no open blocks · watching {plural(watched, 'repo')}"
     if view is not None:
+        if view.waiting:
+            text += f" · {view.waiting} waiting for their loop"
+            if view.late:
+                text += f" ({view.late} not resumed)"
         if view.hidden:
             text += f" · +{view.hidden} hidden by the filter"
         if view.snoozed and not view.snoozed_view:
@@ -156,8 +174,13 @@ class InboxScreen(Screen):
         snoozes: SnoozeBook | None = None,
         sla: tuple[timedelta, timedelta] | None = None,
         loops: tuple[Loop, ...] = (),
+        bell: bool = True,
     ) -> None:
         super().__init__()
+        #: Ring when an answer's loop did not resume in time (the config's `bell`).
+        self.ring = bell
+        #: Row keys of the answers waiting for their loop that the list holds.
+        self._waiting: set[str] = set()
         self.clock = clock
         #: `[[loop]]`: the restart run after an answer is written.
         self.loops = loops
@@ -194,8 +217,7 @@ class InboxScreen(Screen):
                     select_on_focus=False,
                 )
             yield Static("", id="filter-problems", markup=False)
-        seen = self.seen
-        table = BlockList(self.clock, self.rows, is_new=seen.is_new, sla=self.sla, id="blocks")
+        table = BlockList(self.clock, self.rows, is_new=self._is_new, sla=self.sla, id="blocks")
         with Vertical(id="inbox") as inbox:
             inbox.border_title = "Inbox"
             yield BlockListHeader(table, id="columns")
@@ -208,6 +230,13 @@ class InboxScreen(Screen):
 
     #: Seconds between saves of the seen marks (only when some changed).
     SAVE_EVERY = 5.0
+    #: Seconds between looks at the answers waiting for their loop (deadlines; answers given
+    #: by `hitl answer` meanwhile; signs without a file event, when not watching).
+    LOOK_EVERY = 5.0
+
+    def _is_new(self, block: Block) -> bool:
+        """A block not seen yet (an answer waiting for its loop is never new)."""
+        return waiting_of(block) is None and self.seen.is_new(block)
 
     def on_mount(self) -> None:
         self.blocklist.focus()
@@ -216,6 +245,7 @@ class InboxScreen(Screen):
         self.query_one(FilterInput).typed = self._filter
         self.set_interval(60, self.refresh_ages)
         self.set_interval(self.SAVE_EVERY, self.save_seen_soon)
+        self.set_interval(self.LOOK_EVERY, self._look_at_waiting)
         self.post_message(self.Ready())
 
     def refresh_ages(self) -> None:
@@ -240,7 +270,8 @@ class InboxScreen(Screen):
     def load(self, blocks: list[Block]) -> None:
         """The first scan's blocks, the first one highlighted. On a first run every block
         found counts as seen; snoozes of blocks no longer open are forgotten."""
-        self.seen.adopt(blocks)
+        self.seen.adopt([b for b in blocks if waiting_of(b) is None])
+        self._waiting = {row_of(b) for b in blocks if waiting_of(b) is not None}
         table = self.blocklist
         table.load(blocks)
         if table.order:
@@ -255,15 +286,83 @@ class InboxScreen(Screen):
     def apply(self, delta: Delta) -> None:
         """A Delta applied to the list; the detail follows when its block moved or changed, and
         the drafts of blocks that left go with them."""
+        if delta.waiting:
+            delta = self._with_waiting_rows(delta)
         table = self.blocklist
         before = table.current
         table.apply(delta)
+        for key in delta.removed:
+            self._waiting.discard(row_key(key))
+        self._waiting.update(row_of(b) for b in delta.added if waiting_of(b) is not None)
         after = table.current
         moved = after is None or before is None or key_of(after) != key_of(before)
         if moved or any(key_of(b) == key_of(after) for b in delta.changed):
             self.show_current()
         if delta.removed:
             self.drafts.forget(row_key(k) for k in delta.removed)
+
+    def _with_waiting_rows(self, delta: Delta, open_now: list | None = None) -> Delta:
+        """`delta` with the rows of its changed waiting answers (`Delta.waiting`) added,
+        changed or removed; a loop that did not resume rings and says so, one that resumed
+        says how."""
+        blocks = self.rows.blocks
+        known = {rk: blocks[rk] for rk in self._waiting if rk in blocks}
+        changes = rows_delta(delta.waiting, known, open_now)
+        rows = changes.delta
+        merged = Delta(
+            added=[*delta.added, *rows.added],
+            changed=[*delta.changed, *rows.changed],
+            removed=[*delta.removed, *rows.removed],
+            rewatch=delta.rewatch,
+        )
+        for record in changes.resumed:
+            self.notify(
+                printable(f"{record.block_id}: the loop resumed ({record.how or 'it acted'})"),
+                title="Loop",
+                markup=False,
+            )
+        if changes.late:
+            if self.ring:
+                self.app.bell()
+            names = ", ".join(r.block_id for r in changes.late[:3])
+            more = f" and {len(changes.late) - 3} more" if len(changes.late) > 3 else ""
+            self.notify(
+                printable(
+                    f"{names}{more}: no sign of the loop since the answer. "
+                    "R restarts it, t goes to it."
+                ),
+                title="Not resumed",
+                severity="warning",
+                markup=False,
+                timeout=15,
+            )
+        return merged
+
+    def _look_at_waiting(self) -> None:
+        book = self.inbox.resumes
+        if book is not None and not self.workers_in("look"):
+            self._look_again()
+
+    def workers_in(self, group: str) -> bool:
+        return any(w.group == group and not w.is_finished for w in self.workers)
+
+    @work(thread=True, group="look", exit_on_error=False, description="_look_again")
+    def _look_again(self) -> None:
+        book = self.inbox.resumes
+        if book is None:
+            return
+        changed = self.inbox.check_waiting().waiting
+        self.post_message(WaitingLooked(changed, book.open()))
+
+    @on(WaitingLooked)
+    def _looked(self, message: WaitingLooked) -> None:
+        delta = self._with_waiting_rows(Delta(waiting=message.changed), message.open_now)
+        if delta:  # the same answers wait and none changed: nothing to draw
+            self.host.apply_delta(delta)
+
+    @on(ListChanged)
+    def _list_changed(self, message: ListChanged) -> None:
+        self.host.apply_delta(message.delta)
 
     def go_to(self, block: Block) -> None:
         """Highlight `block` (the palette's "Go to block"), when it is still listed."""
@@ -307,12 +406,12 @@ class InboxScreen(Screen):
     def _highlighted(self, event: BlockList.Highlighted) -> None:
         self.show_current()
         block = event.block
-        if block is not None and self.seen.saw(block):
+        if block is not None and waiting_of(block) is None and self.seen.saw(block):
             self.blocklist.refresh_row(row_of(block))  # its new mark goes
 
     def show_header(self, inbox: Inbox, source_states: SourceStates) -> None:
         """The header, the empty-inbox text, and where the focus goes, from the inbox."""
-        count = len(inbox.blocks)
+        count = len(inbox.blocks) + len(self._waiting)
         self._parts = header_parts(inbox, source_states)
         self._wake()
         self._render_header()
@@ -334,9 +433,22 @@ class InboxScreen(Screen):
     def view_state(self) -> ViewState:
         listed, known = self.rows.counts
         spec = self.rows.spec
+        waiting = late = 0
+        if self._waiting:  # rows, not blocks: not counted as blocks (a pass over them only)
+            blocks = self.rows.blocks
+            for rk in self._waiting:
+                block = blocks.get(rk)
+                if block is None:
+                    continue
+                waiting += 1
+                late += block.state == "not-resumed"
+                listed -= self.rows.accepts(rk, block)
+            known -= waiting
         return ViewState(
             listed=listed,
             known=known,
+            waiting=waiting,
+            late=late,
             snoozed=len(self._asleep),
             hidden=self.rows.hidden_arrivals,
             order=spec.order,
@@ -425,7 +537,7 @@ class InboxScreen(Screen):
         table = self.blocklist
         current = table.current
         start = row_of(current) if current is not None else None
-        rk = self.rows.next_where(start, step, self.seen.is_new)
+        rk = self.rows.next_where(start, step, self._is_new)
         if rk is None:
             self.notify("No new blocks.", timeout=3)
             return
@@ -464,7 +576,7 @@ class InboxScreen(Screen):
         """`z`: snooze the highlighted block (a dialog asks how long); in the snoozed view,
         bring it back at once."""
         block = self._current()
-        if block is None:
+        if block is None or self._is_waiting_row(block):
             return
         if self.rows.spec.snoozed:
             self._write_snooze(block, "wake")
@@ -543,9 +655,23 @@ class InboxScreen(Screen):
             self.notify("No block is highlighted.", severity="warning")
         return block
 
+    def _is_waiting_row(self, block: Block) -> bool:
+        """An answer waiting for its loop, not a block: said so, and True."""
+        record = waiting_of(block)
+        if record is None:
+            return False
+        self.notify(
+            printable(
+                f"{record.block_id} is answered ({record.answered}); it waits for its loop. "
+                "R restarts the loop, t goes to it, x drops it from the list."
+            ),
+            markup=False,
+        )
+        return True
+
     def action_choose(self, number: int) -> None:
         block = self._current()
-        if block is None:
+        if block is None or self._is_waiting_row(block):
             return
         if number > len(block.choices):
             if block.choices:
@@ -562,7 +688,7 @@ class InboxScreen(Screen):
 
     def action_own_words(self) -> None:
         block = self._current()
-        if block is not None:
+        if block is not None and not self._is_waiting_row(block):
             self._ask_text(block, None)
 
     def _answer(self, choice: Choice | None, texts: tuple[str, ...] = ()) -> Answer:
@@ -635,6 +761,11 @@ class InboxScreen(Screen):
             self.app.call_from_thread(source.refresh_soon)
         else:
             delta = self.inbox.handle([block.path])
+        book = self.inbox.resumes
+        if book is not None:  # the answer's row: waiting for the loop (`answering.note_answer`)
+            record = book.get(getattr(done, "entry", None) or resume_key(block))
+            if record is not None and record.is_open:
+                delta.waiting.append(record)
         self.post_message(Answered(plan, done, delta, restart))
 
     @on(Answered)
@@ -674,6 +805,26 @@ class InboxScreen(Screen):
         argv = fill(loop.restart, values_for(block))
         self.notify(printable(f"{block.id}: restarting: {shown(argv)}"), title="Loop", markup=False)
         self._restart(block, loop)
+
+    def action_dismiss_waiting(self) -> None:
+        block = self._current()
+        if block is None:
+            return
+        record = waiting_of(block)
+        if record is None:
+            self.notify(
+                "x drops an answer waiting for its loop; this is an open block (z snoozes it).",
+                severity="warning",
+                markup=False,
+            )
+            return
+        self._dismiss(block, record)
+
+    @work(thread=True, group="look", exit_on_error=False, description="_dismiss")
+    def _dismiss(self, block: Block, record) -> None:
+        if self.inbox.resumes is not None:
+            self.inbox.resumes.dismiss(record.id)
+        self.post_message(ListChanged(Delta(removed=[key_of(block)])))
 
     def action_open_loop(self) -> None:
         block = self._current()
@@ -729,13 +880,19 @@ class InboxScreen(Screen):
     def _restart(self, block: Block, loop: Loop) -> None:
         assert loop.restart is not None
         ran = run_command("restart", loop.restart, block, loop.timeout, logs_dir())
-        self.post_message(Restarted(block, ran))
+        record = waiting_of(block)
+        again = None
+        if ran.ok and record is not None and self.inbox.resumes is not None:
+            again = self.inbox.resumes.restarted(record.id)
+        self.post_message(Restarted(block, ran, again))
 
     @on(Restarted)
     def _restarted(self, message: Restarted) -> None:
         ran, block = message.ran, message.block
         if ran.ok:
             self.notify(printable(f"{block.id}: restarted"), title="Loop", markup=False)
+            if message.waiting is not None:
+                self.host.apply_delta(Delta(waiting=[message.waiting]))
             return
         self.notify(
             printable(_failed(block, "restart", ran), keep_newlines=True),
@@ -774,6 +931,8 @@ class InboxScreen(Screen):
         undone = next((e for e in journal.newest_first() if e.undone), None)
         paths = [undone.block_path] if undone else []
         delta = self.inbox.handle([p for p in paths if isinstance(p, Path)])
+        if undone is not None:  # its row waiting for the loop goes (`undo` forgot it)
+            delta.removed.append((undone.block_source, row_path(undone.id)))
         self.post_message(Undone(message, delta))
 
     @on(Undone)

@@ -8,7 +8,7 @@ and the undo's to the inbox screen. A worker that raises is reported by the app'
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from textual.message import Message
 
@@ -22,6 +22,8 @@ class ScanDone(Message):
     """The first scan finished: every open block, in row order."""
 
     blocks: list[Block]
+    #: The rows of answers still waiting for their loop (`tui.waiting.row_for`).
+    waiting: list[Block] = field(default_factory=list)
 
 
 @dataclass
@@ -41,6 +43,24 @@ class Restarted(Message):
 
     block: Block
     ran: Ran
+    #: The answer waiting for this loop, back to waiting after a restart (`resume.Waiting`).
+    waiting: object | None = None
+
+
+@dataclass
+class WaitingLooked(Message):
+    """The answers waiting for their loops, looked at again (the timer): those that changed,
+    and every one still open, as the state file says now."""
+
+    changed: list
+    open_now: list
+
+
+@dataclass
+class ListChanged(Message):
+    """A change of the list a worker made (an answer dropped from the waiting rows)."""
+
+    delta: Delta
 
 
 @dataclass

@@ -27,6 +27,7 @@ from textual.widgets import Button, DataTable, Footer, Input, Label, Static, Tex
 from hitl_tui.inbox import Delta, Inbox
 from hitl_tui.journal import Entry
 from hitl_tui.model import Block, HitlError, Plan
+from hitl_tui.resume import row_path
 from hitl_tui.textio import printable
 from hitl_tui.tui.bindings import bindings, help_text
 from hitl_tui.tui.messages import Refused
@@ -518,6 +519,19 @@ class HistoryUndone(Message):
     entries: list[Entry]
 
 
+def loop_states(book) -> dict[str, str]:
+    """Journal entry id -> what its loop did since: `resumed 14:02`, `waiting`, `not resumed`."""
+    states = {}
+    for record in book.recent():
+        if record.entry is None:
+            continue
+        if record.state == "resumed" and record.resumed_at is not None:
+            states[record.entry] = "resumed " + record.resumed_at.astimezone().strftime("%H:%M")
+        else:
+            states[record.entry] = record.state.replace("-", " ")
+    return states
+
+
 class HistoryScreen(ModalScreen[None]):
     """Every answer given from this machine, newest first: when, who, where, what, undone.
 
@@ -551,6 +565,9 @@ class HistoryScreen(ModalScreen[None]):
     ) -> None:
         super().__init__()
         self.entries = list(entries)
+        #: Whether each answer's loop resumed (`resume.ResumeBook`, read once here).
+        book = inbox.resumes if inbox is not None else None
+        self.loop_states: dict[str, str] = loop_states(book) if book is not None else {}
         #: The entries shown, in the table's order (the filter's).
         self.shown: list[Entry] = []
         self.operator = operator
@@ -599,6 +616,8 @@ class HistoryScreen(ModalScreen[None]):
         table.clear()
         for entry in self.shown:
             state = "undone" if entry.undone else entry.status
+            if not entry.undone and entry.id in self.loop_states:
+                state = self.loop_states[entry.id]
             table.add_row(
                 Text(entry.time.astimezone().strftime("%Y-%m-%d %H:%M")),
                 Text(printable(entry.operator)),
@@ -658,6 +677,8 @@ class HistoryScreen(ModalScreen[None]):
         delta = Delta()
         if self.inbox is not None and isinstance(entry.block_path, Path):
             delta = self.inbox.handle([entry.block_path])
+        # Its row waiting for the loop goes (`undo` forgot it).
+        delta.removed.append((entry.block_source, row_path(entry.id)))
         self.post_message(HistoryUndone(message, delta, journal.history(limit=self.LIMIT)))
 
     @on(HistoryUndone)

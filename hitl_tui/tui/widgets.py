@@ -418,14 +418,17 @@ class BlockList(ScrollView, can_focus=True):
         if selected:
             base = base + self.get_component_rich_style("blocklist--cursor")
         state, state_style = _state(block), Style()
-        if block.problems:
+        text_style = Style()
+        if block.state == "waiting":  # an answer waiting for its loop: quiet, at the bottom
+            state_style = text_style = self.get_component_rich_style("blocklist--dim")
+        elif block.state == "not-resumed" or block.problems:
             state_style = self.get_component_rich_style("blocklist--problem")
         elif block.state == "needs_context":
             state_style = self.get_component_rich_style("blocklist--ctx")
         elif state:
             state_style = self.get_component_rich_style("blocklist--category")
         if selected:
-            state_style = Style()
+            state_style = text_style = Style()
         now = self.clock()
         age_style = Style()
         if self.sla is not None:
@@ -446,11 +449,18 @@ class BlockList(ScrollView, can_focus=True):
             state,
             printable(block.one_line_question(300)),
         ]
-        return self._strip(cells, [Style(), age_style, state_style, Style()], width, base, mark)
+        styles = [text_style, age_style, state_style, text_style]
+        return self._strip(cells, styles, width, base, mark)
+
+
+#: The state column of an answer waiting for its loop (`tui.waiting`).
+WAITING_WORDS = {"waiting": "waiting", "not-resumed": "not resumed"}
 
 
 def _state(block: Block) -> str:
     """What the state column says: a problem, `needs ctx`, or a blocked task's category."""
+    if block.state in WAITING_WORDS:
+        return WAITING_WORDS[block.state]
     if block.problems:
         return "raw" if not block.choices else "check"
     if block.state == "needs_context":
@@ -529,6 +539,15 @@ def choice_text(block: Block) -> RenderableType:
     grid = Table.grid(padding=(0, 1))
     grid.add_column(width=3)
     grid.add_column(ratio=1)
+    if block.state in WAITING_WORDS:  # an answer waiting for its loop: what can be done
+        for key, action, what in (
+            ("R", "restart_loop", "restart the loop ([[loop]] restart)"),
+            ("t", "open_loop", "go to the loop ([[loop]] open, else a shell in the repo)"),
+            ("x", "dismiss_waiting", "drop it from the list (you saw to it)"),
+        ):
+            badge = Text(f" {key} ", style="bold reverse")
+            grid.add_row(_clickable(badge, action), _clickable(Text(what), action))
+        return grid
     if not block.choices:
         grid.add_row("", Text("No listed choices: press o to answer in your own words.", "dim"))
         return grid

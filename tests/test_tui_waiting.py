@@ -1,0 +1,186 @@
+"""Issue 15 in the app: an answer waits for its loop, in the list, until the loop acts.
+
+Real repositories (`git init`, real commits), the real app under Pilot, the state folder in
+tmp. The app looks at waiting answers on a timer (`InboxScreen.LOOK_EVERY`, shortened here);
+without the watcher that timer is what sees the commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES
+
+IDENTITY = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", *IDENTITY, *args], cwd=repo, capture_output=True, check=True)
+
+
+@pytest.fixture
+def loops(tmp_path: Path) -> Path:
+    root = tmp_path / "loops"
+    for name in ("shop", "api"):
+        repo = root / name
+        shutil.copytree(FIXTURES / "loopkit-shop", repo)
+        git(repo, "init", "-q", "-b", "main")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", "start")
+    return root
+
+
+def _app(root: Path, calls: Path, within: timedelta = timedelta(minutes=10)):
+    from hitl_tui.config import Config
+    from hitl_tui.inbox import Inbox
+    from hitl_tui.loops import Loop
+    from hitl_tui.tui.app import HitlApp
+    from hitl_tui.workspace import Workspace
+    from tests.test_loops import RECORDER
+
+    loop = Loop(
+        (str(root / "*"),),
+        restart=(sys.executable, "-c", RECORDER, str(calls), "{name}"),
+        resume_within=within,
+    )
+    inbox = Inbox(Workspace.discover([root]))
+    return HitlApp(inbox, config=Config(operator="Ada", bell=True, loops=(loop,)), watch=False)
+
+
+async def _until(pilot, done, rounds: int = 150) -> bool:
+    for _ in range(rounds):
+        await pilot.pause()
+        if done():
+            return True
+        await asyncio.sleep(0.05)
+    return done()
+
+
+def _rows(app) -> list:
+    from hitl_tui.tui.widgets import BlockList
+
+    table = app.inbox_screen.query_one(BlockList)
+    return [table.rows.blocks[rk] for rk in table.rows.order]
+
+
+def _text(app, selector: str) -> str:
+    from tests.test_tui import _static_text
+
+    return _static_text(app.inbox_screen, selector)
+
+
+def _toasts(app) -> str:
+    return "\n".join(str(n.message) for n in app._notifications)
+
+
+@pytest.fixture(autouse=True)
+def _quick_looks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hitl_tui.tui.inbox_screen import InboxScreen
+
+    monkeypatch.setattr(InboxScreen, "LOOK_EVERY", 0.2)
+
+
+async def test_an_answer_waits_for_its_loop_until_a_commit_then_leaves(
+    loops: Path, tmp_path: Path
+) -> None:
+    from tests.test_tui import _preview_of
+    from tests.tui_support import SIZE
+
+    app = _app(loops, tmp_path / "calls.jsonl")
+    async with app.run_test(size=SIZE) as pilot:
+        await _preview_of(pilot, app, "shop", "1")
+        await pilot.press("y")
+        assert await _until(pilot, lambda: [b.state for b in _rows(app)] == ["blocked", "waiting"])
+        assert not (loops / "shop" / "BLOCKED.md").exists()
+        # The cursor went to the block still open, not to the answer's row.
+        assert app.inbox_screen.current.id == "api"
+        assert "1 waiting for their loop" in _text(app, "#topbar")
+        assert "1 block in 1 repo" in _text(app, "#topbar")
+        # The waiting row: what was answered, and what can be done.
+        await pilot.press("j")
+        assert app.inbox_screen.current.state == "waiting"
+        assert "Answered " in _text(app, "#context") and "A)" in _text(app, "#context")
+        assert "restart the loop" in _text(app, "#choices")
+        await pilot.press("1")  # not a block: nothing to answer, and it says what to do
+        assert await _until(pilot, lambda: "waits for its loop" in _toasts(app))
+        # The loop commits: the row leaves, and a toast says how hitl knew.
+        (loops / "shop" / "src.txt").write_text("done\n")
+        git(loops / "shop", "add", "-A")
+        git(loops / "shop", "commit", "-q", "-m", "the loop's work")
+        assert await _until(pilot, lambda: [b.state for b in _rows(app)] == ["blocked"])
+        assert "shop: the loop resumed (new commit" in _toasts(app)
+        assert "waiting for their loop" not in _text(app, "#topbar")
+        # The history says when the loop resumed.
+        await pilot.press("h")
+        assert await _until(pilot, lambda: type(app.screen).__name__ == "HistoryScreen")
+        table = app.screen.query_one("#history-table")
+        states = [str(table.get_row_at(i)[4]) for i in range(table.row_count)]
+        assert len(states) == 1 and states[0].startswith("resumed ")
+
+
+async def test_no_sign_in_time_rings_and_R_restarts_and_x_drops_it(
+    loops: Path, tmp_path: Path
+) -> None:
+    from tests.test_loops import _recorded
+    from tests.test_tui import _preview_of
+    from tests.tui_support import SIZE
+
+    calls = tmp_path / "calls.jsonl"
+    app = _app(loops, calls, within=timedelta(seconds=1))
+    rang: list[int] = []
+    app.bell = lambda: rang.append(1)  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await _preview_of(pilot, app, "shop", "1")
+        await pilot.press("r", "y")  # no restart now: the loop never acts
+        assert await _until(pilot, lambda: any(b.state == "waiting" for b in _rows(app)))
+        assert _recorded(calls) == []
+        assert await _until(pilot, lambda: any(b.state == "not-resumed" for b in _rows(app)))
+        assert rang, "the bell rings for a loop that did not resume"
+        assert "no sign of the loop since the answer" in _toasts(app)
+        assert "(1 not resumed)" in _text(app, "#topbar")
+        # Not resumed sorts among the blocks (it needs the operator): select it, restart it.
+        late = next(b for b in _rows(app) if b.state == "not-resumed")
+        app.inbox_screen.blocklist.select(f"{late.source}:{late.path}")
+        await pilot.pause()
+        await pilot.press("R")
+        assert await _until(pilot, lambda: _recorded(calls) != [])
+        assert [c[1:] for c in _recorded(calls)] == [["shop"]]
+        assert await _until(pilot, lambda: any(b.state == "waiting" for b in _rows(app)))
+        book = app.inbox.resumes
+        assert book.open()[0].restarts == 1
+        # x drops it: gone from the list and from the state file.
+        row = next(b for b in _rows(app) if b.state in ("waiting", "not-resumed"))
+        app.inbox_screen.blocklist.select(f"{row.source}:{row.path}")
+        await pilot.pause()
+        await pilot.press("x")
+        assert await _until(pilot, lambda: [b.state for b in _rows(app)] == ["blocked"])
+        assert book.open() == []
+
+
+async def test_waiting_answers_come_back_after_a_restart_of_the_app(
+    loops: Path, tmp_path: Path
+) -> None:
+    from tests.test_tui import _preview_of
+    from tests.tui_support import SIZE
+
+    app = _app(loops, tmp_path / "calls.jsonl")
+    async with app.run_test(size=SIZE) as pilot:
+        await _preview_of(pilot, app, "shop", "1")
+        await pilot.press("r", "y")
+        assert await _until(pilot, lambda: any(b.state == "waiting" for b in _rows(app)))
+    again = _app(loops, tmp_path / "calls.jsonl")
+    async with again.run_test(size=SIZE) as pilot:
+        assert await _until(
+            pilot, lambda: [b.state for b in _rows(again)] == ["blocked", "waiting"]
+        )
+        await pilot.press("/")
+        await pilot.press(*"state:waiting")
+        assert await _until(pilot, lambda: [b.state for b in _rows(again)] == ["waiting"])
