@@ -53,7 +53,7 @@ def row_for(record: Waiting) -> Block:
         times = "once" if record.restarts == 1 else f"{record.restarts} times"
         lines.append(f"Restarted {times} since the answer.")
     lines.append(f"Was: {record.path}")
-    return replace(block, context="\n".join(lines))
+    return replace(block, context="\n".join(lines), summary=f"answered: {record.answered}")
 
 
 @dataclass

@@ -623,11 +623,18 @@ class BlockDetail(Horizontal):
         if block.category:
             source += f" · {block.category}"
         question.border_subtitle = Content(printable(f"{block.id} · {source}"))
+        answered = block.state in WAITING_WORDS  # an answer waiting for its loop
         context = block.context.strip() or "(none given)"
-        self.query_one("#context", Static).update(Content(_clip(context, self.PANE_LIMIT)))
+        pane = self.query_one("#context", Static)
+        pane.update(Content(_clip(context, self.PANE_LIMIT)))
+        pane.border_title = "Your answer" if answered else "Context"
         attempted = "\n".join(f"• {a}" for a in block.attempted) or "(none given)"
-        self.query_one("#attempted", Static).update(Content(_clip(attempted, self.PANE_LIMIT)))
-        self.query_one("#choices", Static).update(choice_text(block))
+        pane = self.query_one("#attempted", Static)
+        pane.update(Content(_clip(attempted, self.PANE_LIMIT)))
+        pane.display = not answered
+        pane = self.query_one("#choices", Static)
+        pane.update(choice_text(block))
+        pane.border_title = "The loop" if answered else "Choices"
         extra = self.query_one("#extra", Static)
         if block.extra:
             body = "\n\n".join(f"{s.title}\n{s.body}" for s in block.extra)
