@@ -122,7 +122,7 @@ async def test_an_answer_waits_for_its_loop_until_a_commit_then_leaves(
         await pilot.press("h")
         assert await _until(pilot, lambda: type(app.screen).__name__ == "HistoryScreen")
         table = app.screen.query_one("#history-table")
-        states = [str(table.get_row_at(i)[4]) for i in range(table.row_count)]
+        states = [str(table.get_row_at(i)[5]) for i in range(table.row_count)]
         assert len(states) == 1 and states[0].startswith("resumed ")
 
 

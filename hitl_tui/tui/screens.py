@@ -594,7 +594,7 @@ class HistoryScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         table = self.query_one("#history-table", DataTable)
-        table.add_columns("when", "who", "block", "answered", "state", "id")
+        table.add_columns("when", "who", "block", "answered", "state", "loop", "id")
         self._fill()
         table.focus()
 
@@ -616,19 +616,19 @@ class HistoryScreen(ModalScreen[None]):
         table.clear()
         for entry in self.shown:
             state = "undone" if entry.undone else entry.status
-            if not entry.undone and entry.id in self.loop_states:
-                state = self.loop_states[entry.id]
+            loop = "" if entry.undone else self.loop_states.get(entry.id, "")
             table.add_row(
                 Text(entry.time.astimezone().strftime("%Y-%m-%d %H:%M")),
                 Text(printable(entry.operator)),
                 Text(printable(entry.block_id)),
                 Text(printable(entry.answered)[:70], overflow="ellipsis", no_wrap=True),
                 Text(state, style="dim" if entry.undone else ""),
+                Text(loop, style="bold" if loop == "not resumed" else ""),
                 Text(entry.id, style="dim"),
             )
         if not self.shown:
             empty = "No answers match the filter." if words else "No answers yet."
-            table.add_row(Text(empty), "", "", "", "", "")
+            table.add_row(Text(empty), "", "", "", "", "", "")
         ids = [e.id for e in self.shown]
         if keep in ids:
             table.move_cursor(row=ids.index(keep), animate=False)
