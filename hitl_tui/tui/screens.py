@@ -621,7 +621,7 @@ class HistoryScreen(ModalScreen[None]):
                 Text(entry.time.astimezone().strftime("%Y-%m-%d %H:%M")),
                 Text(printable(entry.operator)),
                 Text(printable(entry.block_id)),
-                Text(printable(entry.answered)[:70], overflow="ellipsis", no_wrap=True),
+                Text(printable(entry.answered)[:56], overflow="ellipsis", no_wrap=True),
                 Text(state, style="dim" if entry.undone else ""),
                 Text(loop, style="bold" if loop == "not resumed" else ""),
                 Text(entry.id, style="dim"),
