@@ -120,7 +120,11 @@ def run_undo(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     cli_base.use_config(config)
-    print(printable(journal.undo(args.id, operator=config.operator_name())))
+    from hitl_tui.resume import forget_undone
+
+    message = journal.undo(args.id, operator=config.operator_name())
+    forget_undone(message)
+    print(printable(message))
     return 0
 
 

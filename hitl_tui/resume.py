@@ -53,6 +53,18 @@ def row_path(record_id: str) -> str:
     return f"waiting:{record_id}"
 
 
+def forget_undone(message: object) -> None:
+    """After `journal.undo` (its message carries the entry undone): nothing waits for the loop
+    to act on that answer any more, its block is back. Never raises: the undo stands."""
+    entry = getattr(message, "entry", None)
+    if not isinstance(entry, str):
+        return
+    try:
+        ResumeBook.for_state().undone(entry)
+    except Exception:
+        pass
+
+
 def answered_text(plan: Plan) -> str:
     """What was answered, in one line: the choice, the decision as edited, or the own words."""
     answer = plan.answer

@@ -72,9 +72,20 @@ def _pick(entries: Entries, entry_id: str | None) -> Entry:
     return next(iter(found.values()))
 
 
+class Undid(str):
+    """`undo`'s one-line message, and the id of the entry it undid (`entry`)."""
+
+    entry: str
+
+    def __new__(cls, message: str, entry: str) -> Undid:
+        text = super().__new__(cls, message)
+        text.entry = entry
+        return text
+
+
 def undo(
     entry_id: str | None = None, operator: str | None = None, hook: StepHook | None = None
-) -> str:
+) -> Undid:
     """Revert the last answer (or `entry_id`) byte for byte, the block file included.
 
     Refuses with StaleError (exit 3) when any file it wrote changed since, naming the file;
@@ -152,9 +163,8 @@ def undo(
         commit(undo_id)
         if hook:
             hook("committed")
-    _forget_waiting(entry)
     done = f"undid {entry.id} ({entry.block_id}): restored {', '.join(restored)}"
-    return "; ".join([*recovered, done])
+    return Undid("; ".join([*recovered, done]), entry.id)
 
 
 def _remember_since(entry: Entry) -> None:
@@ -166,16 +176,6 @@ def _remember_since(entry: Entry) -> None:
     book = SinceBook.for_state()
     book.remember(key_for(entry.block_source, entry.block_path), entry.repo, entry.block_since)
     book.save()
-
-
-def _forget_waiting(entry: Entry) -> None:
-    """Nothing waits for the loop to act on an answer undone (`resume`): its block is back."""
-    from hitl_tui.resume import ResumeBook
-
-    try:
-        ResumeBook.for_state().undone(entry.id)
-    except Exception:  # the operator's view only: the undo stands
-        pass
 
 
 def _check_undoable(entry: Entry) -> None:

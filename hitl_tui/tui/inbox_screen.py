@@ -34,8 +34,8 @@ from hitl_tui.answering import apply_answer, source_for
 from hitl_tui.inbox import Delta, Inbox, key_of
 from hitl_tui.loops import Loop, Ran, fill, logs_dir, loop_for, run_command, shown, values_for
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
+from hitl_tui.resume import forget_undone, row_path
 from hitl_tui.resume import key_of as resume_key
-from hitl_tui.resume import row_path
 from hitl_tui.seenbook import SeenBook
 from hitl_tui.snoozebook import SnoozeBook
 from hitl_tui.textio import printable
@@ -925,10 +925,12 @@ class InboxScreen(Screen):
 
         try:
             message = journal.undo(None, operator=self.operator)
+            forget_undone(message)
         except HitlError as exc:
             self.post_message(Refused("Not undone", str(exc)))
             return
-        undone = next((e for e in journal.newest_first() if e.undone), None)
+        entry = getattr(message, "entry", None)
+        undone = next((e for e in journal.newest_first() if e.id == entry), None)
         paths = [undone.block_path] if undone else []
         delta = self.inbox.handle([p for p in paths if isinstance(p, Path)])
         if undone is not None:  # its row waiting for the loop goes (`undo` forgot it)

@@ -27,7 +27,7 @@ from textual.widgets import Button, DataTable, Footer, Input, Label, Static, Tex
 from hitl_tui.inbox import Delta, Inbox
 from hitl_tui.journal import Entry
 from hitl_tui.model import Block, HitlError, Plan
-from hitl_tui.resume import row_path
+from hitl_tui.resume import forget_undone, row_path
 from hitl_tui.textio import printable
 from hitl_tui.tui.bindings import bindings, help_text
 from hitl_tui.tui.messages import Refused
@@ -671,6 +671,7 @@ class HistoryScreen(ModalScreen[None]):
 
         try:
             message = journal.undo(entry.id, operator=self.operator)
+            forget_undone(message)
         except HitlError as exc:
             self.post_message(Refused("Not undone", one_line(str(exc))))
             return
