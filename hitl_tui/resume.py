@@ -384,9 +384,15 @@ class ResumeBook:
             key=lambda r: r.answered_at,
         )
 
-    def watch_dirs(self) -> list[Path]:
-        """Folders to watch (non-recursively) for the open records' signs."""
-        return [d for d in self._index() if os.path.isdir(d)]
+    def watch_dirs(self, repos: Iterable[str | Path] | None = None) -> list[Path]:
+        """Folders to watch (non-recursively) for the open records' signs; of the records of
+        `repos` only, when given (an app watches its own workspace)."""
+        index = self._index()
+        if repos is not None:
+            wanted = {os.fsdecode(r) if isinstance(r, Path) else r for r in repos}
+            mine = {r.id for r in self._rows.values() if r.repo in wanted}
+            return [d for d, ids in index.items() if ids & mine and os.path.isdir(d)]
+        return [d for d in index if os.path.isdir(d)]
 
     def _index(self) -> dict[Path, set[str]]:
         self._reload()

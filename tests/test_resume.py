@@ -424,3 +424,18 @@ async def test_a_new_block_in_a_waiting_repo_resolves_it_as_asked_again(tmp_path
     assert [b.id for b in delta.added] == ["shop"] and bool(delta)
     [done] = delta.waiting
     assert done.state == "resumed" and done.how.startswith("asked again")
+
+
+@needs_git
+def test_an_answer_waiting_in_another_workspace_costs_no_watch_here(tmp_path: Path):
+    shop = git_repo(tmp_path / "a" / "shop")
+    other = git_repo(tmp_path / "b" / "other")
+    book = ResumeBook(tmp_path / "resume.json")
+    answered(shop, book)
+    here = Inbox.open([other])
+    here.use_resumes(book)
+    assert here.watch_dirs() == [other]
+    commit(shop)
+    assert here.check_waiting().waiting == []  # not this inbox's to report
+    # The look was made (the file says resumed), only not reported in the other inbox.
+    assert book.get("shop").state == "resumed" and book.get("shop").how.startswith("new commit")
