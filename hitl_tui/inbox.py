@@ -378,13 +378,14 @@ class Inbox:
         return any(os.fsdecode(repo) == record.repo for repo in self.workspace.repos)
 
     @_locked
-    def check_waiting(self) -> Delta:
-        """Every waiting answer looked at now, and their deadlines (`ResumeBook.check`): at
-        start-up, once the watch is live, and on the app's timer."""
+    def check_waiting(self, remote: bool = False) -> Delta:
+        """Every waiting answer looked at now, and their deadlines (`ResumeBook.check`): once
+        the watch is live. `remote` also reads remote ones (GitHub: over the network, so the
+        watcher does not). For deadlines alone (a timer), `resumes.due()` reads no repo."""
         if self.resumes is None:
             return Delta()
         try:
-            return Delta(waiting=[r for r in self.resumes.check() if self._mine(r)])
+            return Delta(waiting=[r for r in self.resumes.check(remote=remote) if self._mine(r)])
         except Exception:
             return Delta()
 

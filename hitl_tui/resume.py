@@ -431,10 +431,16 @@ class ResumeBook:
             return []
         return self._look(lambda r: r.id in ids, now)
 
-    def check(self, now: datetime | None = None) -> list[Waiting]:
+    def check(self, now: datetime | None = None, remote: bool = True) -> list[Waiting]:
         """Look at every open record (start-up, `hitl status`), then the deadlines; the
-        records that changed."""
-        changed = self._look(lambda r: True, now)
+        records that changed. `remote` False skips the records of remote backends (a GitHub
+        issue is read over the network: `hitl status` does, the watcher does not)."""
+
+        def which(record: Waiting) -> bool:
+            source = self._source(record.source)
+            return remote or not getattr(source, "remote", False)
+
+        changed = self._look(which, now)
         ids = {r.id for r in changed}
         return changed + [r for r in self.due(now) if r.id not in ids]
 

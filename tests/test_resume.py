@@ -439,3 +439,33 @@ def test_an_answer_waiting_in_another_workspace_costs_no_watch_here(tmp_path: Pa
     assert here.check_waiting().waiting == []  # not this inbox's to report
     # The look was made (the file says resumed), only not reported in the other inbox.
     assert book.get("shop").state == "resumed" and book.get("shop").how.startswith("new commit")
+
+
+def test_the_watcher_leaves_remote_answers_to_hitl_status(tmp_path: Path):
+    """`check(remote=False)` (the watcher's look at start-up) never asks a remote backend,
+    which would read over the network; `check()` (hitl status) does."""
+    from dataclasses import replace
+
+    from hitl_tui.model import Plan
+    from hitl_tui.sources.base import Source
+
+    asked: list[str] = []
+
+    class Tracker(Source):
+        name = "tracker"
+        remote = True
+
+        def resumed(self, waiting) -> str | None:
+            asked.append(waiting.block_id)
+            return "new comment by loop-bot"
+
+    repo = tmp_path / "shop"
+    shutil.copytree(FIXTURES / "loopkit-shop", repo)
+    [block] = Inbox.open([repo]).blocks.values()
+    issue = replace(block, source="tracker", repo="acme/shop", path="https://x/1", id="acme#1")
+    book = ResumeBook(tmp_path / "resume.json", sources=[Tracker()])
+    book.note(issue, Plan(issue, Answer(), (), {}, ""), None, timedelta(minutes=10))
+    assert book.check(remote=False) == [] and asked == []
+    [done] = book.check()
+    assert asked == ["acme#1"] and done.how == "new comment by loop-bot"
+    assert done.as_block().repo == "acme/shop"  # a remote block's repo stays a name
