@@ -232,7 +232,7 @@ def _rows_of(data: dict, warn: Callable[[str], None] | None = None) -> dict[str,
             record = waiting_of(row)
         except statefile.Unusable as exc:
             if warn is not None:
-                warn(f"a record was skipped: {exc}")
+                warn(str(exc))
             continue
         found[record.id] = record
     return found
@@ -563,7 +563,7 @@ class ResumeBook:
             return False
         self._stamp = stamp
         try:
-            self._rows = _rows_of(statefile.read(self.path, FORMAT, MAX_BYTES), self._warn)
+            self._rows = _rows_of(statefile.read(self.path, FORMAT, MAX_BYTES), self._skipped)
         except statefile.Unusable as exc:
             self._warn(str(exc))
             self._rows = {}
@@ -576,6 +576,15 @@ class ResumeBook:
             with contextlib.suppress(Exception):
                 print(
                     f"hitl: ignored {self.path} (answers waiting for a loop): {why}",
+                    file=sys.stderr,
+                )
+
+    def _skipped(self, why: str) -> None:
+        if not self._warned:
+            self._warned = True
+            with contextlib.suppress(Exception):
+                print(
+                    f"hitl: {self.path}: skipped a record ({why}); the others are read",
                     file=sys.stderr,
                 )
 
