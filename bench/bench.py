@@ -207,6 +207,25 @@ def instrument(app) -> None:
     BlockDetail.show = recording_show
 
 
+def _waiting_answers(inbox) -> int:
+    """A tenth of the BLOCKED.md repos get an answer waiting for their loop (`resume.json`),
+    as after a round of answers: each of them costs its `.git` and `.git/logs` watches too."""
+    from datetime import timedelta
+
+    from hitl_tui.model import Answer, Plan
+    from hitl_tui.resume import ResumeBook
+
+    inbox.scan()
+    book = ResumeBook.for_state()
+    inbox.use_resumes(book)
+    loopkit = sorted((b for b in inbox.blocks.values() if b.source == "loopkit"), key=str)
+    chosen = loopkit[: max(1, len(inbox.workspace.repos) // 10)]
+    for block in chosen:
+        (block.repo / ".git" / "logs").mkdir(exist_ok=True)
+        book.note(block, Plan(block, Answer(), (), {}, ""), None, timedelta(hours=1))
+    return len(chosen)
+
+
 async def app_measurements(root: Path, trials: int, free_repos: list[Path]) -> dict:
     """Detection latency, keypress latency, inotify use and RSS, all in one live app."""
     from hitl_tui.config import Config
@@ -217,7 +236,9 @@ async def app_measurements(root: Path, trials: int, free_repos: list[Path]) -> d
     from hitl_tui.tui.widgets import BlockList
     from hitl_tui.workspace import Workspace
 
-    app = HitlApp(Inbox.cached(Workspace.discover([root])), Config(operator="bench", bell=False))
+    inbox = Inbox.cached(Workspace.discover([root]))
+    waiting = await asyncio.to_thread(_waiting_answers, inbox)
+    app = HitlApp(inbox, Config(operator="bench", bell=False))
     arrived: dict[str, float] = {}
     original = app.apply_delta
 
@@ -235,6 +256,7 @@ async def app_measurements(root: Path, trials: int, free_repos: list[Path]) -> d
             await pilot.pause(0.01)
         await asyncio.sleep(0.5)  # the watcher starts after the first scan
         result["blocks"] = len(app.inbox.blocks)
+        result["waiting"] = waiting
         usage = inotify_usage()
         result["inotify"] = (
             {"instances": usage.instances, "watches": usage.watches} if usage else {}
@@ -552,7 +574,8 @@ def main() -> int:
             Row(
                 f"6. inotify, {args.repos} repos",
                 f"{ino['instances']} instance, {ino['watches']} watches "
-                f"({ino['watches'] / args.repos:.2f}/repo)",
+                f"({ino['watches'] / args.repos:.2f}/repo; {app.get('waiting', 0)} of them "
+                "waiting for their loop: +.git, +.git/logs)",
                 "<= 3 watches per repo, one instance",
                 ino["instances"] == 1 and ino["watches"] <= 3 * args.repos,
             )

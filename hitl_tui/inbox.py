@@ -295,7 +295,7 @@ class Inbox:
         dirs = dict.fromkeys(self.workspace.roots)
         dirs.update(dict.fromkeys(self._owners()))
         if self.resumes is not None:
-            dirs.update(dict.fromkeys(self.resumes.watch_dirs()))
+            dirs.update(dict.fromkeys(self.resumes.watch_dirs(self.workspace.repos)))
         return [d for d in dirs if os.path.isdir(d)]
 
     @_locked
@@ -366,17 +366,26 @@ class Inbox:
                 changed += book.resolve(other, f"a new block in the repository: {block.id}")
         except Exception:  # the operator's view only: never a reason to stop watching
             return []
-        latest = {r.id: r for r in changed}
+        latest = {r.id: r for r in changed if self._mine(r)}
         return list(latest.values())
 
+    def _mine(self, record) -> bool:
+        """Whether a waiting answer is of this inbox: a repository of its workspace, or a
+        remote block (its backend lists it here)."""
+        source = self.source_named(record.source)
+        if source is not None and source.remote:
+            return True
+        return any(os.fsdecode(repo) == record.repo for repo in self.workspace.repos)
+
     @_locked
-    def check_waiting(self) -> Delta:
-        """Every waiting answer looked at now, and their deadlines (`ResumeBook.check`): at
-        start-up, once the watch is live, and on the app's timer."""
+    def check_waiting(self, remote: bool = False) -> Delta:
+        """Every waiting answer looked at now, and their deadlines (`ResumeBook.check`): once
+        the watch is live. `remote` also reads remote ones (GitHub: over the network, so the
+        watcher does not). For deadlines alone (a timer), `resumes.due()` reads no repo."""
         if self.resumes is None:
             return Delta()
         try:
-            return Delta(waiting=self.resumes.check())
+            return Delta(waiting=[r for r in self.resumes.check(remote=remote) if self._mine(r)])
         except Exception:
             return Delta()
 

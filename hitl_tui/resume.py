@@ -249,7 +249,7 @@ def _rows_of(data: dict, warn: Callable[[str], None] | None = None) -> dict[str,
             record = waiting_of(row)
         except statefile.Unusable as exc:
             if warn is not None:
-                warn(f"a record was skipped: {exc}")
+                warn(str(exc))
             continue
         found[record.id] = record
     return found
@@ -401,9 +401,15 @@ class ResumeBook:
             key=lambda r: r.answered_at,
         )
 
-    def watch_dirs(self) -> list[Path]:
-        """Folders to watch (non-recursively) for the open records' signs."""
-        return [d for d in self._index() if os.path.isdir(d)]
+    def watch_dirs(self, repos: Iterable[str | Path] | None = None) -> list[Path]:
+        """Folders to watch (non-recursively) for the open records' signs; of the records of
+        `repos` only, when given (an app watches its own workspace)."""
+        index = self._index()
+        if repos is not None:
+            wanted = {os.fsdecode(r) if isinstance(r, Path) else r for r in repos}
+            mine = {r.id for r in self._rows.values() if r.repo in wanted}
+            return [d for d, ids in index.items() if ids & mine and os.path.isdir(d)]
+        return [d for d in index if os.path.isdir(d)]
 
     def _index(self) -> dict[Path, set[str]]:
         self._reload()
@@ -442,10 +448,16 @@ class ResumeBook:
             return []
         return self._look(lambda r: r.id in ids, now)
 
-    def check(self, now: datetime | None = None) -> list[Waiting]:
+    def check(self, now: datetime | None = None, remote: bool = True) -> list[Waiting]:
         """Look at every open record (start-up, `hitl status`), then the deadlines; the
-        records that changed."""
-        changed = self._look(lambda r: True, now)
+        records that changed. `remote` False skips the records of remote backends (a GitHub
+        issue is read over the network: `hitl status` does, the watcher does not)."""
+
+        def which(record: Waiting) -> bool:
+            source = self._source(record.source)
+            return remote or not getattr(source, "remote", False)
+
+        changed = self._look(which, now)
         ids = {r.id for r in changed}
         return changed + [r for r in self.due(now) if r.id not in ids]
 
@@ -576,7 +588,7 @@ class ResumeBook:
             return False
         self._stamp = stamp
         try:
-            self._rows = _rows_of(statefile.read(self.path, FORMAT, MAX_BYTES), self._warn)
+            self._rows = _rows_of(statefile.read(self.path, FORMAT, MAX_BYTES), self._skipped)
         except statefile.Unusable as exc:
             self._warn(str(exc))
             self._rows = {}
@@ -589,6 +601,15 @@ class ResumeBook:
             with contextlib.suppress(Exception):
                 print(
                     f"hitl: ignored {self.path} (answers waiting for a loop): {why}",
+                    file=sys.stderr,
+                )
+
+    def _skipped(self, why: str) -> None:
+        if not self._warned:
+            self._warned = True
+            with contextlib.suppress(Exception):
+                print(
+                    f"hitl: {self.path}: skipped a record ({why}); the others are read",
                     file=sys.stderr,
                 )
 

@@ -164,6 +164,15 @@ if spec.get("delete_repo_during_scan"):
         return real_parse(self, repo, path, label)
     loopkit.LoopkitSource.parse = parse
 
+# Where the answer's own calls end: the resume note (resume.json) comes after them.
+import hitl_tui.resume as resume
+noted_at = []
+real_note = resume.ResumeBook.note
+def note(self, *args, **kwargs):
+    noted_at.append(calls[0])
+    return real_note(self, *args, **kwargs)
+resume.ResumeBook.note = note
+
 code = cli.main(sys.argv[1:])
 if os.environ.get("HITL_TEST_RSS"):
     # VmHWM is the peak RSS of this program's own memory since exec. (ru_maxrss would also
@@ -174,6 +183,8 @@ if os.environ.get("HITL_TEST_RSS"):
         out.write(peak)
 if spec.get("count"):
     print(f"FAULT-CALLS {calls[0]}", file=sys.stderr)
+    if noted_at:
+        print(f"FAULT-NOTED-AT {noted_at[0]}", file=sys.stderr)
 sys.stderr.flush()
 sys.stdout.flush()
 os._exit(code)

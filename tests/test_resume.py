@@ -323,7 +323,8 @@ def test_one_bad_record_leaves_the_others(tmp_path: Path, capsys):
     book.path.write_text(json.dumps(data))
     again = ResumeBook(book.path, clock=clock)
     assert [r.id for r in again.open()] == ["entry-1"]
-    assert "a record was skipped" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "skipped a record (" in err and "the others are read" in err
 
 
 NOTER = textwrap.dedent(
@@ -424,3 +425,48 @@ async def test_a_new_block_in_a_waiting_repo_resolves_it_as_asked_again(tmp_path
     assert [b.id for b in delta.added] == ["shop"] and bool(delta)
     [done] = delta.waiting
     assert done.state == "resumed" and done.how.startswith("asked again")
+
+
+@needs_git
+def test_an_answer_waiting_in_another_workspace_costs_no_watch_here(tmp_path: Path):
+    shop = git_repo(tmp_path / "a" / "shop")
+    other = git_repo(tmp_path / "b" / "other")
+    book = ResumeBook(tmp_path / "resume.json")
+    answered(shop, book)
+    here = Inbox.open([other])
+    here.use_resumes(book)
+    assert here.watch_dirs() == [other]
+    commit(shop)
+    assert here.check_waiting().waiting == []  # not this inbox's to report
+    # The look was made (the file says resumed), only not reported in the other inbox.
+    assert book.get("shop").state == "resumed" and book.get("shop").how.startswith("new commit")
+
+
+def test_the_watcher_leaves_remote_answers_to_hitl_status(tmp_path: Path):
+    """`check(remote=False)` (the watcher's look at start-up) never asks a remote backend,
+    which would read over the network; `check()` (hitl status) does."""
+    from dataclasses import replace
+
+    from hitl_tui.model import Plan
+    from hitl_tui.sources.base import Source
+
+    asked: list[str] = []
+
+    class Tracker(Source):
+        name = "tracker"
+        remote = True
+
+        def resumed(self, waiting) -> str | None:
+            asked.append(waiting.block_id)
+            return "new comment by loop-bot"
+
+    repo = tmp_path / "shop"
+    shutil.copytree(FIXTURES / "loopkit-shop", repo)
+    [block] = Inbox.open([repo]).blocks.values()
+    issue = replace(block, source="tracker", repo="acme/shop", path="https://x/1", id="acme#1")
+    book = ResumeBook(tmp_path / "resume.json", sources=[Tracker()])
+    book.note(issue, Plan(issue, Answer(), (), {}, ""), None, timedelta(minutes=10))
+    assert book.check(remote=False) == [] and asked == []
+    [done] = book.check()
+    assert asked == ["acme#1"] and done.how == "new comment by loop-bot"
+    assert done.as_block().repo == "acme/shop"  # a remote block's repo stays a name
