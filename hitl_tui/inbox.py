@@ -369,6 +369,16 @@ class Inbox:
         latest = {r.id: r for r in changed if self._mine(r)}
         return list(latest.values())
 
+    def open_waiting(self) -> list:
+        """The answers of this inbox still waiting for their loop (or not resumed), oldest
+        first: what the app lists as rows."""
+        if self.resumes is None:
+            return []
+        try:
+            return [r for r in self.resumes.open() if self._mine(r)]
+        except Exception:  # the operator's view only
+            return []
+
     def _mine(self, record) -> bool:
         """Whether a waiting answer is of this inbox: a repository of its workspace, or a
         remote block (its backend lists it here)."""

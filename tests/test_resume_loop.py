@@ -81,20 +81,26 @@ def config(tmp_path: Path, restart: list[str], within: str) -> Path:
 
 def runner(tmp_path: Path, runners: Path, mode: str = "commit") -> list[str]:
     """The restart command: start.sh in the repo, detached, the agent in `mode`; its first
-    turn waits 3 s so that the test sees the answer waiting first."""
+    turn waits for the test's `go` file (`gate`), so that the test sees the answer waiting
+    first however slow the machine."""
     blocked = tmp_path / "asked-before.md"
     shutil.copy(FIXTURES / "loopkit-shop" / "BLOCKED.md", blocked)
     return [
         "env",
         f"FAKE_AGENT_MODE={mode}",
         f"FAKE_AGENT_BLOCKED={blocked}",
-        "LOOP_PAUSE=3",
+        "LOOP_PAUSE=0.2",
+        f"LOOP_GATE={gate(tmp_path)}",
         "bash",
         str(LOOPS / "start.sh"),
         "{repo}",
         str(runners / "{name}.pid"),
         str(runners / "{name}.log"),
     ]
+
+
+def gate(tmp_path: Path) -> Path:
+    return tmp_path / "go"
 
 
 def status(cfg: Path) -> tuple[int, dict]:
@@ -132,6 +138,7 @@ def test_the_loop_restarts_reads_the_decision_commits_and_resumes(
     assert waiting["answered"].startswith("B) Keep invoices") and waiting["entry"]
     text = run_hitl("status", "--config", cfg)
     assert text.returncode == 0 and b"  waiting      shop  answered " in text.stdout
+    gate(tmp_path).touch()  # the loop's first turn may begin
 
     code, report = until(cfg, lambda r: bool(shop_row(r)["resumed"]))
     [resumed] = shop_row(report)["resumed"]
@@ -196,6 +203,7 @@ def test_a_loop_that_asks_again_resolves_it_as_asked_again(
     done = run_hitl("answer", "shop", "--choice", "A", "--config", cfg)
     assert done.returncode == 0, done.stderr
     assert not (shop / "BLOCKED.md").exists()
+    gate(tmp_path).touch()
     code, report = until(cfg, lambda r: bool(shop_row(r)["resumed"]))
     [resumed] = shop_row(report)["resumed"]
     assert code == 0 and resumed["how"] == "asked again (new BLOCKED.md)"

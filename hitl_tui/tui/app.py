@@ -140,7 +140,7 @@ class HitlApp(App[int]):
         waiting = []
         if self.inbox.resumes is not None:
             self.inbox.check_waiting()  # what resumed while hitl was closed leaves quietly
-            waiting = [row_for(r) for r in self.inbox.resumes.open()]
+            waiting = [row_for(r) for r in self.inbox.open_waiting()]
         self.post_message(ScanDone(self.inbox.sorted_blocks(), waiting))
         self.inbox.save_cache()
 

@@ -181,6 +181,7 @@ class InboxScreen(Screen):
         self.ring = bell
         #: Row keys of the answers waiting for their loop that the list holds.
         self._waiting: set[str] = set()
+        self._looks = 0
         self.clock = clock
         #: `[[loop]]`: the restart run after an answer is written.
         self.loops = loops
@@ -346,13 +347,15 @@ class InboxScreen(Screen):
     def workers_in(self, group: str) -> bool:
         return any(w.group == group and not w.is_finished for w in self.workers)
 
+    #: Every this many looks, remote answers (GitHub) are looked at too: over the network.
+    REMOTE_EVERY = 12
+
     @work(thread=True, group="look", exit_on_error=False, description="_look_again")
     def _look_again(self) -> None:
-        book = self.inbox.resumes
-        if book is None:
-            return
-        changed = self.inbox.check_waiting().waiting
-        self.post_message(WaitingLooked(changed, book.open()))
+        self._looks += 1
+        remote = self._looks % self.REMOTE_EVERY == 0
+        changed = self.inbox.check_waiting(remote=remote).waiting
+        self.post_message(WaitingLooked(changed, self.inbox.open_waiting()))
 
     @on(WaitingLooked)
     def _looked(self, message: WaitingLooked) -> None:
