@@ -35,9 +35,9 @@ Writes are a temp file and a rename; a cache lost in a crash is rebuilt by the n
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
-import json
 import os
 import re
 import stat
@@ -51,10 +51,10 @@ from pathlib import Path
 import yaml
 
 from hitl_tui import __version__
-from hitl_tui.blockcodec import Uncacheable, freeze, loads, thaw, to_json
+from hitl_tui.blockcodec import Uncacheable, dumps, freeze, loads, thaw, to_json, untag
 from hitl_tui.model import Block
 
-FORMAT = 3
+FORMAT = 4
 SHARDS = 16
 #: A file changed this recently before its parse may change again without a new signature.
 RACY_NS = 2_000_000_000
@@ -65,6 +65,9 @@ MAX_SHARD_BYTES = 32 << 20
 #: A block whose text is longer than this is parsed afresh each time, not cached (keeps the
 #: shards small; block files are a few KiB).
 MAX_CACHED_RAW = 16 << 10
+
+_STATE_LENGTH = len(dataclasses.fields(Block))
+_META = [f.name for f in dataclasses.fields(Block)].index("meta")
 
 Sig = tuple[int, int, int, int, int]
 #: (source name, file path) -> (signature, label, the block's fields or None)
@@ -119,8 +122,12 @@ def _entries_of(loaded: object, stamp: str) -> dict[EntryKey, Entry] | None:
             return None
         if not (isinstance(sig, list) and len(sig) == 5 and all(type(n) is int for n in sig)):
             return None
-        if state is not None and not isinstance(state, list):
-            return None
+        if state is not None:
+            if not (isinstance(state, list) and len(state) == _STATE_LENGTH):
+                return None
+            # The meta as written stays beside it: saved again as it is, not encoded again.
+            state.append(state[_META])
+            state[_META] = untag(state[_META])
         entries[(source, name)] = (tuple(sig), label, state)
     return entries
 
@@ -319,7 +326,7 @@ class ParseCache:
                 except (Uncacheable, RecursionError):
                     continue  # freeze() checked what it kept; an entry that fails is left out
             try:
-                data = json.dumps({"format": FORMAT, "stamp": stamp, "entries": rows}).encode()
+                data = dumps({"format": FORMAT, "stamp": stamp, "entries": rows})
             except (TypeError, ValueError, RecursionError):
                 continue  # _row() encoded every value; this is belt and braces
             try:
