@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import build_fleet  # noqa: E402
+from bench import build_fleet
 
 
 def bare_read(root: Path) -> tuple[float, int]:
@@ -84,7 +84,9 @@ def spread(values: list[float]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
     parser.add_argument("--repos", type=int, default=1000)
     parser.add_argument("--blocks", type=int, default=5000)
     parser.add_argument("--runs", type=int, default=5)

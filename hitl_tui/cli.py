@@ -172,9 +172,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.all:
         blocks += listed(inbox.blocks.values(), replace(spec, snoozed=True), snoozes, now)
     if args.json:
-        # One element per line, each through the C encoder (indent= would use the slow one),
-        # with one encoder for all of them (json.dumps would build one per block).
-        encode = json.JSONEncoder(ensure_ascii=False).encode
+        # One element per line, each through orjson, or json's C encoder for what orjson
+        # refuses (a path of undecodable bytes: lone surrogates), with one encoder for all.
+        encode = _json_encoder()
 
         def item(block) -> str:
             data = block.to_json()
@@ -204,6 +204,25 @@ def cmd_list(args: argparse.Namespace) -> int:
         question = printable(b.one_line_question())
         print(f"{printable(b.id):<{width}}  {age(b.since):>4}  {state}{question}")
     return 0
+
+
+def _json_encoder():
+    """A function from a plain JSON value (str, int, bool, None, lists, str-keyed dicts) to
+    its JSON text, non-ASCII as it is: orjson, else json (what orjson refuses, or without it)."""
+    stdlib = json.JSONEncoder(ensure_ascii=False).encode
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - a dependency
+        return stdlib
+    dumps = orjson.dumps
+
+    def encode(data) -> str:
+        try:
+            return dumps(data).decode()
+        except TypeError:  # a lone surrogate (an undecodable path), an int beyond 64 bits
+            return stdlib(data)
+
+    return encode
 
 
 def _warn(text: str) -> None:
