@@ -156,6 +156,14 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from hitl_tui.parsecache import gc_paused
+
+    # Everything `list` makes lives until it exits: the cyclic collector would only walk it.
+    with gc_paused():
+        return _list(args)
+
+
+def _list(args: argparse.Namespace) -> int:
     from hitl_tui.snoozebook import SnoozeBook
     from hitl_tui.textio import json_text, printable
     from hitl_tui.timefmt import age

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hitl_tui.model import Block, HitlError, StaleError, UsageError
-from hitl_tui.parsecache import ParseCache
+from hitl_tui.parsecache import ParseCache, gc_paused
 from hitl_tui.sincebook import SinceBook, key_for
 from hitl_tui.sources import default_sources
 from hitl_tui.sources.base import Source
@@ -147,6 +147,10 @@ class Inbox:
         it draws. A command-line run reads in-process: measured on 2 cores at 1,000 repos, the
         workers' start-up and unpickling cost more than they save there.
         """
+        with gc_paused():  # see parsecache.gc_paused
+            self._scan(workers)
+
+    def _scan(self, workers: int) -> None:
         self.scanned_at = time.time()
         remote = {k for keys in self._remote.values() for k in keys}
         for key in [k for k in self.blocks if k not in remote]:
@@ -493,9 +497,10 @@ def scan_chunk(repos: list[Path], labels: dict[Path, str]) -> tuple[list[Block],
     cache = ParseCache()
     inbox = Inbox(Workspace(paths=tuple(repos), repos=list(repos), roots=[]), cache=cache)
     inbox.labels = labels
-    for repo in repos:
-        for source in inbox.sources:
-            inbox._scan_source(repo, source, Delta())
+    with gc_paused():
+        for repo in repos:
+            for source in inbox.sources:
+                inbox._scan_source(repo, source, Delta())
     return list(inbox.blocks.values()), cache.entries()
 
 
