@@ -165,7 +165,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     from hitl_tui.snoozebook import SnoozeBook
-    from hitl_tui.textio import json_text, printable
+    from hitl_tui.textio import printable
     from hitl_tui.timefmt import age
     from hitl_tui.view import listed
 
@@ -181,7 +181,8 @@ def _list(args: argparse.Namespace) -> int:
         blocks += listed(inbox.blocks.values(), replace(spec, snoozed=True), snoozes, now)
     if args.json:
         # One element per line, each through orjson, or json's C encoder for what orjson
-        # refuses (a path of undecodable bytes: lone surrogates), with one encoder for all.
+        # refuses (a path of undecodable bytes: lone surrogates, written as `\udce9` escapes,
+        # never raw bytes), with one encoder for all.
         encode = _json_encoder()
 
         def item(block) -> str:
@@ -191,8 +192,7 @@ def _list(args: argparse.Namespace) -> int:
             data["snoozed_until"] = snooze.until.isoformat() if snooze and snooze.until else None
             return encode(data)
 
-        # Paths with undecodable bytes: `\udce9` escapes (see json_text), never raw bytes.
-        items = json_text(",\n".join(item(b) for b in blocks))
+        items = ",\n".join(item(b) for b in blocks)
         sys.stdout.write(f"[\n{items}\n]\n" if blocks else "[]\n")
         return 0
     if not blocks:
@@ -216,8 +216,15 @@ def _list(args: argparse.Namespace) -> int:
 
 def _json_encoder():
     """A function from a plain JSON value (str, int, bool, None, lists, str-keyed dicts) to
-    its JSON text, non-ASCII as it is: orjson, else json (what orjson refuses, or without it)."""
-    stdlib = json.JSONEncoder(ensure_ascii=False).encode
+    its JSON text, non-ASCII as it is and valid UTF-8: orjson, else json (what orjson refuses,
+    or without it), its lone surrogates as `\udce9` escapes (see `textio.json_text`)."""
+    from hitl_tui.textio import json_text
+
+    plain = json.JSONEncoder(ensure_ascii=False).encode
+
+    def stdlib(data) -> str:
+        return json_text(plain(data))
+
     try:
         import orjson
     except ImportError:  # pragma: no cover - a dependency
@@ -226,7 +233,7 @@ def _json_encoder():
 
     def encode(data) -> str:
         try:
-            return dumps(data).decode()
+            return dumps(data).decode()  # never a surrogate: orjson refuses them
         except TypeError:  # a lone surrogate (an undecodable path), an int beyond 64 bits
             return stdlib(data)
 
