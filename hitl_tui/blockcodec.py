@@ -46,14 +46,20 @@ _STR = tuple(_INDEX[n] for n in ("id", "source", "state", "question", "context",
 _STR += (_INDEX["raw"],)
 _OPTIONAL_STR = tuple(_INDEX[n] for n in ("category", "title", "summary"))
 _STR_LISTS = tuple(_INDEX[n] for n in ("attempted", "problems", "questions"))
-_LIST_NAMES = tuple(_FIELDS[i] for i in _STR_LISTS)
 _LENGTH = len(_FIELDS)
 _CHOICES, _EXTRA, _SINCE = _INDEX["choices"], _INDEX["extra"], _INDEX["since"]
 _TRUNCATED, _META = _INDEX["truncated"], _INDEX["meta"]
+_REPO, _PATH = _INDEX["repo"], _INDEX["path"]
 _DEFAULTS, _ANSWERABLE = _INDEX["defaults"], _INDEX["answerable"]
 _get_str = operator.itemgetter(*_STR)
 _get_optional = operator.itemgetter(*_OPTIONAL_STR)
 _get_lists = operator.itemgetter(*_STR_LISTS)
+
+
+#: Choices already made by `thaw`, by their fields (frozen, so one object can serve many
+#: blocks); emptied when it holds MAX_MEMO.
+_CHOICE_MEMO: dict[tuple, Choice] = {}
+MAX_MEMO = 4096
 
 
 class Uncacheable(Exception):
@@ -166,7 +172,14 @@ def thaw(state: object, repo: Path, path: Path) -> Block:
             raise ValueError("choices")
         if kind is not None and type(kind) is not str:
             raise ValueError("choices")
-        choices.append(Choice(key, option, consequence, needs_text, kind))
+        # A fleet's derived choices repeat from block to block: one frozen Choice each.
+        memo = (key, option, consequence, needs_text, kind)
+        choice = _CHOICE_MEMO.get(memo)
+        if choice is None:
+            if len(_CHOICE_MEMO) >= MAX_MEMO:
+                _CHOICE_MEMO.clear()
+            choice = _CHOICE_MEMO[memo] = Choice(key, option, consequence, needs_text, kind)
+        choices.append(choice)
     defaults = state[_DEFAULTS]
     if type(defaults) is not list:
         raise ValueError("defaults")
@@ -188,17 +201,18 @@ def thaw(state: object, repo: Path, path: Path) -> Block:
         raise ValueError("truncated or meta")
     if type(state[_ANSWERABLE]) is not bool:
         raise ValueError("answerable")
+    values = state[:_LENGTH]  # not the encoded meta after them
+    values[_REPO] = repo
+    values[_PATH] = path
+    values[_SINCE] = when
+    values[_CHOICES] = tuple(choices)
+    values[_EXTRA] = tuple(extra)
+    values[_DEFAULTS] = tuple(defaults)
+    for i, value in zip(_STR_LISTS, lists, strict=True):
+        values[i] = value
     block = object.__new__(Block)
     put = object.__setattr__
-    for name, value in zip(_FIELDS, state, strict=False):  # not the encoded meta after them
-        put(block, name, value)
-    put(block, "repo", repo)
-    put(block, "path", path)
-    put(block, "since", when)
-    put(block, "choices", tuple(choices))
-    put(block, "extra", tuple(extra))
-    put(block, "defaults", tuple(defaults))
-    for name, value in zip(_LIST_NAMES, lists, strict=True):
+    for name, value in zip(_FIELDS, values, strict=True):
         put(block, name, value)
     return block
 
