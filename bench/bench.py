@@ -401,15 +401,22 @@ def bare_read(root: Path) -> tuple[float, int]:
     return time.perf_counter() - t0, files
 
 
+#: The CPU seconds (user + system) of each `list_json` run, in order: less moved than its wall
+#: time by the other work on a shared machine.
+LIST_CPU: list[float] = []
+
+
 def list_json(root: Path, state: Path, code: Path = ROOT, profile: Path | None = None) -> float:
     """Seconds for one `hitl list --json ROOT` (of the hitl_tui in `code`), as installed: no
-    config, its state in `state`, its modules' bytecode cached (the first run writes it)."""
+    config, its state in `state`, its modules' bytecode cached (the first run writes it). Its
+    CPU seconds go to LIST_CPU."""
     env = {**os.environ, "HITL_STATE_DIR": str(state), "PYTHONPATH": str(code)}
     env["HITL_CONFIG"] = str(state / "no-config.toml")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     cmd = [sys.executable]
     if profile is not None:
         cmd += ["-m", "cProfile", "-o", str(profile)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     out = subprocess.run(
         [*cmd, "-m", "hitl_tui", "list", "--json", str(root)],
@@ -418,6 +425,8 @@ def list_json(root: Path, state: Path, code: Path = ROOT, profile: Path | None =
         cwd=code,
     )
     elapsed = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    LIST_CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     if out.returncode != 0:
         raise RuntimeError(f"hitl list --json failed: {out.stderr.decode(errors='replace')}")
     json.loads(out.stdout)
@@ -427,18 +436,22 @@ def list_json(root: Path, state: Path, code: Path = ROOT, profile: Path | None =
 def list_rounds(root: Path, scratch: Path, runs: int, codes: list[Path] | None = None) -> dict:
     """`runs` rounds of: for each code tree, `list --json` with an empty parse cache (cold) and
     again (warm); then the bare read. Interleaved, so that the machine's other work falls on
-    every figure alike. {"bare": [...], "files": n, code: {"cold": [...], "warm": [...]}}."""
+    every figure alike. {"bare": [...], "files": n, code: {"cold": [...], "warm": [...],
+    "cold_cpu": [...], "warm_cpu": [...]}}: seconds, wall and CPU."""
     codes = codes or [ROOT]
     empty = scratch / "list-empty"
     empty.mkdir(exist_ok=True)
     for code in codes:  # a warm-up: bytecode written, the interpreter's files in the page cache
         list_json(empty, scratch / "list-warmup", code)
-    out: dict = {"bare": [], "files": 0, **{c: {"cold": [], "warm": []} for c in codes}}
+    out: dict = {"bare": [], "files": 0}
+    for code in codes:
+        out[code] = {"cold": [], "warm": [], "cold_cpu": [], "warm_cpu": []}
     for n in range(runs):
         for i, code in enumerate(codes):
             state = scratch / f"list-state-{n}-{i}"
-            out[code]["cold"].append(list_json(root, state, code))
-            out[code]["warm"].append(list_json(root, state, code))
+            for kind in ("cold", "warm"):
+                out[code][kind].append(list_json(root, state, code))
+                out[code][f"{kind}_cpu"].append(LIST_CPU[-1])
             shutil.rmtree(state, ignore_errors=True)
         bare, out["files"] = bare_read(root)
         out["bare"].append(bare)

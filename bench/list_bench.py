@@ -71,7 +71,8 @@ def main() -> int:
                 print(
                     f"  list --json {kind}: {spread(values)}; "
                     f"{statistics.median(values) / floor:.0f}x the bare read "
-                    f"(per round {min(ratios):.0f}-{max(ratios):.0f}x)"
+                    f"(per round {min(ratios):.0f}-{max(ratios):.0f}x); "
+                    f"CPU {spread(rounds[code][kind + '_cpu'])}"
                 )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
