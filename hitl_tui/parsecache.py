@@ -81,7 +81,8 @@ class _GcPause:
 
     Both make tens of thousands of objects that all live on (Blocks, their fields, the
     entries): each few hundred allocations started a collection that walked every one of them
-    again, a quarter of a warm start at 5,000 blocks. Nothing they make is cyclic garbage.
+    again, a quarter of a warm start at 5,000 blocks. Little of what they make is cyclic
+    garbage, and that is collected once the collector runs again.
     Nested and threaded uses count: the collector runs again when the last one ends, if it
     was on when the first began."""
 
