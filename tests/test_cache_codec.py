@@ -174,6 +174,17 @@ def test_gc_paused_nests_and_restores_the_collector() -> None:
         gc.enable()
 
 
+def test_what_a_pause_made_is_old_and_not_frozen_after_it() -> None:
+    """The first collection after a scan must not walk every block it made (the youngest
+    generation holds them all until then): they are moved to the oldest, not frozen."""
+    assert gc.get_freeze_count() == 0
+    with gc_paused():
+        made = [[n] for n in range(50_000)]
+    assert gc.get_freeze_count() == 0 and gc.get_count()[0] < 1_000
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert id(made) in oldest and id(made[-1]) in oldest
+
+
 def test_list_json_is_the_same_through_either_encoder(fleet: Path) -> None:
     """`list --json` (orjson, json for a lone surrogate) parses to what the Blocks say."""
     folder = os.fsencode(fleet) + b"/caf\xe9-shop"
