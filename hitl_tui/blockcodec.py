@@ -1,12 +1,20 @@
 """A parsed Block as plain JSON data and back: the codec of the parse cache's shards.
 
 `freeze` takes a Block apart into a list of its fields (in the dataclass's order; the repo and
-path are left out, they are the cache's key); `to_json` encodes its `meta` for JSON; `loads`
-reads JSON text back with every tagged value restored; `thaw` puts a Block together again. A
-shard may have been tampered with, so nothing is trusted: the decoder's nesting is bounded
-(json's own recursion limit), dict keys and set members are scalars of bounded hash, and every
-field's type is checked before it becomes a Block (anything else is a ValueError, which the
-cache treats as a miss). A value JSON could not carry exactly raises Uncacheable on the way in.
+path are left out, they are the cache's key), with its `meta` encoded for JSON once, beside
+it; `to_json` is the row as written; `dumps` and `loads` are the shard's bytes (orjson when it
+can carry them exactly, else the stdlib's json); `untag` restores the tagged values of a `meta`
+read back; `thaw` puts a Block together again. A shard may have been tampered with, so nothing
+is trusted: the decoders' nesting is bounded, dict keys and set members are scalars of bounded
+hash, and every field's type is checked before it becomes a Block (anything else is a
+ValueError, which the cache treats as a miss). A value JSON could not carry exactly raises
+Uncacheable on the way in.
+
+orjson refuses ints beyond 64 bits and strings that are not UTF-8 (a path of undecodable
+bytes, kept by surrogateescape), writes NaN as null and reads an int beyond 64 bits as a float.
+So a shard orjson cannot write is written by json (its ints exact, its surrogates escaped), a
+non-finite float is tagged, and a shard is read by orjson only if orjson wrote it (its
+`codec`); any other is read by json.
 """
 
 from __future__ import annotations
@@ -14,11 +22,17 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import math
 import operator
 from datetime import date, datetime
 from pathlib import Path
 
 from hitl_tui.model import Block, Choice, Section
+
+try:
+    import orjson
+except ImportError:  # pragma: no cover - a dependency; json alone is exact, only slower
+    orjson = None  # type: ignore[assignment]
 
 #: Python's ints hash modulo 2**61 - 1: a set of multiples of it would take quadratic time to
 #: build. Keys and set members beyond this are refused (no YAML header needs them).
@@ -32,23 +46,34 @@ _STR = tuple(_INDEX[n] for n in ("id", "source", "state", "question", "context",
 _STR += (_INDEX["raw"],)
 _OPTIONAL_STR = tuple(_INDEX[n] for n in ("category", "title", "summary"))
 _STR_LISTS = tuple(_INDEX[n] for n in ("attempted", "problems", "questions"))
-_LIST_NAMES = tuple(_FIELDS[i] for i in _STR_LISTS)
 _LENGTH = len(_FIELDS)
 _CHOICES, _EXTRA, _SINCE = _INDEX["choices"], _INDEX["extra"], _INDEX["since"]
 _TRUNCATED, _META = _INDEX["truncated"], _INDEX["meta"]
+_REPO, _PATH = _INDEX["repo"], _INDEX["path"]
 _DEFAULTS, _ANSWERABLE = _INDEX["defaults"], _INDEX["answerable"]
 _get_str = operator.itemgetter(*_STR)
 _get_optional = operator.itemgetter(*_OPTIONAL_STR)
 _get_lists = operator.itemgetter(*_STR_LISTS)
 
 
+#: Choices already made by `thaw`, by their fields (frozen, so one object can serve many
+#: blocks); emptied when it holds MAX_MEMO.
+_CHOICE_MEMO: dict[tuple, Choice] = {}
+MAX_MEMO = 4096
+
+
 class Uncacheable(Exception):
     """A value the cache cannot store exactly (the block is parsed afresh each time instead)."""
 
 
+#: What `dumps` writes as the shard's `codec` when orjson wrote it (see `loads`).
+ORJSON = "orjson"
+
+
 def freeze(block: Block) -> list:
-    """A Block's fields as plain data, its `meta` as it is (encoded for JSON when saved, decoded
-    when loaded). Raises Uncacheable for a value the file could not carry exactly."""
+    """A Block's fields as plain data, its `meta` as it is, and after them the `meta` encoded
+    for JSON (what `to_json` writes). Raises Uncacheable for a value the file could not carry
+    exactly."""
     state = [getattr(block, name) for name in _FIELDS]
     state[_INDEX["repo"]] = state[_INDEX["path"]] = None
     for i in _STR_LISTS:
@@ -59,20 +84,59 @@ def freeze(block: Block) -> list:
     state[_DEFAULTS] = list(block.defaults)
     state[_INDEX["extra"]] = [[s.title, s.body] for s in block.extra]
     state[_INDEX["since"]] = block.since.isoformat()
-    _encode(block.meta)  # kept as it is until saved; fail now if it could not be
+    state.append(_encode(block.meta))  # encoded once, now: fails here if it cannot be
     return state
 
 
 def to_json(state: list) -> list:
-    """A frozen block as it is written to disk: its `meta` encoded for JSON."""
-    state = list(state)
-    state[_INDEX["meta"]] = _encode(state[_INDEX["meta"]])
-    return state
+    """A frozen block as it is written to disk: its fields, its `meta` encoded for JSON."""
+    if len(state) == _LENGTH:  # read from disk: encode it again
+        row = list(state)
+        row[_META] = _encode(state[_META])
+        return row
+    row = state[:_LENGTH]
+    row[_META] = state[_LENGTH]
+    return row
+
+
+def dumps(document: dict) -> bytes:
+    """A shard's bytes: orjson's when it can write them exactly (see the module's note)."""
+    if orjson is not None:
+        try:
+            return orjson.dumps({**document, "codec": ORJSON})
+        except (TypeError, ValueError):  # an int beyond 64 bits, a surrogate: json's turn
+            pass
+    return json.dumps(document).encode()
 
 
 def loads(data: bytes | str) -> object:
-    """JSON text with every tagged value back to its type (raises on anything odd)."""
-    return json.loads(data, object_hook=_decoded)
+    """A shard's JSON, tags left in place (`untag` restores a `meta`); raises on anything odd.
+
+    orjson reads only what orjson wrote (exact); anything else is read by json."""
+    if orjson is not None:
+        try:
+            loaded = orjson.loads(data)
+        except ValueError:  # not orjson's (escaped surrogates, NaN), or not JSON at all
+            pass
+        else:
+            if type(loaded) is dict and loaded.get("codec") == ORJSON:
+                return loaded
+    return json.loads(data)
+
+
+def untag(value: object) -> object:
+    """A `meta` as `loads` gave it, with every tagged value back to its type (inner values
+    first, as json's object_hook would); raises on anything odd."""
+    kind = type(value)
+    if kind is dict:
+        out = {}
+        for k, v in value.items():  # type: ignore[attr-defined]
+            t = type(v)
+            out[k] = untag(v) if t is dict or t is list else v
+        return _decoded(out) if "$" in out else out
+    if kind is list:
+        return [untag(v) if type(v) is dict or type(v) is list else v for v in value]  # type: ignore[attr-defined]
+    return value
 
 
 def thaw(state: object, repo: Path, path: Path) -> Block:
@@ -81,7 +145,7 @@ def thaw(state: object, repo: Path, path: Path) -> Block:
     Every field's type is checked (the file may have been tampered with). This runs once per
     cached block at every start, so it is written for speed: no generators, no keyword call.
     """
-    if type(state) is not list or len(state) != _LENGTH:
+    if type(state) is not list or len(state) not in (_LENGTH, _LENGTH + 1):
         raise ValueError("not a block")
     for value in _get_str(state):
         if type(value) is not str:
@@ -108,7 +172,14 @@ def thaw(state: object, repo: Path, path: Path) -> Block:
             raise ValueError("choices")
         if kind is not None and type(kind) is not str:
             raise ValueError("choices")
-        choices.append(Choice(key, option, consequence, needs_text, kind))
+        # A fleet's derived choices repeat from block to block: one frozen Choice each.
+        memo = (key, option, consequence, needs_text, kind)
+        choice = _CHOICE_MEMO.get(memo)
+        if choice is None:
+            if len(_CHOICE_MEMO) >= MAX_MEMO:
+                _CHOICE_MEMO.clear()
+            choice = _CHOICE_MEMO[memo] = Choice(key, option, consequence, needs_text, kind)
+        choices.append(choice)
     defaults = state[_DEFAULTS]
     if type(defaults) is not list:
         raise ValueError("defaults")
@@ -130,17 +201,18 @@ def thaw(state: object, repo: Path, path: Path) -> Block:
         raise ValueError("truncated or meta")
     if type(state[_ANSWERABLE]) is not bool:
         raise ValueError("answerable")
+    values = state[:_LENGTH]  # not the encoded meta after them
+    values[_REPO] = repo
+    values[_PATH] = path
+    values[_SINCE] = when
+    values[_CHOICES] = tuple(choices)
+    values[_EXTRA] = tuple(extra)
+    values[_DEFAULTS] = tuple(defaults)
+    for i, value in zip(_STR_LISTS, lists, strict=True):
+        values[i] = value
     block = object.__new__(Block)
     put = object.__setattr__
-    for name, value in zip(_FIELDS, state, strict=True):
-        put(block, name, value)
-    put(block, "repo", repo)
-    put(block, "path", path)
-    put(block, "since", when)
-    put(block, "choices", tuple(choices))
-    put(block, "extra", tuple(extra))
-    put(block, "defaults", tuple(defaults))
-    for name, value in zip(_LIST_NAMES, lists, strict=True):
+    for name, value in zip(_FIELDS, values, strict=True):
         put(block, name, value)
     return block
 
@@ -154,8 +226,11 @@ def thaw(state: object, repo: Path, path: Path) -> Block:
 def _encode(value: object) -> object:
     if type(value) is int and value.bit_length() > MAX_INT_BITS:
         raise Uncacheable("an int too long for JSON")
-    if value is None or type(value) in (bool, int, float, str):
+    if value is None or type(value) in (bool, int, str):
         return value
+    if type(value) is float:
+        # JSON has no NaN or infinity (json writes a token it alone reads, orjson null).
+        return value if math.isfinite(value) else {"$": "float", "v": repr(value)}
     if type(value) is list:
         return [_encode(v) for v in value]
     if type(value) is tuple:
@@ -176,7 +251,7 @@ def _encode(value: object) -> object:
 
 
 def _decoded(obj: dict) -> object:
-    """json.loads' object_hook: a tagged value back to its type (raises on anything odd)."""
+    """A tagged value back to its type (raises on anything odd)."""
     kind = obj.get("$")
     if kind is None:
         return obj
@@ -195,6 +270,8 @@ def _decoded(obj: dict) -> object:
         return frozenset(_hashable(x) for x in v)
     if kind == "bytes":
         return base64.b64decode(v.encode("ascii"), validate=True)
+    if kind == "float" and v in ("nan", "inf", "-inf"):
+        return float(v)
     raise ValueError(f"unknown tag {kind!r}")
 
 

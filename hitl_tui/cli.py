@@ -159,8 +159,16 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from hitl_tui.parsecache import gc_paused
+
+    # Everything `list` makes lives until it exits: the cyclic collector would only walk it.
+    with gc_paused():
+        return _list(args)
+
+
+def _list(args: argparse.Namespace) -> int:
     from hitl_tui.snoozebook import SnoozeBook
-    from hitl_tui.textio import json_text, printable
+    from hitl_tui.textio import printable
     from hitl_tui.timefmt import age
     from hitl_tui.view import listed
 
@@ -175,9 +183,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.all:
         blocks += listed(inbox.blocks.values(), replace(spec, snoozed=True), snoozes, now)
     if args.json:
-        # One element per line, each through the C encoder (indent= would use the slow one),
-        # with one encoder for all of them (json.dumps would build one per block).
-        encode = json.JSONEncoder(ensure_ascii=False).encode
+        # One element per line, each through orjson, or json's C encoder for what orjson
+        # refuses (a path of undecodable bytes: lone surrogates, written as `\udce9` escapes,
+        # never raw bytes), with one encoder for all.
+        encode = _json_encoder()
 
         def item(block) -> str:
             data = block.to_json()
@@ -186,8 +195,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             data["snoozed_until"] = snooze.until.isoformat() if snooze and snooze.until else None
             return encode(data)
 
-        # Paths with undecodable bytes: `\udce9` escapes (see json_text), never raw bytes.
-        items = json_text(",\n".join(item(b) for b in blocks))
+        items = ",\n".join(item(b) for b in blocks)
         sys.stdout.write(f"[\n{items}\n]\n" if blocks else "[]\n")
         return 0
     if not blocks:
@@ -207,6 +215,32 @@ def cmd_list(args: argparse.Namespace) -> int:
         question = printable(b.one_line_question())
         print(f"{printable(b.id):<{width}}  {age(b.since):>4}  {state}{question}")
     return 0
+
+
+def _json_encoder():
+    """A function from a plain JSON value (str, int, bool, None, lists, str-keyed dicts) to
+    its JSON text, non-ASCII as it is and valid UTF-8: orjson, else json (what orjson refuses,
+    or without it), its lone surrogates as `\udce9` escapes (see `textio.json_text`)."""
+    from hitl_tui.textio import json_text
+
+    plain = json.JSONEncoder(ensure_ascii=False).encode
+
+    def stdlib(data) -> str:
+        return json_text(plain(data))
+
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - a dependency
+        return stdlib
+    dumps = orjson.dumps
+
+    def encode(data) -> str:
+        try:
+            return dumps(data).decode()  # never a surrogate: orjson refuses them
+        except TypeError:  # a lone surrogate (an undecodable path), an int beyond 64 bits
+            return stdlib(data)
+
+    return encode
 
 
 def _warn(text: str) -> None:

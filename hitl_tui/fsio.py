@@ -41,6 +41,19 @@ class FileRead:
         return self.size > len(self.head)
 
 
+#: pathlib's own way to a child of a folder without parsing the name again (what its glob and
+#: walk use); absent from some Python versions, where `/` does the same, more slowly.
+_CHILD = getattr(Path, "_make_child_relpath", None)
+
+
+def child(folder: Path, name: str) -> Path:
+    """`folder / name` for one plain entry name (no separator, not `.` or `..`), as listed by
+    scandir: a scan makes thousands of these."""
+    if _CHILD is not None:
+        return _CHILD(folder, name)
+    return folder / name
+
+
 def _open_nonblocking(path: str, flags: int) -> int:
     # A FIFO planted by an agent must not hang the open (it waits for a writer otherwise), and
     # a device must not become our controlling terminal. Regular files read as usual.

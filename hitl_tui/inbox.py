@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hitl_tui.model import Block, HitlError, StaleError, UsageError
-from hitl_tui.parsecache import ParseCache
+from hitl_tui.parsecache import ParseCache, gc_paused
 from hitl_tui.sincebook import SinceBook, key_for
 from hitl_tui.sources import default_sources
 from hitl_tui.sources.base import Source
@@ -164,6 +164,10 @@ class Inbox:
         it draws. A command-line run reads in-process: measured on 2 cores at 1,000 repos, the
         workers' start-up and unpickling cost more than they save there.
         """
+        with gc_paused():  # see parsecache.gc_paused
+            self._scan(workers)
+
+    def _scan(self, workers: int) -> None:
         self.scanned_at = time.time()
         remote = {k for keys in self._remote.values() for k in keys}
         for key in [k for k in self.blocks if k not in remote]:
@@ -215,7 +219,7 @@ class Inbox:
         if self.book is not None:
             first = self.book.first_seen(key_for(block.source, block.path), block.repo, first)
         since = began(block, first)
-        return block if since == block.since else dataclasses.replace(block, since=since)
+        return block if since == block.since else _with_since(block, since)
 
     def _scan_source(self, repo: Path, source: Source, delta: Delta) -> None:
         seen: set[Key] = set()
@@ -500,6 +504,33 @@ class Inbox:
         raise UsageError(f"no open block with id {target!r} (see 'hitl list')")
 
 
+_BLOCK_FIELDS = tuple(f.name for f in dataclasses.fields(Block))
+
+
+def _with_since(block: Block, since: datetime) -> Block:
+    """`dataclasses.replace(block, since=since)`, a few times quicker (once per block at every
+    start): the fields copied as they are, none checked again."""
+    new = object.__new__(Block)
+    put = object.__setattr__
+    for name in _BLOCK_FIELDS:
+        put(new, name, getattr(block, name))
+    put(new, "since", since)
+    return new
+
+
+def _parse_day(day: str) -> datetime | None:
+    """Midnight UTC of a `YYYY-MM-DD` note date; None if it is not one."""
+    try:
+        return datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+#: The same, remembered: a fleet's notes share few days, and strptime costs tens of
+#: microseconds a call. Only short texts are kept (a note's day is ten characters).
+_day_start = functools.lru_cache(maxsize=4096)(_parse_day)
+
+
 def began(block: Block, first_seen: datetime) -> datetime:
     """When `block` began, given when hitl first saw it.
 
@@ -510,9 +541,8 @@ def began(block: Block, first_seen: datetime) -> datetime:
     day = block.meta.get("note_date") if block.source == "agenticloop" else None
     if not isinstance(day, str):
         return first_seen
-    try:
-        start = datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC)
-    except ValueError:
+    start = _day_start(day) if len(day) <= 16 else _parse_day(day)
+    if start is None:
         return first_seen
     if first_seen > start and first_seen.astimezone(UTC).date() == start.date():
         return first_seen
@@ -544,9 +574,10 @@ def scan_chunk(repos: list[Path], labels: dict[Path, str]) -> tuple[list[Block],
     cache = ParseCache()
     inbox = Inbox(Workspace(paths=tuple(repos), repos=list(repos), roots=[]), cache=cache)
     inbox.labels = labels
-    for repo in repos:
-        for source in inbox.sources:
-            inbox._scan_source(repo, source, Delta())
+    with gc_paused():
+        for repo in repos:
+            for source in inbox.sources:
+                inbox._scan_source(repo, source, Delta())
     return list(inbox.blocks.values()), cache.entries()
 
 

@@ -35,9 +35,10 @@ Writes are a temp file and a rename; a cache lost in a crash is rebuilt by the n
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
+import gc
 import hashlib
-import json
 import os
 import re
 import stat
@@ -51,10 +52,10 @@ from pathlib import Path
 import yaml
 
 from hitl_tui import __version__
-from hitl_tui.blockcodec import Uncacheable, freeze, loads, thaw, to_json
+from hitl_tui.blockcodec import Uncacheable, dumps, freeze, loads, thaw, to_json, untag
 from hitl_tui.model import Block
 
-FORMAT = 3
+FORMAT = 4
 SHARDS = 16
 #: A file changed this recently before its parse may change again without a new signature.
 RACY_NS = 2_000_000_000
@@ -66,10 +67,54 @@ MAX_SHARD_BYTES = 32 << 20
 #: shards small; block files are a few KiB).
 MAX_CACHED_RAW = 16 << 10
 
+_STATE_LENGTH = len(dataclasses.fields(Block))
+_META = [f.name for f in dataclasses.fields(Block)].index("meta")
+
 Sig = tuple[int, int, int, int, int]
 #: (source name, file path) -> (signature, label, the block's fields or None)
 EntryKey = tuple[str, str]
 Entry = tuple[Sig, str, list | None]
+
+
+class _GcPause:
+    """No cyclic garbage collection while a scan or a cache load runs (`gc_paused`).
+
+    Both make tens of thousands of objects that all live on (Blocks, their fields, the
+    entries): each few hundred allocations started a collection that walked every one of them
+    again, a quarter of a warm start at 5,000 blocks. Little of what they make is cyclic
+    garbage, and that is collected once the collector runs again.
+    Nested and threaded uses count: the collector runs again when the last one ends, if it
+    was on when the first began, with what was made meanwhile counted as old."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._was_enabled = False
+
+    @contextlib.contextmanager
+    def __call__(self):
+        with self._lock:
+            if self._depth == 0:
+                self._was_enabled = gc.isenabled()
+                gc.disable()
+            self._depth += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._depth -= 1
+                if self._depth == 0 and self._was_enabled:
+                    if gc.get_freeze_count() == 0:
+                        # What was made meanwhile is all in the youngest generation: the first
+                        # collection would walk every block at once (0.2 s at 5,000). Freezing
+                        # and unfreezing moves it to the oldest without walking it. (Not when
+                        # something is frozen already: the app's start-up freeze stays.)
+                        gc.freeze()
+                        gc.unfreeze()
+                    gc.enable()
+
+
+gc_paused = _GcPause()
 
 
 def _row(key: EntryKey, entry: Entry) -> list:
@@ -119,8 +164,12 @@ def _entries_of(loaded: object, stamp: str) -> dict[EntryKey, Entry] | None:
             return None
         if not (isinstance(sig, list) and len(sig) == 5 and all(type(n) is int for n in sig)):
             return None
-        if state is not None and not isinstance(state, list):
-            return None
+        if state is not None:
+            if not (isinstance(state, list) and len(state) == _STATE_LENGTH):
+                return None
+            # The meta as written stays beside it: saved again as it is, not encoded again.
+            state.append(state[_META])
+            state[_META] = untag(state[_META])
         entries[(source, name)] = (tuple(sig), label, state)
     return entries
 
@@ -283,6 +332,10 @@ class ParseCache:
         return self.folder / f"shard-{shard:02d}.json"
 
     def _load(self) -> None:
+        with gc_paused():
+            self._load_shards()
+
+    def _load_shards(self) -> None:
         stamp = code_stamp()
         for shard in range(SHARDS):
             data = _read_shard(self._shard_path(shard))
@@ -319,7 +372,7 @@ class ParseCache:
                 except (Uncacheable, RecursionError):
                     continue  # freeze() checked what it kept; an entry that fails is left out
             try:
-                data = json.dumps({"format": FORMAT, "stamp": stamp, "entries": rows}).encode()
+                data = dumps({"format": FORMAT, "stamp": stamp, "entries": rows})
             except (TypeError, ValueError, RecursionError):
                 continue  # _row() encoded every value; this is belt and braces
             try:

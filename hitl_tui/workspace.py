@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hitl_tui.fsio import child
 from hitl_tui.model import UsageError
 
 MARKERS = (".git", "BLOCKED.md", ".agenticloop")
@@ -19,7 +20,8 @@ DEPTH = 2
 
 
 def is_repo(path: Path) -> bool:
-    return any(os.path.lexists(path / marker) for marker in MARKERS)
+    top = os.fspath(path)
+    return any(os.path.lexists(os.path.join(top, marker)) for marker in MARKERS)
 
 
 def _subdirs(path: Path) -> list[Path]:
@@ -27,16 +29,17 @@ def _subdirs(path: Path) -> list[Path]:
         entries = list(os.scandir(path))
     except OSError:
         return []
-    out = []
+    names = []
     for entry in entries:
         if entry.name.startswith(".") or entry.name in SKIP:
             continue
         try:
             if entry.is_dir(follow_symlinks=True):
-                out.append(Path(entry.path))
+                names.append(entry.name)
         except OSError:
             continue
-    return sorted(out)
+    # Entries of one folder sort as their paths do: sorting the names skips pathlib's parts.
+    return [child(path, name) for name in sorted(names)]
 
 
 @dataclass

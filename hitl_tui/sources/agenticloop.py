@@ -18,6 +18,7 @@ not blocked is dismissed before its header is parsed.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import os
 import re
@@ -447,12 +448,13 @@ def _shown_folder(repo: Path, folder: Path) -> str:
 def read_layout(repo: Path) -> Layout:
     """The task backend and folder of `repo`, and a warning when project.md or its template
     is not what agenticloop accepts (saying which folder is read instead, if any)."""
-    project = repo / PROJECT
+    own = fsio.child(repo, ".agenticloop")
+    project = fsio.child(own, PROJECT.name)
     project_time = _mtime(project)
-    if project_time is None and _mtime(os.path.join(repo, ".agenticloop")) is None:
+    if project_time is None and _mtime(own) is None:
         # No .agenticloop at all (most repos of a mixed fleet): the default folder, which
         # cannot lead anywhere because none of it exists.
-        return Layout("files", repo / DEFAULT_FOLDER)
+        return Layout("files", fsio.child(own, "tasks"))
     problems: list[str] = []
     meta: dict = {}
     stamp = "layout"
@@ -583,7 +585,8 @@ class AgenticloopSource(Source):
             except OSError:
                 continue
         # Names in one folder sort as their paths do; sorting strings skips pathlib's parts.
-        files.extend(layout.folder / name for name in sorted(names))
+        folder = layout.folder
+        files.extend(fsio.child(folder, name) for name in sorted(names))
         return files
 
     def warnings(self, repo: Path) -> list[str]:
@@ -618,12 +621,14 @@ class AgenticloopSource(Source):
         if path.name == PROJECT.name and path == repo / PROJECT:
             return None  # a layout problem is a warning (`warnings`), never a block
         try:
-            if not os.path.isfile(path):  # also keeps a FIFO from blocking the open
-                return None
+            # No stat first: read_file opens without blocking (a FIFO) and refuses anything
+            # that is not a regular file (IsADirectoryError), which is no block.
             read = fsio.read_file(path)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
         except OSError as exc:
+            if exc.errno == errno.ENXIO:  # a socket: not a file, no block
+                return None
             return self._broken(
                 repo, path, label, path.stem, "", f"the task file could not be read: {exc}", None
             )

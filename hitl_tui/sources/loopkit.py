@@ -238,7 +238,7 @@ class LoopkitSource(Source):
         return [repo]
 
     def block_files(self, repo: Path) -> list[Path]:
-        return [repo / BLOCKED]
+        return [fsio.child(repo, BLOCKED)]
 
     def claims(self, repo: Path, path: Path) -> bool:
         return path == repo / BLOCKED or path == repo
@@ -251,7 +251,7 @@ class LoopkitSource(Source):
         return True
 
     def parse(self, repo: Path, path: Path, label: str) -> Block | None:
-        path = repo / BLOCKED
+        path = fsio.child(repo, BLOCKED)
         try:
             read = fsio.read_file(path)
         except FileNotFoundError:
