@@ -83,7 +83,9 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         description="Print every open block, longest blocked first (snoozed ones with --all).",
         epilog="--json prints one array; each element has id, repo, source, path, state,\n"
         "category, title, question, context, attempted, choices, since, fingerprint,\n"
-        "snoozed (true or false) and snoozed_until (a time, or null).\n\n"
+        "snoozed (true or false), snoozed_until (a time, or null) and asked_again: the\n"
+        "answer this block asks again (entry, time, answered), or null: one given in its\n"
+        "repo at most 24 h before it began, to a similar question (↻ in the plain list).\n\n"
         + triage_cli.FILTER_HELP
         + "\n\nexamples:\n"
         "  hitl list --filter 'repo:shop ruff' --sort repo\n"
@@ -171,6 +173,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     blocks = listed(inbox.blocks.values(), spec, snoozes, now)
     if args.all:
         blocks += listed(inbox.blocks.values(), replace(spec, snoozed=True), snoozes, now)
+    again = _asked_again(blocks)
     if args.json:
         # One element per line, each through the C encoder (indent= would use the slow one),
         # with one encoder for all of them (json.dumps would build one per block).
@@ -181,6 +184,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             snooze = snoozes.get(block) if snoozes.snoozed(block, now) else None
             data["snoozed"] = snooze is not None
             data["snoozed_until"] = snooze.until.isoformat() if snooze and snooze.until else None
+            earlier = again(block)
+            data["asked_again"] = None if earlier is None else earlier.to_json()
             return encode(data)
 
         # Paths with undecodable bytes: `\udce9` escapes (see json_text), never raw bytes.
@@ -201,9 +206,24 @@ def cmd_list(args: argparse.Namespace) -> int:
         state = "" if b.state == "blocked" else f"[{b.state}] "
         if args.all and snoozes.snoozed(b, now):
             state = "[snoozed] " + state
+        if again(b) is not None:
+            state = "↻ asked again: " + state
         question = printable(b.one_line_question())
         print(f"{printable(b.id):<{width}}  {age(b.since):>4}  {state}{question}")
     return 0
+
+
+def _asked_again(blocks: list) -> Callable:
+    """block -> the earlier answer it asks again (`similar`), or None. The journal is read
+    once, back to a day before the oldest block listed, never further."""
+    from hitl_tui.similar import WINDOW, AnswerIndex
+
+    if not blocks:
+        return lambda block: None
+    index = AnswerIndex.from_journal(since=min(b.since for b in blocks) - WINDOW)
+    if not len(index):
+        return lambda block: None
+    return index.asked_again
 
 
 def _warn(text: str) -> None:
@@ -232,9 +252,15 @@ def cmd_answer(args: argparse.Namespace) -> int:
             f"{args.target}: no open block has {args.expect[:19]}… any more (answered or changed)"
         ) from None
     plan = plan_answer(inbox, block, answer_from_args(args, block, config.operator_name()))
-    return finish_answer(
+    code = finish_answer(
         args, plan, lambda plan: apply_answer(inbox, plan, replan=True), config.loops
     )
+    if not args.dry_run:
+        # The answered block leaves the since memory: a block the loop writes at the same path
+        # next is a new one (its age, and whether it asks again what was just answered).
+        inbox.handle([block.path])
+        inbox.save_cache()
+    return code
 
 
 def answer_from_args(args: argparse.Namespace, block, operator: str) -> Answer:
