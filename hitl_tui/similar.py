@@ -75,16 +75,15 @@ MAX_POSTINGS = 300
 #: Answers the index holds (the newest), whatever the journal keeps.
 MAX_ENTRIES = 50_000
 
-STOP_WORDS = frozenset(
-    """
+_STOP = """
     a an the and or but if then else of to in on at by for with from into onto as is are was
     were be been being am do does did done doing have has had having it its this that these
     those there here i me my we us our you your he she they them their what which who whom
     whose when where why how should shall would could can may might must will please now
     also just only so than too very not no yes any some all each either neither both
     about over under again still ok okay
-    """.split()
-)
+"""
+STOP_WORDS = frozenset(_STOP.split())
 
 _MARKS = re.compile(r"[`*_~#>\[\]]+")
 _NON_WORD = re.compile(r"[^\w]+")
@@ -236,6 +235,18 @@ def _repo_text(repo: object) -> str:
     return os.fsdecode(repo) if isinstance(repo, os.PathLike) else str(repo)
 
 
+def journal_stamp() -> tuple[int, int, int] | None:
+    """(inode, size, mtime) of the journal's active file: when it changes, `refresh` has
+    something to read (None: no journal yet)."""
+    from hitl_tui import journalstore
+
+    try:
+        st = os.stat(journalstore.active_file())
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def _name(repo: str) -> str:
     return repo.rstrip("/").rsplit("/", 1)[-1] or repo
 
@@ -334,47 +345,46 @@ class AnswerIndex:
     def refresh(self, since: datetime | None = None) -> int:
         """Read the journal's records written since the last read (all of them the first
         time, back to `since` when given): new answers are added, undone ones removed. The
-        number of changes is returned."""
+        number of changes is returned. The journal is read without holding the index's lock
+        (the UI thread asks it meanwhile); what was read is applied under it."""
         from hitl_tui.journal import newest_first
 
         with self._lock:
-            stop, pending = self._newest, set(self._pending)
-            found = []
-            newest = None
-            try:
-                for entry in newest_first(include_undos=True):
-                    entry_id = entry.id
-                    if newest is None:
-                        newest = entry_id
-                    if entry_id == stop:
-                        stop = None
-                    if stop is None and self._newest is not None and not pending:
-                        break
-                    pending.discard(entry_id)
-                    if since is not None and entry.time < since:
-                        break
-                    found.append(entry)
-                    if len(found) > MAX_ENTRIES * 2:
-                        break
-            except OSError:
-                pass  # a journal that cannot be read: what was indexed stays
+            stop, pending, known = self._newest, set(self._pending), self._newest is not None
+        found = []
+        newest = None
+        try:
+            for entry in newest_first(include_undos=True):
+                if newest is None:
+                    newest = entry.id
+                if entry.id == stop:
+                    stop = None
+                if known and stop is None and not pending:
+                    break
+                pending.discard(entry.id)
+                if since is not None and entry.time < since:
+                    break
+                found.append(entry)
+                if len(found) > MAX_ENTRIES * 2:
+                    break
+        except (OSError, ValueError):
+            pass  # a journal that cannot be read: what was indexed stays
+        with self._lock:
             changes = 0
             still_open = set()
             for entry in reversed(found):  # oldest first: an undo after what it undid
                 if entry.status == "in progress":
                     still_open.add(entry.id)
-                    continue
-                if entry.kind == "undo":
-                    if entry.status == "done" and isinstance(entry.undoes, str):
-                        at = self._ids.get(entry.undoes)
-                        if at is not None:
-                            self._drop_at(at)
-                            changes += 1
-                    continue
-                item = _item(entry)
-                if item is not None and item.entry not in self._ids:
-                    self._put(item)
-                    changes += 1
+                elif entry.kind == "undo":
+                    at = self._ids.get(entry.undoes) if isinstance(entry.undoes, str) else None
+                    if entry.status == "done" and at is not None:
+                        self._drop_at(at)
+                        changes += 1
+                else:
+                    item = _item(entry)
+                    if item is not None and item.entry not in self._ids:
+                        self._put(item)
+                        changes += 1
             self._pending = still_open
             if newest is not None:
                 self._newest = newest
