@@ -179,7 +179,9 @@ def prefill(block: Block, choice: Choice | None, earlier: Earlier) -> tuple[str,
     """What the text box for `choice` (None: own words) starts with: the earlier answer's
     texts (one per question when they fit, else joined), else what it answered."""
     box = text_box(block, choice)
+    # Journal text is shown made printable, as every pane is (a TextArea passes escapes on).
     texts = [t for t in earlier.texts if t.strip()] or [earlier.answered]
+    texts = [printable(t, keep_newlines=True) for t in texts]
     count = len(box.questions)
     if len(texts) == count:
         return tuple(texts)
