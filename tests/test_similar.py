@@ -27,7 +27,9 @@ from hitl_tui.similar import (
 )
 
 PAIRS = Path(__file__).resolve().parent / "data" / "similar_pairs.json"
-QUESTION = "Should deleting a workspace also delete its archived invoices, or keep them for 7 years?"
+QUESTION = (
+    "Should deleting a workspace also delete its archived invoices, or keep them for 7 years?"
+)
 REWORDED = "Deleting a workspace: delete the archived invoices too, or keep them for 7 years?"
 OTHER = "Should the audit log entry for a deleted workspace name the user who deleted it?"
 
@@ -65,8 +67,8 @@ def test_what_is_not_similar() -> None:
 
 def test_a_question_reworded_or_asked_again_is_similar() -> None:
     assert similar(QUESTION, REWORDED)
-    assert similar("Rate-limit the public API per API key or per IP address?",
-                   "Should the public API rate limit count per API key, or per IP address?")  # fmt: skip
+    api = "Rate-limit the public API per API key or per IP address?"
+    assert similar(api, "Should the public API rate limit count per API key, or per IP address?")
 
 
 def test_the_threshold_measured_on_the_labelled_set() -> None:
@@ -181,8 +183,7 @@ def test_undone_answers_are_left_out(answered, shop: Path) -> None:
     assert index.asked_again(block) is None and len(index) == 0
 
 
-def test_refresh_reads_only_what_is_new(answered, shop: Path, fixtures_dir, monkeypatch) -> None:
-    _entry, block = answered
+def test_refresh_reads_only_what_is_new(answered, shop: Path, monkeypatch) -> None:
     index = AnswerIndex.from_journal()
     assert index.refresh() == 0
     _answer(shop, "--choice", "C")  # the reworded block, answered too
@@ -207,8 +208,8 @@ def test_earlier_answers_this_repo_first_best_first(answered, tmp_path) -> None:
         replace(entry, id="same-older", time=entry.time - 3 * day, answered="A) Cascade"),
         replace(entry, id="other-exact", repo=tmp_path / "api", question=REWORDED,
                 answered="C) Block deletion"),
-        replace(entry, id="other-close", repo=tmp_path / "web", question=QUESTION + " Or cold storage?",
-                answered="B) Keep"),
+        replace(entry, id="other-close", repo=tmp_path / "web",
+                question=QUESTION + " Or cold storage?", answered="B) Keep"),
         replace(entry, id="same-dup", time=entry.time - 2 * day),  # said what `entry` said
         replace(entry, id="unrelated", question=OTHER, answered="yes"),
     ]  # fmt: skip
