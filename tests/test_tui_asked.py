@@ -155,3 +155,18 @@ async def test_answered_in_the_app_then_asked_again(shop, fixtures_dir):
         await _settle(pilot, app)
         assert _row(app).startswith("↻shop")
         assert "in shop: B) Keep invoices" in _text(app, "#asked-again")
+
+
+async def test_journal_text_is_shown_literally(shop, fixtures_dir):
+    """What the journal holds was typed by an operator or written by an agent: markup in it
+    is text, never styles or actions."""
+    words = "[@click=app.quit]Quit[/] [b unclosed \x1b]2;title\x07"
+    _answer(shop, "--text", words)
+    _reblock(shop, REWORDED, fixtures_dir)
+    app = _app(shop)
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        again = _text(app, "#asked-again")
+        assert "in shop: [@click=app.quit]Quit[/] [b unclosed" in again
+        assert "\x1b" not in again and "\x07" not in again
+        assert app.is_running
