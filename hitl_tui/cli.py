@@ -214,14 +214,13 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _asked_again(blocks: list) -> Callable:
-    """block -> the earlier answer it asks again (`similar`), or None. The journal is read
-    once, back to a day before the oldest block listed, never further."""
-    from hitl_tui.similar import WINDOW, AnswerIndex
+    """block -> the earlier answer it asks again (`similar`), or None, from the memory of the
+    recent answers (`hitl answer`, `hitl undo` and the app keep it): no journal record is read,
+    so `list` starts as fast with 100,000 answers journaled as with none."""
+    from hitl_tui.similar import recent_index
 
-    if not blocks:
-        return lambda block: None
-    index = AnswerIndex.from_journal(since=min(b.since for b in blocks) - WINDOW)
-    if not len(index):
+    index = recent_index() if blocks else None
+    if index is None or not len(index):
         return lambda block: None
     return index.asked_again
 
@@ -240,7 +239,9 @@ def cmd_answer(args: argparse.Namespace) -> int:
     if remote is not None:  # `owner/name#12`: read afresh, answered over its API
         block = remote.read(args.target)
         plan = remote.plan(block, answer_from_args(args, block, config.operator_name()))
-        return finish_answer(args, plan, remote.send, config.loops)
+        code = finish_answer(args, plan, remote.send, config.loops)
+        _remember(args)
+        return code
     config, inbox = open_inbox(args, config)
     try:
         inbox, block = resolve(args, inbox)
@@ -260,7 +261,16 @@ def cmd_answer(args: argparse.Namespace) -> int:
         # next is a new one (its age, and whether it asks again what was just answered).
         inbox.handle([block.path])
         inbox.save_cache()
+    _remember(args)
     return code
+
+
+def _remember(args: argparse.Namespace) -> None:
+    """After an answer: the memory of the recent answers (`hitl list`'s asked_again)."""
+    from hitl_tui.similar import remember_recent
+
+    if not args.dry_run:
+        remember_recent(datetime.now(UTC))
 
 
 def answer_from_args(args: argparse.Namespace, block, operator: str) -> Answer:

@@ -121,6 +121,11 @@ def run_undo(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     cli_base.use_config(config)
     print(printable(journal.undo(args.id, operator=config.operator_name())))
+    from datetime import UTC, datetime
+
+    from hitl_tui.similar import remember_recent
+
+    remember_recent(datetime.now(UTC))  # `hitl list` no longer says it asks again
     return 0
 
 

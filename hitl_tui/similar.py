@@ -235,6 +235,127 @@ def _repo_text(repo: object) -> str:
     return os.fsdecode(repo) if isinstance(repo, os.PathLike) else str(repo)
 
 
+# -- the recent answers, kept beside the journal for `hitl list` -------------------------------
+
+#: The memory of the answers of the last RECENT (state folder): `hitl list` reads this, never a
+#: journal record (its start-up does not grow with the journal's history).
+RECENT_NAME = "recent-answers.json"
+RECENT_FORMAT = 1
+#: Answers kept in the memory: those of this long before it was written (a day for a block to
+#: come back, a day for it to stay listed).
+RECENT = 2 * WINDOW
+#: Rows kept, at most (the newest), and the size of a memory file that is read.
+RECENT_ROWS = 5_000
+RECENT_BYTES = 16 << 20
+
+
+def _row(item: _Item) -> dict:
+    return {
+        "entry": item.entry,
+        "time": item.time.isoformat(),
+        "repo": item.repo,
+        "block": item.block_id,
+        "fingerprint": item.fingerprint,
+        "question": item.question,
+        "answered": item.answered,
+        "choice": [item.choice_key, item.choice_option],
+        "texts": list(item.texts),
+        "note": item.note,
+    }
+
+
+def _from_row(row: object) -> _Item | None:
+    """An index item from a memory row; None when the row is not one (untrusted file)."""
+    if not isinstance(row, dict):
+        return None
+    try:
+        when = datetime.fromisoformat(row["time"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    choice = row.get("choice")
+    key, option = choice if isinstance(choice, list) and len(choice) == 2 else (None, None)
+    texts = row.get("texts")
+    question = _text(row.get("question"))
+    normal = normalise(question)
+    entry = _text(row.get("entry"), 100)
+    if when.tzinfo is None or not normal or not entry:
+        return None
+    return _Item(
+        entry=entry,
+        time=when,
+        repo=_text(row.get("repo"), 4096),
+        block_id=_text(row.get("block"), 300),
+        fingerprint=_text(row.get("fingerprint"), 200),
+        question=question,
+        normal=normal,
+        tokens=tokens(normal),
+        answered=" ".join(_text(row.get("answered")).split()),
+        choice_key=_text(key, 40) or None,
+        choice_option=_text(option) or None,
+        texts=tuple(_text(t, 20_000) for t in texts[:20] if isinstance(t, str))
+        if isinstance(texts, list)
+        else (),
+        note=_text(row.get("note"), 20_000) or None,
+    )
+
+
+def save_recent(index: AnswerIndex, now: datetime, stamp: tuple | None) -> None:
+    """Write the memory of the recent answers from `index` (read from the journal as it was at
+    `stamp`). Never a reason for a command to fail: a state folder that cannot take it is
+    left as it is."""
+    from hitl_tui import statefile
+
+    path = statefile.in_state(RECENT_NAME)
+    if path is None:
+        return
+    with index._lock:
+        recent = [
+            _row(item)
+            for item in index._order(list(range(len(index._items))))
+            if item.time >= now - RECENT
+        ][:RECENT_ROWS]
+    try:
+        with statefile.locked(path):
+            statefile.write(
+                path,
+                {"format": RECENT_FORMAT, "journal": list(stamp or ()), "answers": recent[::-1]},
+            )
+    except OSError:
+        pass
+
+
+def remember_recent(now: datetime) -> None:
+    """Read the journal's answers of the last RECENT and keep them in the memory: after an
+    answer or an undo by a command (`hitl answer`, `hitl undo`)."""
+    stamp = journal_stamp()
+    save_recent(AnswerIndex.from_journal(since=now - RECENT), now, stamp)
+
+
+def recent_index(**kwargs) -> AnswerIndex:
+    """The recent answers from the memory alone (no journal record is read); an index with
+    none when there is no memory, or one that cannot be read."""
+    from hitl_tui import statefile
+
+    index = AnswerIndex(**kwargs)
+    path = statefile.in_state(RECENT_NAME)
+    if path is None:
+        return index
+    try:
+        loaded = statefile.read(path, RECENT_FORMAT, RECENT_BYTES)
+    except statefile.Unusable:
+        return index
+    rows = loaded.get("answers")
+    if not isinstance(rows, list):
+        return index
+    with index._lock:
+        for row in rows[-RECENT_ROWS:]:
+            item = _from_row(row)
+            if item is not None and item.entry not in index._ids:
+                index._put(item)
+        index._changed()
+    return index
+
+
 def journal_stamp() -> tuple[int, int, int] | None:
     """(inode, size, mtime) of the journal's active file: when it changes, `refresh` has
     something to read (None: no journal yet)."""

@@ -20,6 +20,7 @@ from hitl_tui.similar import (
     WINDOW,
     AnswerIndex,
     normalise,
+    recent_index,
     score,
     similar,
     stem,
@@ -288,3 +289,19 @@ def test_list_says_which_blocks_ask_again(shop: Path, fixtures_dir: Path) -> Non
     (item,) = json.loads(_hitl("list", "--json", str(shop)).stdout)
     assert item["asked_again"] is None
     assert "↻" not in _hitl("list", str(shop)).stdout
+
+
+def test_list_reads_the_recent_answers_not_the_journal(shop: Path, fixtures_dir: Path) -> None:
+    """`hitl list` reads no journal record (its start-up does not grow with the history): the
+    answers of the last two days are kept beside it by `hitl answer` and `hitl undo`."""
+    assert _hitl("answer", str(shop), "--choice", "B").returncode == 0
+    _reblock(shop, REWORDED, fixtures_dir)
+    folder = journal.journal_dir()
+    folder.rename(folder.with_name("journal-away"))
+    (item,) = json.loads(_hitl("list", "--json", str(shop)).stdout)
+    assert item["asked_again"]["answered"].startswith("B) Keep invoices")
+    folder.with_name("journal-away").rename(folder)
+    (shop / "BLOCKED.md").unlink()
+    assert len(recent_index()) == 1
+    assert _hitl("undo").returncode == 0  # BLOCKED.md is back as it was answered
+    assert len(recent_index()) == 0  # the undone answer left the memory

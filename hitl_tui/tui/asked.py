@@ -27,7 +27,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
 from hitl_tui.model import Block, Choice
-from hitl_tui.similar import AnswerIndex, Earlier, journal_stamp, normalise
+from hitl_tui.similar import AnswerIndex, Earlier, journal_stamp, normalise, save_recent
 from hitl_tui.textio import printable
 from hitl_tui.timefmt import age
 from hitl_tui.tui.answer_flow import text_box
@@ -71,6 +71,7 @@ class Asked:
     def _build(self, app: App) -> None:
         stamp = journal_stamp()
         index = AnswerIndex.from_journal()
+        save_recent(index, self.clock(), stamp)  # what `hitl list` reads
         app.call_from_thread(self._built, index, stamp)
 
     def _built(self, index: AnswerIndex, stamp: tuple | None) -> None:
@@ -86,16 +87,17 @@ class Asked:
             return
         self._stamp = stamp
         app.run_worker(
-            lambda: self._refresh(app),
+            lambda: self._refresh(app, stamp),
             thread=True,
             group="asked",
             exit_on_error=False,
             description="refresh the answer index",
         )
 
-    def _refresh(self, app: App) -> None:
+    def _refresh(self, app: App, stamp: tuple | None) -> None:
         index = self.index
         if index is not None and index.refresh():
+            save_recent(index, self.clock(), stamp)
             app.call_from_thread(self._redraw)
 
     def _redraw(self) -> None:
