@@ -43,7 +43,10 @@ re-ask worded wholly anew (0.40) and one just under (0.549, markup words around 
 The answer index (`AnswerIndex`) is built once from the journal's answers (kind "answer",
 status done, not undone), newest first, each question tokenised once, with an inverted index
 token -> answers, so that a block costs a few hundred comparisons at most, never one per
-answer of a 90-day journal; `refresh` reads only the records written since. Untrusted input:
+answer of a 90-day journal; `refresh` reads only the records written since. `hitl list` never
+reads a journal record (its start-up must not grow with the history): it reads the memory of
+the answers of the last two days (`recent-answers.json` in the state folder), which `hitl
+answer`, `hitl undo` and the app write from the journal after each change. Untrusted input:
 a journal entry's fields are cut to size and checked for type; a malformed one is skipped.
 """
 
