@@ -86,7 +86,9 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         description="Print every open block, longest blocked first (snoozed ones with --all).",
         epilog="--json prints one array; each element has id, repo, source, path, state,\n"
         "category, title, question, context, attempted, choices, since, fingerprint,\n"
-        "snoozed (true or false) and snoozed_until (a time, or null).\n\n"
+        "snoozed (true or false), snoozed_until (a time, or null) and asked_again: the\n"
+        "answer this block asks again (entry, time, answered), or null: one given in its\n"
+        "repo at most 24 h before it began, to a similar question (↻ in the plain list).\n\n"
         + triage_cli.FILTER_HELP
         + "\n\nexamples:\n"
         "  hitl list --filter 'repo:shop ruff' --sort repo\n"
@@ -182,6 +184,7 @@ def _list(args: argparse.Namespace) -> int:
     blocks = listed(inbox.blocks.values(), spec, snoozes, now)
     if args.all:
         blocks += listed(inbox.blocks.values(), replace(spec, snoozed=True), snoozes, now)
+    again = _asked_again(blocks)
     if args.json:
         # One element per line, each through orjson, or json's C encoder for what orjson
         # refuses (a path of undecodable bytes: lone surrogates, written as `\udce9` escapes,
@@ -193,6 +196,8 @@ def _list(args: argparse.Namespace) -> int:
             snooze = snoozes.get(block) if snoozes.snoozed(block, now) else None
             data["snoozed"] = snooze is not None
             data["snoozed_until"] = snooze.until.isoformat() if snooze and snooze.until else None
+            earlier = again(block)
+            data["asked_again"] = None if earlier is None else earlier.to_json()
             return encode(data)
 
         items = ",\n".join(item(b) for b in blocks)
@@ -212,6 +217,8 @@ def _list(args: argparse.Namespace) -> int:
         state = "" if b.state == "blocked" else f"[{b.state}] "
         if args.all and snoozes.snoozed(b, now):
             state = "[snoozed] " + state
+        if again(b) is not None:
+            state = "↻ asked again: " + state
         question = printable(b.one_line_question())
         print(f"{printable(b.id):<{width}}  {age(b.since):>4}  {state}{question}")
     return 0
@@ -243,6 +250,18 @@ def _json_encoder():
     return encode
 
 
+def _asked_again(blocks: list) -> Callable:
+    """block -> the earlier answer it asks again (`similar`), or None, from the memory of the
+    recent answers (`hitl answer`, `hitl undo` and the app keep it): no journal record is read,
+    so `list` starts as fast with 100,000 answers journaled as with none."""
+    from hitl_tui.similar import recent_index
+
+    index = recent_index() if blocks else None
+    if index is None or not len(index):
+        return lambda block: None
+    return index.asked_again
+
+
 def _warn(text: str) -> None:
     print(f"hitl: {_one_line(text)}", file=sys.stderr)
 
@@ -267,7 +286,9 @@ def cmd_answer(args: argparse.Namespace) -> int:
             note_answer(book, config.loops, plan, sent)
             return sent
 
-        return finish_answer(args, plan, send, config.loops)
+        code = finish_answer(args, plan, send, config.loops)
+        _remember(args)
+        return code
     config, inbox = open_inbox(args, config)
     try:
         inbox, block = resolve(args, inbox)
@@ -279,9 +300,24 @@ def cmd_answer(args: argparse.Namespace) -> int:
             f"{args.target}: no open block has {args.expect[:19]}… any more (answered or changed)"
         ) from None
     plan = plan_answer(inbox, block, answer_from_args(args, block, config.operator_name()))
-    return finish_answer(
+    code = finish_answer(
         args, plan, lambda plan: apply_answer(inbox, plan, replan=True), config.loops
     )
+    if not args.dry_run:
+        # The answered block leaves the since memory: a block the loop writes at the same path
+        # next is a new one (its age, and whether it asks again what was just answered).
+        inbox.handle([block.path])
+        inbox.save_cache()
+    _remember(args)
+    return code
+
+
+def _remember(args: argparse.Namespace) -> None:
+    """After an answer: the memory of the recent answers (`hitl list`'s asked_again)."""
+    from hitl_tui.similar import remember_recent
+
+    if not args.dry_run:
+        remember_recent(datetime.now(UTC))
 
 
 def answer_from_args(args: argparse.Namespace, block, operator: str) -> Answer:

@@ -120,11 +120,15 @@ def run_undo(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     cli_base.use_config(config)
+    from datetime import UTC, datetime
+
     from hitl_tui.resume import forget_undone
+    from hitl_tui.similar import remember_recent
 
     message = journal.undo(args.id, operator=config.operator_name())
     forget_undone(message)
     print(printable(message))
+    remember_recent(datetime.now(UTC))  # `hitl list` no longer says it asks again
     return 0
 
 

@@ -34,6 +34,7 @@ SECTIONS = {
     "inbox": "In the inbox",
     "filter": "In the filter (/)",
     "snooze": "Snoozing a block (z)",
+    "reuse": "Reusing an earlier answer (p)",
     "preview": "In the preview of an answer",
     "text": "In a text box (your own words)",
     "discard": "Asked before a draft or an edit is thrown away",
@@ -110,6 +111,15 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("hitl.help", "question_mark", "help", "Keys", "inbox", "this help", key_display="?"),
     KeySpec("hitl.own-words", "o", "own_words", "Own words", "inbox", "answer in your own words"),
     KeySpec("hitl.raw", "r", "raw", "Raw file", "inbox", "raw file on / off"),
+    KeySpec(
+        "hitl.reuse",
+        "p",
+        "reuse",
+        "Reuse",
+        "inbox",
+        "reuse an earlier answer to a similar question (↻, Asked before): opens its preview",
+        False,
+    ),
     KeySpec(
         "hitl.undo",
         "u",
@@ -247,6 +257,11 @@ KEYS: tuple[KeySpec, ...] = (
         "snooze.change", "5", "pick('change')", "Until it changes", "snooze", "until it changes"
     ),
     KeySpec("snooze.cancel", "escape", "cancel", "Cancel", "snooze", "cancel, nothing snoozed"),
+    *(
+        KeySpec(f"reuse.{n}", str(n), f"pick({n})", f"Answer {n}", "reuse", "reuse that answer")
+        for n in range(1, 4)
+    ),
+    KeySpec("reuse.cancel", "escape", "cancel", "Cancel", "reuse", "cancel, nothing reused"),
     KeySpec("discard.discard", "d", "discard", "Discard", "discard", "discard"),
     KeySpec("discard.keep", "escape,n,k", "keep", "Keep editing", "discard", "keep editing"),
     KeySpec("help.close", "escape,q,question_mark", "close", "Close", "help", "close the help"),

@@ -82,9 +82,11 @@ def cold_listing(root: Path) -> list[dict]:
 
 
 def listed_json(stdout: bytes) -> list[dict]:
-    """`hitl list --json` as `listing` gives it: without what only `list` adds (snoozes)."""
+    """`hitl list --json` as `listing` gives it: without what only `list` adds (snoozes, and
+    whether a block asks again what was answered)."""
     rows = json.loads(stdout)
     assert all(r.pop("snoozed") is False and r.pop("snoozed_until") is None for r in rows)
+    assert all(r.pop("asked_again") is None for r in rows)
     return rows
 
 

@@ -31,6 +31,7 @@ from hitl_tui.seenbook import SeenBook
 from hitl_tui.snoozebook import SnoozeBook
 from hitl_tui.sources.base import Source
 from hitl_tui.textio import printable
+from hitl_tui.tui.asked import Asked
 from hitl_tui.tui.commands import HitlCommands
 from hitl_tui.tui.inbox_screen import InboxScreen
 from hitl_tui.tui.messages import ScanDone
@@ -46,6 +47,7 @@ WORKER_TASKS = {
     "apply": "Writing an answer (or an undo)",
     "snooze": "Writing a snooze",
     "seen": "Saving which blocks were seen",
+    "asked": "Reading the journal's answers (asked again, asked before)",
 }
 
 #: A burst of arrivals ends after this many seconds without a new block ...
@@ -112,6 +114,8 @@ class HitlApp(App[int]):
             loops=self.config.loops,
             bell=self.config.bell,
         )
+        #: The journal's answers: asked again, asked before, and `p` (tui/asked.py).
+        self.asked = Asked(self.clock)
 
     # -- the inbox screen and the workers ------------------------------------------------------
 
@@ -129,6 +133,7 @@ class HitlApp(App[int]):
     @on(InboxScreen.Ready)
     def _inbox_ready(self) -> None:
         self.initial_scan()
+        self.asked.start(self, self.inbox_screen)
 
     @work(
         thread=True, exclusive=True, group="scan", exit_on_error=False, description="initial_scan"
@@ -224,6 +229,7 @@ class HitlApp(App[int]):
         except NoMatches:  # a change that arrives while the app is closing
             return
         self._toast_warnings()
+        self.asked.journal_may_have_changed(self)  # an answer or an undo: read what is new
         if announce and delta.added:
             self._arrived(delta.added)
 

@@ -694,14 +694,23 @@ class InboxScreen(Screen):
         if block is not None and not self._is_waiting_row(block):
             self._ask_text(block, None)
 
+    def action_reuse(self) -> None:
+        """`p`: reuse an earlier answer to a similar question (tui/asked.py)."""
+        from hitl_tui.tui.asked import reuse
+
+        reuse(self, self.app, self.app.asked)  # type: ignore[attr-defined]
+
     def _answer(self, choice: Choice | None, texts: tuple[str, ...] = ()) -> Answer:
         return Answer(choice=choice, texts=texts, operator=self.operator, when=self.clock())
 
-    def _ask_text(self, block: Block, choice: Choice | None) -> None:
-        """The text box for `choice` (None: own words), from its draft if one is kept; Esc
-        keeps what was typed as a draft, a discard drops it, Continue goes to the preview."""
+    def _ask_text(
+        self, block: Block, choice: Choice | None, prefill: tuple[str, ...] | None = None
+    ) -> None:
+        """The text box for `choice` (None: own words), from `prefill` (an earlier answer
+        reused) or its draft if one is kept; Esc keeps what was typed as a draft, a discard
+        drops it, Continue goes to the preview."""
         box = text_box(block, choice)
-        draft = self.drafts.get(box)
+        draft = prefill if prefill is not None else self.drafts.get(box)
 
         def done(typed: Typed | None) -> None:
             if typed is None:  # discarded on purpose

@@ -100,6 +100,8 @@ class BlockList(ScrollView, can_focus=True):
     NARROW = 56
     #: The mark of a block not seen yet, in the first column (a space when seen).
     NEW_MARK = "●"
+    #: The mark of a block that asks again what was answered (`similar`; tui/asked.py).
+    AGAIN_MARK = "↻"
 
     cursor_row: reactive[int] = reactive(0, always_update=False)
 
@@ -135,6 +137,8 @@ class BlockList(ScrollView, can_focus=True):
         self._state_cells: int | None = None
         #: The column titles above the list, redrawn when the columns change width.
         self.header: Widget | None = None
+        #: Whether a block asks again what was answered (None: no marks; tui/asked.py).
+        self.is_asked: Callable[[Block], bool] | None = None
 
     # -- data --------------------------------------------------------------------------------
 
@@ -393,10 +397,11 @@ class BlockList(ScrollView, can_focus=True):
             return self._render_group(item, width, selected)
         block = self.blocks[item]
         new = self.is_new is not None and self.is_new(block)
-        cache_key = (item, width, selected, self.has_focus, new)
+        again = self.is_asked is not None and self.is_asked(block)
+        cache_key = (item, width, selected, self.has_focus, new, again)
         strip = self._lines.get(cache_key)
         if strip is None:
-            strip = self._render_row(block, width, selected, new)
+            strip = self._render_row(block, width, selected, new, again)
             if len(self._lines) > 2000:
                 self._lines.clear()
             self._lines[cache_key] = strip
@@ -413,7 +418,9 @@ class BlockList(ScrollView, can_focus=True):
             text += " (folded)"
         return Strip([Segment(_fit(text, width), style)]).adjust_cell_length(width, style)
 
-    def _render_row(self, block: Block, width: int, selected: bool, new: bool = False) -> Strip:
+    def _render_row(
+        self, block: Block, width: int, selected: bool, new: bool = False, again: bool = False
+    ) -> Strip:
         base = self.rich_style
         if selected:
             base = base + self.get_component_rich_style("blocklist--cursor")
@@ -443,6 +450,10 @@ class BlockList(ScrollView, can_focus=True):
                 base if selected else base + self.get_component_rich_style("blocklist--new")
             )
             mark = Segment(self.NEW_MARK, mark_style)
+        if again:  # asked again: this mark, in the new mark's colour while not seen yet
+            kind = "blocklist--new" if new else "blocklist--warn"
+            mark_style = base if selected else base + self.get_component_rich_style(kind)
+            mark = Segment(self.AGAIN_MARK, mark_style)
         cells = [
             printable(block.id),
             age(block.since, now).rjust(4),
@@ -581,9 +592,11 @@ class BlockDetail(Horizontal):
     def compose(self):
         with VerticalScroll(id="story"):
             yield _pane("Problems", "problems")
+            yield _pane("Asked again", "asked-again")
             yield _pane("Question", "question")
             yield _pane("Context", "context")
             yield _pane("Attempted", "attempted")
+            yield _pane("Asked before", "asked-before")
             yield _pane("More", "extra")
         with VerticalScroll(id="actions"):
             yield _pane("Choices", "choices")
@@ -601,9 +614,23 @@ class BlockDetail(Horizontal):
         super().__init__(**kwargs)
         self.block: Block | None = None
         self._raw_of: Block | None = None
+        #: What the journal says of a block: the "Asked again" line and the "Asked before"
+        #: lines, each None when there is none (tui/asked.py; None: nothing is asked).
+        self.asked: Callable[[Block], tuple[Text | None, Text | None]] | None = None
+
+    def show_asked(self, block: Block | None) -> None:
+        """The "Asked again" and "Asked before" panes of `block`, shown when they say something."""
+        found = (None, None)
+        if block is not None and self.asked is not None:
+            found = self.asked(block)
+        for pane_id, text in zip(("#asked-again", "#asked-before"), found, strict=True):
+            pane = self.query_one(pane_id, Static)
+            pane.update(text if text is not None else "")
+            pane.set_class(text is not None, "shown")
 
     def show(self, block: Block | None) -> None:
         self.block = block
+        self.show_asked(block)
         problems = self.query_one("#problems", Static)
         if block is None:
             for pane in ("#question", "#context", "#attempted", "#choices", "#extra"):
