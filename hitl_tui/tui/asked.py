@@ -32,6 +32,7 @@ from hitl_tui.textio import printable
 from hitl_tui.timefmt import age
 from hitl_tui.tui.answer_flow import text_box
 from hitl_tui.tui.bindings import bindings
+from hitl_tui.tui.waiting import waiting_of
 from hitl_tui.tui.widgets import BlockDetail
 
 if TYPE_CHECKING:
@@ -111,11 +112,15 @@ class Asked:
 
     def again(self, block: Block) -> Earlier | None:
         index = self.index
-        return None if index is None else index.asked_again(block)
+        if index is None or waiting_of(block) is not None:  # an answer's row asks nothing
+            return None
+        return index.asked_again(block)
 
     def before(self, block: Block) -> list[Earlier]:
         index = self.index
-        return [] if index is None else index.earlier(block, LIMIT)
+        if index is None or waiting_of(block) is not None:
+            return []
+        return index.earlier(block, LIMIT)
 
     def texts(self, block: Block) -> tuple[Text | None, Text | None]:
         """The detail's "Asked again" line and "Asked before" lines (None: not shown)."""
@@ -198,6 +203,8 @@ def reuse(screen: InboxScreen, app: App, asked: Asked) -> None:
     block = screen.current
     if block is None:
         screen.notify("No block is highlighted.", severity="warning")
+        return
+    if screen._is_waiting_row(block):  # answered already: it says what can be done
         return
     found = asked.before(block)
     if not found:

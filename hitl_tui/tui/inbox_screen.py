@@ -317,11 +317,12 @@ class InboxScreen(Screen):
             rewatch=delta.rewatch,
         )
         for record in changes.resumed:
-            self.notify(
-                printable(f"{record.block_id}: the loop resumed ({record.how or 'it acted'})"),
-                title="Loop",
-                markup=False,
-            )
+            how = record.how or "it acted"
+            if how.startswith("asked again"):  # the loop ran, and is blocked again
+                text = f"{record.block_id}: the loop ran and asked again (↻ in the list)"
+            else:
+                text = f"{record.block_id}: the loop resumed ({how})"
+            self.notify(printable(text), title="Loop", markup=False)
         if changes.late:
             if self.ring:
                 self.app.bell()
