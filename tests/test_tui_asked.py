@@ -150,11 +150,18 @@ async def test_answered_in_the_app_then_asked_again(shop, fixtures_dir):
         await _settle(pilot, app)
         assert not (shop / "BLOCKED.md").exists()
         assert len(app.asked.index) == 1
+        rows = app.inbox_screen.blocklist.rows
+        assert [rows.blocks[rk].state for rk in rows.order] == ["waiting"]
         _reblock(shop, REWORDED, fixtures_dir)
         app.apply_delta(app.inbox.handle([shop / "BLOCKED.md"]), announce=True)
         await _settle(pilot, app)
         assert _row(app).startswith("↻shop")
         assert "in shop: B) Keep invoices" in _text(app, "#asked-again")
+        # The answer's row left: the loop ran, and asked again (its record says so).
+        assert [rows.blocks[rk].state for rk in rows.order] == ["blocked"]
+        assert any("ran and asked again" in str(n.message) for n in app._notifications)
+        [record] = app.inbox.resumes.recent()
+        assert record.state == "resumed" and record.how.startswith("asked again")
 
 
 async def test_journal_text_is_shown_literally(shop, fixtures_dir):
