@@ -527,8 +527,8 @@ class AnswerIndex:
 
     def asked_again(self, block: Block) -> Earlier | None:
         """The newest answer, in the block's repository, given before the block began and at
-        most WINDOW before it, to another block (another fingerprint) with a similar question:
-        the loop asked again what it was told. None when there is none."""
+        most WINDOW before it, with a similar question: the loop asked again what it was told
+        (its file may hold the very bytes answered). None when there is none."""
         return self._memoised(("again", block.source, str(block.path)), block, self._again)
 
     def _again(self, block: Block) -> Earlier | None:
@@ -539,7 +539,10 @@ class AnswerIndex:
         earliest = block.since - self.window
         looked = 0
         for item in self._order(self._by_repo.get(repo, [])):
-            if item.time > block.since or item.fingerprint == block.fingerprint:
+            # An answer given after the block began answered it (or another): not asked
+            # again. The same bytes again after the answer are: the loop wrote its question
+            # anew, word for word.
+            if item.time > block.since:
                 continue
             if item.time < earliest:
                 break  # newest first: every item after this one is older still
@@ -572,8 +575,10 @@ class AnswerIndex:
         scored = []
         for at in best:
             item = self._items[at]
-            if item is None or item.fingerprint == block.fingerprint:
+            if item is None:
                 continue
+            if item.fingerprint == block.fingerprint and item.time > block.since:
+                continue  # the answer of this very block (still listed a moment)
             value = 1.0 if item.normal == normal else score_tokens(mine, item.tokens)
             if value >= self.threshold:
                 scored.append(_earlier(item, value, item.repo == repo))

@@ -33,14 +33,47 @@ SHOTS: dict[str, list[str]] = {
     "snooze": ["j", "j", "z"],
     "palette": ["ctrl+p", *"shop"],
     "history": ["j", "j", "2", "y", "h"],
+    # Shop answered: its row waits for the loop at the bottom (end highlights it).
+    "waiting": ["j", "j", "2", "y", "end"],
+    # Shop answered, then the loop asks the same again (AFTER below): ↻ and the earlier answer.
+    "asked-again": ["j", "j", "2", "y"],
 }
+
+#: name -> what the loop does after the keys (given the app and the workspace), and the keys
+#: pressed after that.
+AFTER = {"asked-again": ("reblock", ["end"])}
+
+
+async def _reblock(app, root: Path) -> None:
+    """The shop loop escalates its question again: the demo's BLOCKED.md, back in place."""
+    from hitl_tui.demo import build_workspace
+
+    with tempfile.TemporaryDirectory() as fresh:
+        build_workspace(Path(fresh))
+        block = root / "shop" / "BLOCKED.md"
+        block.write_bytes((Path(fresh) / "shop" / "BLOCKED.md").read_bytes())
+    app.apply_delta(app.inbox.handle([block]), announce=True)
 
 
 async def shoot(name: str, keys: list[str], out: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix="hitl-shot-") as tmp:
         # A state folder of its own: never the operator's, and a first run (nothing marked new).
         os.environ["HITL_STATE_DIR"] = str(Path(tmp) / "state")
-        app = make_app([demo_workspace(Path(tmp))])
+        root = Path(tmp) / "repos"
+        if name in AFTER or name == "waiting":
+            # On the real clock: the journal and resume.json write real times, and "asked
+            # again" compares the answer's time with the new block's.
+            from hitl_tui.config import Config
+            from hitl_tui.demo import build_workspace
+            from hitl_tui.inbox import Inbox
+            from hitl_tui.tui.app import HitlApp
+            from hitl_tui.workspace import Workspace
+
+            build_workspace(root)
+            inbox = Inbox(Workspace.discover([root]))
+            app = HitlApp(inbox, config=Config(operator="Ada", bell=False), watch=False)
+        else:
+            app = make_app([demo_workspace(root)])
         async with app.run_test(size=SIZE) as pilot:
             for _ in range(100):
                 await pilot.pause()
@@ -49,6 +82,13 @@ async def shoot(name: str, keys: list[str], out: Path) -> Path:
             await app.workers.wait_for_complete()
             if keys:
                 await pilot.press(*keys)
+            if name in AFTER:
+                await app.workers.wait_for_complete()
+                await pilot.pause(0.2)
+                _what, more = AFTER[name]
+                await _reblock(app, root)
+                await pilot.pause(0.3)
+                await pilot.press(*more)
             await pilot.pause(0.2)
             path = out / f"{name}.svg"
             app.save_screenshot(filename=path.name, path=str(out))

@@ -23,9 +23,11 @@ from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
+from hitl_tui import statefile
 from hitl_tui.config import Config
 from hitl_tui.inbox import Delta, Inbox, default_workers, key_of
 from hitl_tui.model import Block, HitlError
+from hitl_tui.resume import NAME as RESUME_FILE
 from hitl_tui.resume import ResumeBook
 from hitl_tui.seenbook import SeenBook
 from hitl_tui.snoozebook import SnoozeBook
@@ -96,7 +98,9 @@ class HitlApp(App[int]):
         self.inbox.use_remotes(self.config.remotes)
         if self.inbox.resumes is None:
             # Answers are watched until their loop acts on them (resume.json, state folder).
-            self.inbox.use_resumes(ResumeBook.for_state(), self.config.loops)
+            # On the app's clock (the same "now" as the rows' ages).
+            book = ResumeBook(statefile.in_state(RESUME_FILE), clock=self.clock)
+            self.inbox.use_resumes(book, self.config.loops)
         #: Configuration warnings already toasted (inbox.warnings: a project.md unread, ...).
         self._warned: set[str] = set()
         #: Blocks of the burst of arrivals in progress, and those waiting for a modal to close.
