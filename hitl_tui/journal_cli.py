@@ -36,8 +36,10 @@ written), 1 anything else.
 
 HISTORY_EPILOG = """\
 One line per answer, newest first: when (local time), id, who, repository and block, what was
-answered, and whether it was undone. --json prints one array with every recorded detail
-(the block, the answer, each file's old and new sha256).
+answered, whether it was undone, and what its loop did since (`loop waiting`, `loop resumed
+14:02`, `loop not resumed`: see hitl status). --json prints one array with every recorded
+detail (the block, the answer, each file's old and new sha256, and `loop`: {"state",
+"resumed_at", "how"}, or null when hitl watched no loop for it, or it was undone).
 
 It shows 50 answers a page (-n N; --page 2 the 50 before them; -n 0 every one). The journal
 keeps answers for `journal_keep` in the config (default "90d"): older ones are pruned, with the
@@ -158,8 +160,25 @@ def run_history(args: argparse.Namespace) -> int:
         + ([f"-n {size}"] if size != PAGE else [])
         + [f"--page {args.page + 1}"]
     )
+    from hitl_tui.resume import ResumeBook, loop_states, loop_word
+
+    loops = loop_states(ResumeBook.for_state()) if entries else {}
     if args.json:
-        text = json.dumps([e.to_json() for e in entries], ensure_ascii=False, indent=2)
+        rows = []
+        for e in entries:
+            row = e.to_json()
+            record = loops.get(e.id)
+            row["loop"] = (
+                None
+                if record is None or e.undone
+                else {
+                    "state": record.state,
+                    "resumed_at": record.resumed_at.isoformat() if record.resumed_at else None,
+                    "how": record.how,
+                }
+            )
+            rows.append(row)
+        text = json.dumps(rows, ensure_ascii=False, indent=2)
         sys.stdout.write(json_text(text) + "\n")  # undecodable path bytes as \udce9 escapes
         if more:
             print(f"hitl: older answers: {again}", file=sys.stderr)
@@ -182,6 +201,8 @@ def run_history(args: argparse.Namespace) -> int:
             status = "done" + (" (finished by recovery)" if e.ended_by == "recovery" else "")
         else:
             status = e.status
+        if e.id in loops and not e.undone:
+            status += f"; loop {loop_word(loops[e.id])}"
         answered = e.answered if len(e.answered) <= 80 else e.answered[:79] + "…"
         line = (
             f"{when}  {e.id}  {e.operator}  {e.block_id} ({e.block_source})  {answered}  [{status}]"

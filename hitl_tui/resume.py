@@ -65,6 +65,21 @@ def forget_undone(message: object) -> None:
         pass
 
 
+def loop_states(book: ResumeBook) -> dict[str, Waiting]:
+    """Journal entry id -> what its loop did since (the history: `hitl history`, the app's)."""
+    try:
+        return {r.entry: r for r in book.recent() if r.entry is not None}
+    except Exception:  # the operator's view only: the history shows without it
+        return {}
+
+
+def loop_word(record: Waiting) -> str:
+    """What the history says of an answer's loop: `resumed 14:02`, `waiting`, `not resumed`."""
+    if record.state == "resumed" and record.resumed_at is not None:
+        return "resumed " + record.resumed_at.astimezone().strftime("%H:%M")
+    return record.state.replace("-", " ")
+
+
 def answered_text(plan: Plan) -> str:
     """What was answered, in one line: the choice, the decision as edited, or the own words."""
     answer = plan.answer

@@ -25,3 +25,26 @@ def test_hitl_undo_forgets_the_answer_waiting_for_its_loop(tmp_path: Path) -> No
     assert (root / "shop" / "BLOCKED.md").exists()
     status = json.loads(run_hitl("status", root, "--json").stdout)
     assert status["counts"]["waiting"] == 0 and status["counts"]["open"] == 1
+
+
+def test_hitl_history_says_what_each_answers_loop_did(tmp_path: Path) -> None:
+    import subprocess
+
+    root = tmp_path / "loops"
+    repo = root / "shop"
+    shutil.copytree(SHOP, repo)
+    ident = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "s"]):
+        subprocess.run(["git", *ident, *args], cwd=repo, check=True, capture_output=True)
+    assert run_hitl("answer", "shop", "--choice", "A", root).returncode == 0
+    [entry] = json.loads(run_hitl("history", "--json").stdout)
+    assert entry["loop"] == {"state": "waiting", "resumed_at": None, "how": None}
+    assert b"; loop waiting]" in run_hitl("history").stdout
+
+    (repo / "work.txt").write_text("done\n")
+    for args in (["add", "-A"], ["commit", "-q", "-m", "the loop's work"]):
+        subprocess.run(["git", *ident, *args], cwd=repo, check=True, capture_output=True)
+    assert run_hitl("status", root).returncode == 0  # looks at the files: resumed
+    [entry] = json.loads(run_hitl("history", "--json").stdout)
+    assert entry["loop"]["state"] == "resumed" and entry["loop"]["how"].startswith("new commit")
+    assert b"; loop resumed " in run_hitl("history").stdout

@@ -27,7 +27,7 @@ from textual.widgets import Button, DataTable, Footer, Input, Label, Static, Tex
 from hitl_tui.inbox import Delta, Inbox
 from hitl_tui.journal import Entry
 from hitl_tui.model import Block, HitlError, Plan
-from hitl_tui.resume import forget_undone, row_path
+from hitl_tui.resume import forget_undone, loop_states, loop_word, row_path
 from hitl_tui.textio import printable
 from hitl_tui.tui.bindings import bindings, help_text
 from hitl_tui.tui.messages import Refused
@@ -519,19 +519,6 @@ class HistoryUndone(Message):
     entries: list[Entry]
 
 
-def loop_states(book) -> dict[str, str]:
-    """Journal entry id -> what its loop did since: `resumed 14:02`, `waiting`, `not resumed`."""
-    states = {}
-    for record in book.recent():
-        if record.entry is None:
-            continue
-        if record.state == "resumed" and record.resumed_at is not None:
-            states[record.entry] = "resumed " + record.resumed_at.astimezone().strftime("%H:%M")
-        else:
-            states[record.entry] = record.state.replace("-", " ")
-    return states
-
-
 class HistoryScreen(ModalScreen[None]):
     """Every answer given from this machine, newest first: when, who, where, what, undone.
 
@@ -567,7 +554,9 @@ class HistoryScreen(ModalScreen[None]):
         self.entries = list(entries)
         #: Whether each answer's loop resumed (`resume.ResumeBook`, read once here).
         book = inbox.resumes if inbox is not None else None
-        self.loop_states: dict[str, str] = loop_states(book) if book is not None else {}
+        self.loop_states = (
+            {entry: loop_word(r) for entry, r in loop_states(book).items()} if book else {}
+        )
         #: The entries shown, in the table's order (the filter's).
         self.shown: list[Entry] = []
         self.operator = operator
