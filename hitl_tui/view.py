@@ -36,13 +36,17 @@ ORDER_NAMES = {
     "source": "by source",
 }
 #: Groupings, in the order the app cycles them (None: one flat list).
-GROUPS: tuple[str | None, ...] = (None, "repo", "source")
+GROUPS: tuple[str | None, ...] = (None, "repo", "source", "state")
 
 
 #: The state of a row that is an answer waiting for its loop to act on it (`resume.Waiting`),
 #: not a block: such rows are listed after every block, in every order, until they leave
 #: (resumed) or turn "not-resumed" (listed among the blocks again: it needs the operator).
 WAITING = "waiting"
+
+
+#: What grouping by state calls the rows that are answers, not blocks (every block: "open").
+STATE_GROUPS = {WAITING: "waiting for the loop", "not-resumed": "not resumed"}
 
 
 def _tier(block: Block) -> int:
@@ -86,6 +90,8 @@ SORT_KEYS: dict[str, Callable[[Block], tuple]] = {
 GROUP_OF: dict[str, Callable[[Block], str]] = {
     "repo": lambda b: b.repo_name,
     "source": lambda b: b.source,
+    # The blocks to answer, then the answers whose loop did not resume, then those waiting.
+    "state": lambda b: STATE_GROUPS.get(b.state, "open"),
 }
 
 
@@ -125,7 +131,7 @@ class ViewSpec:
         if self.order not in ORDERS:
             raise ValueError(f"no order {self.order!r} (orders: {', '.join(ORDERS)})")
         if self.group not in GROUPS:
-            raise ValueError(f"no grouping {self.group!r} (repo or source)")
+            raise ValueError(f"no grouping {self.group!r} (repo, source or state)")
 
     def with_query(self, text: str) -> ViewSpec:
         return replace(self, query=Query.parse(text))

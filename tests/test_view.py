@@ -272,3 +272,9 @@ def test_answers_waiting_for_their_loop_come_after_every_block_in_every_order() 
     rows.apply(Delta(added=[waiting, block("c", 9)]), None)
     assert ids(rows) == ["a", "c", "w"]
     assert ids(RowOrder(blocks, ViewSpec().with_query("state:waiting"))) == ["w"]
+    # Grouped by state: its own group, after the blocks.
+    from hitl_tui.view import Group
+
+    grouped = RowOrder(blocks, ViewSpec(group="state"))
+    heads = [(r.name, r.count) for r in grouped.rows() if isinstance(r, Group)]
+    assert heads == [("not resumed", 1), ("open", 2), ("waiting for the loop", 1)]
