@@ -36,8 +36,8 @@ written), 1 anything else.
 
 HISTORY_EPILOG = """\
 One line per answer, newest first: when (local time), id, who, repository and block, what was
-answered, whether it was undone, and what its loop did since (`loop waiting`, `loop resumed
-14:02`, `loop not resumed`: see hitl status). --json prints one array with every recorded
+answered, whether it was undone, and what its loop did since (`[done]  loop waiting`, `loop
+resumed 14:02`, `loop not resumed`: see hitl status). --json prints one array with every recorded
 detail (the block, the answer, each file's old and new sha256, and `loop`: {"state",
 "resumed_at", "how"}, or null when hitl watched no loop for it, or it was undone).
 
@@ -201,11 +201,11 @@ def run_history(args: argparse.Namespace) -> int:
             status = "done" + (" (finished by recovery)" if e.ended_by == "recovery" else "")
         else:
             status = e.status
-        if e.id in loops and not e.undone:
-            status += f"; loop {loop_word(loops[e.id])}"
+        loop = f"  loop {loop_word(loops[e.id])}" if e.id in loops and not e.undone else ""
         answered = e.answered if len(e.answered) <= 80 else e.answered[:79] + "…"
         line = (
             f"{when}  {e.id}  {e.operator}  {e.block_id} ({e.block_source})  {answered}  [{status}]"
+            f"{loop}"
         )
         print(printable(line))
     if more:

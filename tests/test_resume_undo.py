@@ -39,7 +39,7 @@ def test_hitl_history_says_what_each_answers_loop_did(tmp_path: Path) -> None:
     assert run_hitl("answer", "shop", "--choice", "A", root).returncode == 0
     [entry] = json.loads(run_hitl("history", "--json").stdout)
     assert entry["loop"] == {"state": "waiting", "resumed_at": None, "how": None}
-    assert b"; loop waiting]" in run_hitl("history").stdout
+    assert b"[done]  loop waiting\n" in run_hitl("history").stdout
 
     (repo / "work.txt").write_text("done\n")
     for args in (["add", "-A"], ["commit", "-q", "-m", "the loop's work"]):
@@ -47,4 +47,4 @@ def test_hitl_history_says_what_each_answers_loop_did(tmp_path: Path) -> None:
     assert run_hitl("status", root).returncode == 0  # looks at the files: resumed
     [entry] = json.loads(run_hitl("history", "--json").stdout)
     assert entry["loop"]["state"] == "resumed" and entry["loop"]["how"].startswith("new commit")
-    assert b"; loop resumed " in run_hitl("history").stdout
+    assert b"[done]  loop resumed " in run_hitl("history").stdout
