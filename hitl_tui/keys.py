@@ -83,8 +83,7 @@ KEYS: tuple[KeySpec, ...] = (
         "cycle_group",
         "Group",
         "inbox",
-        "next grouping: none, by repo, by source, by state (open, not resumed, waiting for "
-        "the loop); Enter on a group folds it",
+        "next grouping: none, by repo, by source, by state (Enter on a group folds it)",
         False,
     ),
     KeySpec("hitl.next-new", "n", "next_new(1)", "Next new", "inbox", "next new block (●)", False),
