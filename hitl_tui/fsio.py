@@ -90,6 +90,19 @@ def read_file(path: Path, limit: int = MAX_PARSE_BYTES) -> FileRead:
     return FileRead(b"".join(chunks), "sha256:" + digest.hexdigest(), size, mtime)
 
 
+def read_small(path: Path, limit: int) -> bytes | None:
+    """At most `limit` + 1 bytes of a regular file (more than `limit`: too large for the
+    caller), or None when it is missing, unreadable or not a regular file (a FIFO planted by an
+    agent never hangs the read)."""
+    try:
+        with open(path, "rb", buffering=0, opener=_open_nonblocking) as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return None
+            return f.read(limit + 1)
+    except OSError:
+        return None
+
+
 def current_fingerprint(path: Path) -> str | None:
     """The fingerprint of the file's bytes now, or None when it does not exist."""
     try:

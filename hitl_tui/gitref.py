@@ -17,6 +17,8 @@ import os
 import re
 from pathlib import Path
 
+from hitl_tui.fsio import read_small
+
 #: Longest file read here (HEAD, a ref, `.git` file, commondir); packed-refs may be larger.
 MAX_SMALL = 4096
 MAX_PACKED = 64 << 20
@@ -25,12 +27,8 @@ _REF = re.compile(r"refs/[A-Za-z0-9._/@+-]+")
 
 
 def _small(path: Path, limit: int = MAX_SMALL) -> str | None:
-    try:
-        with open(path, "rb") as f:
-            data = f.read(limit + 1)
-    except OSError:
-        return None
-    if len(data) > limit:
+    data = read_small(path, limit)
+    if data is None or len(data) > limit:
         return None
     try:
         return data.decode("utf-8")
@@ -65,12 +63,8 @@ def common_dir(gitdir: Path) -> Path:
 
 
 def _packed(common: Path, ref: str) -> str | None:
-    try:
-        with open(common / "packed-refs", "rb") as f:
-            data = f.read(MAX_PACKED + 1)
-    except OSError:
-        return None
-    if len(data) > MAX_PACKED:
+    data = read_small(common / "packed-refs", MAX_PACKED)
+    if data is None or len(data) > MAX_PACKED:
         return None
     wanted = ref.encode("utf-8")
     for line in data.split(b"\n"):

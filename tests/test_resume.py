@@ -470,3 +470,30 @@ def test_the_watcher_leaves_remote_answers_to_hitl_status(tmp_path: Path):
     [done] = book.check()
     assert asked == ["acme#1"] and done.how == "new comment by loop-bot"
     assert done.as_block().repo == "acme/shop"  # a remote block's repo stays a name
+
+
+def test_a_fifo_planted_as_head_or_a_ref_reads_as_no_commit_at_once(tmp_path: Path) -> None:
+    """An agent can make `.git/HEAD`, a ref or packed-refs a FIFO: reading it must not wait
+    for a writer (the watcher's thread would hang), it is simply no commit."""
+    import os
+    import threading
+
+    from hitl_tui import gitref
+
+    repo = tmp_path / "repo"
+    (repo / ".git" / "refs" / "heads").mkdir(parents=True)
+    os.mkfifo(repo / ".git" / "HEAD")
+    result: list = []
+    reader = threading.Thread(target=lambda: result.append(gitref.head(repo)), daemon=True)
+    reader.start()
+    reader.join(5)
+    assert not reader.is_alive() and result == [None]
+    (repo / ".git" / "HEAD").unlink()
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    os.mkfifo(repo / ".git" / "packed-refs")
+    os.mkfifo(repo / ".git" / "refs" / "heads" / "main")
+    result.clear()
+    reader = threading.Thread(target=lambda: result.append(gitref.head(repo)), daemon=True)
+    reader.start()
+    reader.join(5)
+    assert not reader.is_alive() and result == [None]
