@@ -50,6 +50,7 @@ WORKER_TASKS = {
     "snooze": "Writing a snooze",
     "seen": "Saving which blocks were seen",
     "asked": "Reading the journal's answers (asked again, asked before)",
+    "preview": "Preparing the first preview",
 }
 
 #: A burst of arrivals ends after this many seconds without a new block ...
@@ -184,6 +185,8 @@ class HitlApp(App[int]):
             self.run_watcher()
             for source in self.inbox.remotes:
                 self.run_remote(source)
+        # What the first preview needs, built once the list is drawn and the app idle.
+        self.set_timer(0.2, self.inbox_screen.prepare_preview)
 
     @work(exclusive=True, group="watch", exit_on_error=False, description="run_watcher")
     async def run_watcher(self) -> None:

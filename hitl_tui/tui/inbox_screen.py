@@ -820,6 +820,38 @@ class InboxScreen(Screen):
             self._preview_screen.load(preview)
         self.app.push_screen("preview", self._confirmed)
 
+    def prepare_preview(self) -> None:
+        """Build the preview screen while the app is idle (after the first scan), so that the
+        first preview of a session loads a plan into a mounted screen instead of composing one:
+        from the highlighted block's first choice (read in a thread). Nothing to build it from
+        (no block, or none with a plain first choice): the first preview builds it."""
+        block = self.current
+        if self._preview_screen is not None or block is None or waiting_of(block) is not None:
+            return
+        if not block.choices or block.choices[0].needs_text:
+            return
+        self._build_preview(block, self._answer(block.choices[0]))
+
+    @work(thread=True, group="preview", exit_on_error=False, description="_build_preview")
+    def _build_preview(self, block: Block, answer: Answer) -> None:
+        try:
+            preview = preview_of(self.inbox, block, answer)
+        except HitlError:  # the block changed or left: the first preview builds the screen
+            return
+        self.app.call_from_thread(self._install_preview, preview)
+
+    def _install_preview(self, preview) -> None:
+        if self._preview_screen is not None:
+            return
+        self._preview_screen = PreviewScreen(preview)
+        self.app.install_screen(self._preview_screen, "preview")
+        # Composed and mounted now, off screen (Textual mounts an installed screen when it is
+        # first asked for; `_get_screen` is that step, without showing it).
+        try:
+            self.app._get_screen("preview")
+        except Exception:  # a Textual without it: the first push composes it, as before
+            pass
+
     def _confirmed(self, plan: Plan | None) -> None:
         if plan is not None:
             screen = self._preview_screen
