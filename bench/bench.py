@@ -275,6 +275,8 @@ async def app_measurements(root: Path, trials: int, free_repos: list[Path]) -> d
         # opens a BLOCKED.md's preview: those began last (the task files' notes are older),
         # so the newest row, at the end, is one; `1` on a task could ask for text first.
         await keypress(app, "end")
+        for _ in range(waiting):  # the answers waiting for their loop are listed after them
+            await keypress(app, "k")
         await asyncio.sleep(0.25)
         opens = []
         for _ in range(10):

@@ -823,14 +823,19 @@ class InboxScreen(Screen):
     def prepare_preview(self) -> None:
         """Build the preview screen while the app is idle (after the first scan), so that the
         first preview of a session loads a plan into a mounted screen instead of composing one:
-        from the highlighted block's first choice (read in a thread). Nothing to build it from
-        (no block, or none with a plain first choice): the first preview builds it."""
-        block = self.current
-        if self._preview_screen is not None or block is None or waiting_of(block) is not None:
+        from the first choice of the highlighted block, or of the first rows (read in a
+        thread). Nothing to build it from (no block with a plain first choice among them): the
+        first preview builds it."""
+        if self._preview_screen is not None:
             return
-        if not block.choices or block.choices[0].needs_text:
-            return
-        self._build_preview(block, self._answer(block.choices[0]))
+        blocks = self.rows.blocks
+        candidates = ([self.current] if self.current is not None else []) + [
+            blocks[rk] for rk in self.rows.order[:200]
+        ]
+        for block in candidates:
+            if waiting_of(block) is None and block.choices and not block.choices[0].needs_text:
+                self._build_preview(block, self._answer(block.choices[0]))
+                return
 
     @work(thread=True, group="preview", exit_on_error=False, description="_build_preview")
     def _build_preview(self, block: Block, answer: Answer) -> None:
