@@ -36,6 +36,10 @@ MAX_WORKERS = 4
 #: report, the repositories read so far, and how many there are.
 OnBatch = Callable[[list[Block], int, int], None]
 
+#: Repositories the app reads itself, at once, while its scan workers start (a Python each):
+#: their blocks are the first rows drawn.
+HEAD_REPOS = 16
+
 #: Seconds between a scan's reports: the first soon (the app paints its first rows), then
 #: doubling up to BATCH_MAX (each report costs the app a pass over its rows).
 BATCH_FIRST = 0.03
@@ -263,7 +267,22 @@ class Inbox:
                 dated.append(block)
             batches.add(dated, done)
 
-        if not _scan_in_processes(repos, self.labels, workers, found, entries):
+        # The workers take all but the first few repositories, which are read here while
+        # they start: the first rows are drawn without waiting for an interpreter to start.
+        head, rest = repos[:HEAD_REPOS], repos[HEAD_REPOS:]
+
+        def first() -> None:
+            delta = Delta()
+            for repo in head:
+                for source in self.sources:
+                    self._scan_source(repo, source, delta)
+            batches.add(delta.added, len(head))
+            batches.flush(len(head))
+
+        def counted(blocks: list[Block], done: int) -> None:
+            found(blocks, len(head) + done)
+
+        if not _scan_in_processes(rest, self.labels, workers, counted, entries, first):
             return False
         if self.cache is not None:
             self.cache.adopt(entries)
@@ -669,11 +688,13 @@ def _scan_in_processes(
     workers: int,
     found: Callable[[list[Block], int], None],
     entries: list,
+    meanwhile: Callable[[], None] | None = None,
     timeout: float = 120.0,
 ) -> bool:
     """Every block of `repos` read by `workers` worker processes: `found(blocks, repos_read)`
     as each worker sends some (repos_read: of every worker), their cache entries added to
-    `entries`. False if they cannot run or one failed."""
+    `entries`; `meanwhile()` runs once they are started. False if they cannot run or one
+    failed."""
     import pickle
     import selectors
     import subprocess
@@ -700,6 +721,8 @@ def _scan_in_processes(
             proc.stdin.write(json.dumps(request).encode())
             proc.stdin.close()
             selector.register(proc.stdout, selectors.EVENT_READ, (i, bytearray()))
+        if meanwhile is not None:
+            meanwhile()
         done = [0] * workers
         deadline = time.monotonic() + timeout
         while selector.get_map():

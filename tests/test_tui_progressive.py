@@ -183,6 +183,7 @@ def test_scan_reports_each_block_once_in_process_and_in_workers(tmp_path, monkey
     monkeypatch.setattr(inbox_module, "BATCH_FIRST", 0.0)
     monkeypatch.setattr(inbox_module, "BATCH_MAX", 0.0)
     monkeypatch.setattr(inbox_module, "PARALLEL_MIN_REPOS", 2)
+    monkeypatch.setattr(inbox_module, "HEAD_REPOS", 3)  # read here; the rest by the workers
     root = tmp_path / "fleet"
     fleet(root)
     for workers in (1, 2):
@@ -195,3 +196,5 @@ def test_scan_reports_each_block_once_in_process_and_in_workers(tmp_path, monkey
         assert calls[-1][1:] == (REPOS, REPOS)
         assert [d for _, d, _ in calls] == sorted(d for _, d, _ in calls)
         assert len(calls) > 2, workers
+        if workers > 1:  # the first batch is the repositories read while the workers start
+            assert calls[0][1] == 3
