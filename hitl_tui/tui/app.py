@@ -166,7 +166,7 @@ class HitlApp(App[int]):
 
     @on(ScanBatch)
     def _scan_batch(self, message: ScanBatch) -> None:
-        if not self.loaded:  # (a batch posted as the scan's own end was handled)
+        if not self.loaded:  # (none comes after ScanDone: the scan posts that last)
             self.inbox_screen.add_batch(message.blocks, message.done, message.total)
 
     @on(ScanDone)

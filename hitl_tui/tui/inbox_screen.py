@@ -205,7 +205,8 @@ class InboxScreen(Screen):
         #: The first scan's progress while it runs (repos read, of how many), as the header
         #: says it; None once it is done (`finish_scan`) or before its first batch.
         self._progress: tuple[int, int] | None = None
-        #: Batches of the first scan listed so far (`add_batch`), and whether it is over.
+        #: Batches of the first scan listed so far (`add_batch`), and whether it is over (no
+        #: seen marks are saved before: a save drops the marks of blocks not listed yet).
         self._batches = 0
         self.scanned = False
 
