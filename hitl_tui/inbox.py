@@ -1,6 +1,7 @@
 """The live set of open blocks across every repository, updated one file at a time.
 
-A full scan happens once at start. After that, each file event re-reads only the file it names
+A full scan happens once at start (reporting its blocks in batches as it goes, `on_batch`, so
+that the app lists them as they come). After that, each file event re-reads only the file it names
 (or, for a layout change such as a new task folder, only that repository's source), and the
 result is a Delta the UI applies without rebuilding its list.
 """
