@@ -1,6 +1,7 @@
 """The live set of open blocks across every repository, updated one file at a time.
 
-A full scan happens once at start. After that, each file event re-reads only the file it names
+A full scan happens once at start (reporting its blocks in batches as it goes, `on_batch`, so
+that the app lists them as they come). After that, each file event re-reads only the file it names
 (or, for a layout change such as a new task folder, only that repository's source), and the
 result is a Delta the UI applies without rebuilding its list.
 """
@@ -14,7 +15,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -31,6 +32,47 @@ from hitl_tui.workspace import Workspace
 #: Below this many repositories a scan is quicker in-process than starting workers.
 PARALLEL_MIN_REPOS = 64
 MAX_WORKERS = 4
+
+#: What a scan reports as it goes (`Inbox.scan(on_batch=...)`): the blocks found since the last
+#: report, the repositories read so far, and how many there are.
+OnBatch = Callable[[list[Block], int, int], None]
+
+#: Repositories the app reads itself, at once, while its scan workers start (a Python each):
+#: their blocks are the first rows drawn.
+HEAD_REPOS = 16
+
+#: Seconds between a scan's reports: the first soon (the app paints its first rows), then
+#: doubling up to BATCH_MAX (each report costs the app a pass over its rows).
+BATCH_FIRST = 0.03
+BATCH_MAX = 0.25
+
+
+class Batches:
+    """The blocks a scan found, handed to `on_batch` every so often (never more often than
+    BATCH_FIRST, doubling up to BATCH_MAX seconds), and once more at the end (`flush`)."""
+
+    def __init__(self, on_batch: OnBatch | None, total: int) -> None:
+        self.on_batch = on_batch
+        self.total = total
+        self.pending: list[Block] = []
+        self.wait = BATCH_FIRST
+        self.last = time.monotonic()
+
+    def add(self, blocks: list[Block], done: int) -> None:
+        if self.on_batch is None:
+            return
+        self.pending.extend(blocks)
+        if time.monotonic() - self.last >= self.wait:
+            self.flush(done)
+            self.wait = min(self.wait * 2, BATCH_MAX)
+
+    def flush(self, done: int) -> None:
+        """Report what is pending (an empty batch too: the last one says the scan is over)."""
+        if self.on_batch is None:
+            return
+        pending, self.pending = self.pending, []
+        self.on_batch(pending, done, self.total)
+        self.last = time.monotonic()
 
 
 def default_workers() -> int:
@@ -156,18 +198,24 @@ class Inbox:
     # -- reading -----------------------------------------------------------------------------
 
     @_locked
-    def scan(self, workers: int = 1) -> None:
+    def scan(self, workers: int = 1, on_batch: OnBatch | None = None) -> None:
         """Read every repository from scratch.
 
         With `workers` > 1 (the app asks for one per core) a large workspace is read by worker
         processes, so that parsing does not hold the interpreter lock the UI thread needs while
         it draws. A command-line run reads in-process: measured on 2 cores at 1,000 repos, the
         workers' start-up and unpickling cost more than they save there.
+
+        `on_batch(blocks, repos_read, repos)` is called as the scan goes (from the thread that
+        scans, with the inbox locked): each block found once, as it is in `blocks` at the end
+        unless the scan met it again; the last call has `repos_read == repos`. The app lists
+        the blocks as they come.
         """
         with gc_paused():  # see parsecache.gc_paused
-            self._scan(workers)
+            self._scan(workers, Batches(on_batch, len(self.workspace.repos)))
 
-    def _scan(self, workers: int) -> None:
+    def _scan(self, workers: int, batches: Batches | None = None) -> None:
+        batches = batches or Batches(None, 0)
         self.scanned_at = time.time()
         remote = {k for keys in self._remote.values() for k in keys}
         for key in [k for k in self.blocks if k not in remote]:
@@ -176,34 +224,25 @@ class Inbox:
         self._warnings.clear()
         self.labels = dict(self.workspace.ids)
         repos = self.workspace.repos
-        found = None
         cache = self.cache
         # A warm cache makes the scan mostly stats: workers would cost more than they save.
-        if (
+        parallel = (
             self._default_sources
             and workers > 1
             and len(repos) >= PARALLEL_MIN_REPOS
             and (cache is None or cache.cold)
-        ):
-            found = _scan_in_processes(repos, self.labels, workers)
+        )
         if cache is not None:
             cache.begin_scan()
         try:
-            if found is None:
-                for repo in repos:
+            if not (parallel and self._scan_in_processes(repos, workers, batches)):
+                # In-process (or the workers could not run: what they found stays, and is
+                # met again here, so never reported twice).
+                for done, repo in enumerate(repos, 1):
+                    delta = Delta()
                     for source in self.sources:
-                        self._scan_source(repo, source, Delta())
-            else:
-                blocks, entries = found
-                for block in blocks:
-                    key = key_of(block)
-                    self.blocks[key] = block = self._dated(block)
-                    self._by_repo.setdefault(block.repo, set()).add(key)
-                if cache is not None:
-                    cache.adopt(entries)
-                for repo in repos:  # the workers read the layouts; their warnings are here
-                    for source in self.sources:
-                        self._note_warnings(repo, source)
+                        self._scan_source(repo, source, delta)
+                    batches.add(delta.added, done)
         finally:
             if cache is not None:
                 cache.end_scan()
@@ -211,6 +250,47 @@ class Inbox:
             seen = {key_for(*k) for k in self.blocks if k not in remote}
             self.book.prune({os.fsdecode(r) for r in repos}, seen)
         self._dir_owner = None
+        batches.flush(len(repos))
+
+    def _scan_in_processes(self, repos: list[Path], workers: int, batches: Batches) -> bool:
+        """Read `repos` in `workers` worker processes, their blocks reported as each worker
+        sends them; False if the workers could not run (or failed: the caller reads in-process)."""
+        entries: list = []
+
+        def found(blocks: list[Block], done: int) -> None:
+            dated = []
+            for block in blocks:
+                key = key_of(block)
+                if key in self.blocks:
+                    continue
+                self.blocks[key] = block = self._dated(block)
+                self._by_repo.setdefault(block.repo, set()).add(key)
+                dated.append(block)
+            batches.add(dated, done)
+
+        # The workers take all but the first few repositories, which are read here while
+        # they start: the first rows are drawn without waiting for an interpreter to start.
+        head, rest = repos[:HEAD_REPOS], repos[HEAD_REPOS:]
+
+        def first() -> None:
+            delta = Delta()
+            for repo in head:
+                for source in self.sources:
+                    self._scan_source(repo, source, delta)
+            batches.add(delta.added, len(head))
+            batches.flush(len(head))
+
+        def counted(blocks: list[Block], done: int) -> None:
+            found(blocks, len(head) + done)
+
+        if not _scan_in_processes(rest, self.labels, workers, counted, entries, first):
+            return False
+        if self.cache is not None:
+            self.cache.adopt(entries)
+        for repo in repos:  # the workers read the layouts; their warnings are here
+            for source in self.sources:
+                self._note_warnings(repo, source)
+        return True
 
     def _dated(self, block: Block) -> Block:
         """`block` with `since` by the rule of `began` (a parse, cached or not, gives the
@@ -566,30 +646,62 @@ def suffix_matches(target: str, blocks: Iterable[Block]) -> list[Block]:
     ]
 
 
-def scan_chunk(repos: list[Path], labels: dict[Path, str]) -> tuple[list[Block], list]:
+def scan_chunk(
+    repos: list[Path],
+    labels: dict[Path, str],
+    emit: Callable[[list[Block], int], None] | None = None,
+) -> tuple[list[Block], list]:
     """A worker's share of a scan: the very code path of a scan in-process.
 
     Returns the blocks, and the parse-cache entries made on the way (for the parent's cache).
+    `emit(blocks, repos_read)`, when given, gets the blocks as they are found, every so often
+    (`Batches`), the last time with every repository read.
     """
     cache = ParseCache()
     inbox = Inbox(Workspace(paths=tuple(repos), repos=list(repos), roots=[]), cache=cache)
     inbox.labels = labels
+    batches = Batches(None if emit is None else lambda b, done, _total: emit(b, done), len(repos))
     with gc_paused():
-        for repo in repos:
+        for done, repo in enumerate(repos, 1):
+            delta = Delta()
             for source in inbox.sources:
-                inbox._scan_source(repo, source, Delta())
+                inbox._scan_source(repo, source, delta)
+            batches.add(delta.added, done)
+    batches.flush(len(repos))
     return list(inbox.blocks.values()), cache.entries()
 
 
-def _scan_in_processes(
-    repos: list[Path], labels: dict[Path, str], workers: int
-) -> tuple[list[Block], list] | None:
-    """Every block of `repos` and their cache entries, read by `workers` worker processes; None
-    if they cannot run."""
+#: A scan worker's frames on its stdout: this many bytes of length (big-endian), then a pickle
+#: of ("blocks", [Block, ...], repos_read) or, last, ("entries", [cache entry, ...]).
+FRAME_HEAD = 8
+
+
+def frame(item: object) -> bytes:
     import pickle
+
+    data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+    return len(data).to_bytes(FRAME_HEAD, "big") + data
+
+
+def _scan_in_processes(
+    repos: list[Path],
+    labels: dict[Path, str],
+    workers: int,
+    found: Callable[[list[Block], int], None],
+    entries: list,
+    meanwhile: Callable[[], None] | None = None,
+    timeout: float = 120.0,
+) -> bool:
+    """Every block of `repos` read by `workers` worker processes: `found(blocks, repos_read)`
+    as each worker sends some (repos_read: of every worker), their cache entries added to
+    `entries`; `meanwhile()` runs once they are started. False if they cannot run or one
+    failed."""
+    import pickle
+    import selectors
     import subprocess
 
     procs = []
+    selector = selectors.DefaultSelector()
     try:
         for i in range(workers):
             # Runs of a few neighbours, dealt round-robin: balanced even when every other
@@ -605,18 +717,45 @@ def _scan_in_processes(
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
             )
-            procs.append((proc, json.dumps(request).encode()))
-        blocks: list[Block] = []
-        entries: list = []
-        for proc, request in procs:
-            out, _ = proc.communicate(request, timeout=120)
-            if proc.returncode != 0:
-                return None
-            got_blocks, got_entries = pickle.loads(out)
-            blocks.extend(got_blocks)
-            entries.extend(got_entries)
-        return blocks, entries
+            procs.append(proc)
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(json.dumps(request).encode())
+            proc.stdin.close()
+            selector.register(proc.stdout, selectors.EVENT_READ, (i, bytearray()))
+        if meanwhile is not None:
+            meanwhile()
+        done = [0] * workers
+        deadline = time.monotonic() + timeout
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("scan workers took too long")
+            for key, _ in selector.select(timeout=left):
+                i, buf = key.data
+                data = os.read(key.fd, 1 << 20)
+                if not data:
+                    selector.unregister(key.fileobj)
+                    continue
+                buf += data
+                while len(buf) >= FRAME_HEAD:
+                    size = int.from_bytes(buf[:FRAME_HEAD], "big")
+                    if len(buf) < FRAME_HEAD + size:
+                        break
+                    item = pickle.loads(bytes(buf[FRAME_HEAD : FRAME_HEAD + size]))
+                    del buf[: FRAME_HEAD + size]
+                    if item[0] == "blocks":
+                        done[i] = item[2]
+                        found(item[1], sum(done))
+                    else:
+                        entries.extend(item[1])
+        codes = [proc.wait(timeout=max(1.0, deadline - time.monotonic())) for proc in procs]
+        return all(code == 0 for code in codes)
     except Exception:  # no processes here (a sandbox, a limit): read in-process instead
-        for proc, _ in procs:
+        for proc in procs:
             proc.kill()
-        return None
+        return False
+    finally:
+        selector.close()
+        for proc in procs:
+            if proc.stdout is not None:
+                proc.stdout.close()

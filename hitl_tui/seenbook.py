@@ -81,10 +81,12 @@ class SeenBook:
 
     # -- marks ---------------------------------------------------------------------------------
 
-    def adopt(self, blocks: Iterable[Block]) -> None:
-        """The first load of a first run: every block there counts as seen."""
+    def adopt(self, blocks: Iterable[Block], more: bool = False) -> None:
+        """The first load of a first run: every block there counts as seen. `more`: a part
+        of that load, more to come (a scan that lists blocks as it finds them); every part
+        is adopted, up to the last one, given without `more`."""
         if self.fresh:
-            self.fresh = False
+            self.fresh = more
             for block in blocks:
                 self.saw(block)
 

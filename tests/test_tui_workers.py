@@ -18,7 +18,7 @@ async def test_a_first_scan_that_raises_is_shown_and_the_app_keeps_running(
     (repo / ".git").mkdir(parents=True)
     (repo / "BLOCKED.md").write_text("## Question\nGo?\n## Choices\n- A) yes\n")
 
-    def unreadable(self, workers: int = 1) -> None:
+    def unreadable(self, workers: int = 1, on_batch=None) -> None:
         raise PermissionError(13, "Permission denied", str(repo))
 
     monkeypatch.setattr(Inbox, "scan", unreadable)

@@ -36,7 +36,7 @@ from hitl_tui.textio import printable
 from hitl_tui.tui.asked import Asked
 from hitl_tui.tui.commands import HitlCommands
 from hitl_tui.tui.inbox_screen import InboxScreen
-from hitl_tui.tui.messages import ScanDone
+from hitl_tui.tui.messages import ScanBatch, ScanDone
 from hitl_tui.tui.screens import HelpScreen, HistoryScreen
 from hitl_tui.tui.waiting import row_for
 from hitl_tui.tui.widgets import row_key
@@ -50,6 +50,7 @@ WORKER_TASKS = {
     "snooze": "Writing a snooze",
     "seen": "Saving which blocks were seen",
     "asked": "Reading the journal's answers (asked again, asked before)",
+    "preview": "Preparing the first preview",
 }
 
 #: A burst of arrivals ends after this many seconds without a new block ...
@@ -143,19 +144,35 @@ class HitlApp(App[int]):
         thread=True, exclusive=True, group="scan", exit_on_error=False, description="initial_scan"
     )
     def initial_scan(self) -> None:
-        self.inbox.scan(workers=default_workers())
-        if self.watch_enabled:
-            self.inbox.watch_dirs()  # maps each watched folder to its repo: here, not on the UI
+        """The first scan, its blocks listed as they are found (`ScanBatch`), then `ScanDone`.
+        The answers waiting for their loop come with the first batch."""
         waiting = []
         if self.inbox.resumes is not None:
             self.inbox.check_waiting()  # what resumed while hitl was closed leaves quietly
             waiting = [row_for(r) for r in self.inbox.open_waiting()]
+        first = [True]
+
+        def batch(blocks: list[Block], done: int, total: int) -> None:
+            if first[0]:
+                first[0] = False
+                blocks = [*blocks, *waiting]
+            self.post_message(ScanBatch(blocks, done, total))
+
+        self.inbox.scan(workers=default_workers(), on_batch=batch)
+        if self.watch_enabled:
+            self.inbox.watch_dirs()  # maps each watched folder to its repo: here, not on the UI
         self.post_message(ScanDone(self.inbox.sorted_blocks(), waiting))
         self.inbox.save_cache()
 
+    @on(ScanBatch)
+    def _scan_batch(self, message: ScanBatch) -> None:
+        if not self.loaded:  # (none comes after ScanDone: the scan posts that last)
+            self.inbox_screen.add_batch(message.blocks, message.done, message.total)
+
     @on(ScanDone)
     def _scan_done(self, message: ScanDone) -> None:
-        self.inbox_screen.load(message.blocks + message.waiting)
+        # The batches listed the blocks; what the scan ended with is what stays listed.
+        self.inbox_screen.finish_scan(message.blocks, message.waiting)
         # Start-up made most of the objects the app will ever hold (blocks, rows, widgets).
         # Frozen, the cyclic GC stops walking them: at 5,000 blocks one full collection took
         # 80 ms, in the middle of a keypress.
@@ -168,6 +185,8 @@ class HitlApp(App[int]):
             self.run_watcher()
             for source in self.inbox.remotes:
                 self.run_remote(source)
+        # What the first preview needs, built once the list is drawn and the app idle.
+        self.set_timer(0.2, self.inbox_screen.prepare_preview)
 
     @work(exclusive=True, group="watch", exit_on_error=False, description="run_watcher")
     async def run_watcher(self) -> None:
@@ -232,7 +251,8 @@ class HitlApp(App[int]):
             self.refresh_header()
         except NoMatches:  # a change that arrives while the app is closing
             return
-        self._toast_warnings()
+        if self.loaded:  # (the warnings wait for the lock the first scan holds)
+            self._toast_warnings()
         self.asked.journal_may_have_changed(self)  # an answer or an undo: read what is new
         if announce and delta.added:
             self._arrived(delta.added)
@@ -310,8 +330,12 @@ class HitlApp(App[int]):
                 self.notify(printable(warning), title="Warning", severity="warning", markup=False)
 
     def refresh_header(self) -> None:
-        """The inbox screen's header and empty-inbox text, from the inbox as it is now."""
-        self.inbox_screen.show_header(self.inbox, self.source_states)
+        """The inbox screen's header and empty-inbox text, from the inbox as it is now; during
+        the first scan, its progress (the inbox is locked by the scan until then)."""
+        if self.loaded:
+            self.inbox_screen.show_header(self.inbox, self.source_states)
+        else:
+            self.inbox_screen.show_progress()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A worker that raised: say what failed, in a toast (and the header, for the first

@@ -202,6 +202,13 @@ class InboxScreen(Screen):
         self._saving = False
         #: One preview screen, built on first use and kept installed (see PreviewScreen).
         self._preview_screen: PreviewScreen | None = None
+        #: The first scan's progress while it runs (repos read, of how many), as the header
+        #: says it; None once it is done (`finish_scan`) or before its first batch.
+        self._progress: tuple[int, int] | None = None
+        #: Batches of the first scan listed so far (`add_batch`), and whether it is over (no
+        #: seen marks are saved before: a save drops the marks of blocks not listed yet).
+        self._batches = 0
+        self.scanned = False
 
     @property
     def host(self) -> Host:
@@ -279,6 +286,64 @@ class InboxScreen(Screen):
             table.select(table.order[0])
         self._asleep = self._snoozed_rows()
         self._prune(list(blocks))
+        self.scanned = True
+
+    def add_batch(self, blocks: list[Block], done: int, total: int) -> None:
+        """Blocks the first scan found (`ScanBatch`), listed as they come: the first batch as
+        `load` lists the blocks, the next ones as arrivals (`view.RowOrder.apply`), so that the
+        highlighted block keeps the cursor. On a first run they all count as seen."""
+        self.seen.adopt([b for b in blocks if waiting_of(b) is None], more=True)
+        self._progress = (done, total)
+        if self._batches == 0:
+            self._waiting = {row_of(b) for b in blocks if waiting_of(b) is not None}
+            table = self.blocklist
+            table.load(blocks)
+            if table.order:
+                table.select(table.order[0])
+            self.show_current()
+        elif blocks:
+            self.apply(Delta(added=blocks))
+        self._batches += 1
+        self.show_progress()
+
+    def finish_scan(self, blocks: list[Block], waiting: list[Block]) -> None:
+        """The first scan is over: `blocks` (every block it found, the inbox as it is now)
+        are listed, each once, and nothing else of the scan's; `waiting` (the rows of answers
+        waiting for their loop) were listed with the first batch. Then as `load` ends."""
+        if self._batches == 0:  # no batch came (a caller that posts ScanDone alone)
+            self.load(blocks + waiting)
+        else:
+            listed = self.rows.blocks
+            final = {row_of(b): b for b in blocks}
+            missing = [b for rk, b in final.items() if rk not in listed]
+            changed = [
+                b
+                for rk, b in final.items()
+                if rk in listed and listed[rk].fingerprint != b.fingerprint
+            ]
+            gone = [
+                key_of(b) for rk, b in listed.items() if rk not in final and rk not in self._waiting
+            ]
+            self.seen.adopt(missing)  # the last part of a first run's load
+            if missing or changed or gone:
+                self.apply(Delta(added=missing, changed=changed, removed=gone))
+            self._asleep = self._snoozed_rows()
+            self._prune(list(self.rows.blocks.values()))
+        self._progress = None
+        self.scanned = True
+
+    def show_progress(self) -> None:
+        """The header while the first scan runs: how far it is (its counts come at the end)."""
+        if self._progress is None:
+            return
+        done, total = self._progress
+        found = len(self.rows.blocks) - len(self._waiting)
+        text = f"hitl · reading {done:,} of {total:,} repos · {found:,} blocks so far"
+        if self._waiting:
+            text += f" · {len(self._waiting)} waiting for their loop"
+        bar = self.query_one("#topbar", Static)
+        bar.update(text)
+        bar.set_class(bool(found), "has-blocks")
 
     @work(thread=True, group="snooze", exit_on_error=False, description="_prune")
     def _prune(self, blocks: list[Block]) -> None:
@@ -462,6 +527,9 @@ class InboxScreen(Screen):
 
     def _render_header(self) -> None:
         """The header from the inbox's last counts and the view as it is (cheap: per key)."""
+        if self._progress is not None:
+            self.show_progress()
+            return
         if self._parts is None:
             return
         bar = self.query_one("#topbar", Static)
@@ -625,7 +693,8 @@ class InboxScreen(Screen):
     # -- seen marks: saved every few seconds when some changed, in a thread, and at exit -----
 
     def save_seen_soon(self) -> None:
-        if self.seen.dirty and not self._saving:
+        # Not during the first scan: a save drops the marks of blocks not listed (yet).
+        if self.scanned and self.seen.dirty and not self._saving:
             self._saving = True
             self._save_seen(list(self.rows.blocks.values()))
 
@@ -643,6 +712,7 @@ class InboxScreen(Screen):
 
     def show_failure(self, text: str) -> None:
         """The header says what failed (the first scan, when it raised)."""
+        self._progress = None
         bar = self.query_one("#topbar", Static)
         bar.update(f"hitl · {text}")
         bar.remove_class("has-blocks")
@@ -750,6 +820,43 @@ class InboxScreen(Screen):
         else:
             self._preview_screen.load(preview)
         self.app.push_screen("preview", self._confirmed)
+
+    def prepare_preview(self) -> None:
+        """Build the preview screen while the app is idle (after the first scan), so that the
+        first preview of a session loads a plan into a mounted screen instead of composing one:
+        from the first choice of the highlighted block, or of the first rows (read in a
+        thread). Nothing to build it from (no block with a plain first choice among them): the
+        first preview builds it."""
+        if self._preview_screen is not None:
+            return
+        blocks = self.rows.blocks
+        candidates = ([self.current] if self.current is not None else []) + [
+            blocks[rk] for rk in self.rows.order[:200]
+        ]
+        for block in candidates:
+            if waiting_of(block) is None and block.choices and not block.choices[0].needs_text:
+                self._build_preview(block, self._answer(block.choices[0]))
+                return
+
+    @work(thread=True, group="preview", exit_on_error=False, description="_build_preview")
+    def _build_preview(self, block: Block, answer: Answer) -> None:
+        try:
+            preview = preview_of(self.inbox, block, answer)
+        except HitlError:  # the block changed or left: the first preview builds the screen
+            return
+        self.app.call_from_thread(self._install_preview, preview)
+
+    def _install_preview(self, preview) -> None:
+        if self._preview_screen is not None:
+            return
+        self._preview_screen = PreviewScreen(preview)
+        self.app.install_screen(self._preview_screen, "preview")
+        # Composed and mounted now, off screen (Textual mounts an installed screen when it is
+        # first asked for; `_get_screen` is that step, without showing it).
+        try:
+            self.app._get_screen("preview")
+        except Exception:  # a Textual without it: the first push composes it, as before
+            pass
 
     def _confirmed(self, plan: Plan | None) -> None:
         if plan is not None:

@@ -18,6 +18,16 @@ from hitl_tui.model import Block, Plan
 
 
 @dataclass
+class ScanBatch(Message):
+    """Blocks the first scan found since its last batch (the first batch also brings the rows
+    of answers waiting for their loop), and how far it is: repositories read, of how many."""
+
+    blocks: list[Block]
+    done: int
+    total: int
+
+
+@dataclass
 class ScanDone(Message):
     """The first scan finished: every open block, in row order."""
 
