@@ -113,15 +113,15 @@ def header_line(parts: HeaderParts, view: ViewState | None = None) -> str:
     count, watched = parts.count, parts.watched
     if view is not None and view.snoozed_view:
         text = f"hitl · snoozed: {plural(view.listed, 'block')} (Z: back to the inbox)"
-        text += f" · {count} open · watching {watched}"
+        text += f" · {count:,} open · watching {watched:,}"
     elif count:
         shown = count
         if view is not None:  # the list's own count of what it knows: what it lists is of it
             shown, count = view.listed, view.known
         noun = "block" if count == 1 else "blocks"
         repo_noun = "repo" if parts.repos == 1 else "repos"
-        what = f"{count} {noun}" if shown == count else f"{shown} of {count} {noun}"
-        text = f"hitl · {what} in {parts.repos} {repo_noun} · watching {watched}"
+        what = f"{count:,} {noun}" if shown == count else f"{shown:,} of {count:,} {noun}"
+        text = f"hitl · {what} in {parts.repos:,} {repo_noun} · watching {watched:,}"
     else:
         text = f"hitl · no open blocks · watching {plural(watched, 'repo')}"
     if view is not None:
@@ -1085,4 +1085,4 @@ def _failed(block: Block, what: str, ran: Ran) -> str:
 
 
 def plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"
