@@ -829,8 +829,12 @@ class InboxScreen(Screen):
         first preview builds it."""
         if self._preview_screen is not None:
             return
+        try:
+            current = self.current
+        except NoMatches:  # the timer fired as the app was closing
+            return
         blocks = self.rows.blocks
-        candidates = ([self.current] if self.current is not None else []) + [
+        candidates = ([current] if current is not None else []) + [
             blocks[rk] for rk in self.rows.order[:200]
         ]
         for block in candidates:
@@ -847,7 +851,7 @@ class InboxScreen(Screen):
         self.app.call_from_thread(self._install_preview, preview)
 
     def _install_preview(self, preview) -> None:
-        if self._preview_screen is not None:
+        if self._preview_screen is not None or not self.is_attached:
             return
         self._preview_screen = PreviewScreen(preview)
         self.app.install_screen(self._preview_screen, "preview")
