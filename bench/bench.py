@@ -239,6 +239,7 @@ async def app_measurements(root: Path, trials: int, free_repos: list[Path]) -> d
     from hitl_tui.tui.app import HitlApp
     from hitl_tui.tui.screens import PreviewScreen
     from hitl_tui.tui.widgets import BlockList
+    from hitl_tui.view import row_of
     from hitl_tui.workspace import Workspace
 
     inbox = Inbox.cached(Workspace.discover([root]))
@@ -274,8 +275,19 @@ async def app_measurements(root: Path, trials: int, free_repos: list[Path]) -> d
         # that closed the last preview (whose own follow-up work is the Escape's cost). It
         # opens a BLOCKED.md's preview: those began last (the task files' notes are older),
         # so the newest row, at the end, is one; `1` on a task could ask for text first.
+        # The newest BLOCKED.md whose first choice needs no text (not an answer waiting for
+        # its loop, nor one whose loop did not resume: those sort elsewhere), selected by key.
+        rows = app.inbox_screen.rows
+        target = next(
+            rk
+            for rk in reversed(rows.order)
+            if rows.blocks[rk].source == "loopkit"
+            and rows.blocks[rk].state == "blocked"
+            and rows.blocks[rk].choices
+            and not rows.blocks[rk].choices[0].needs_text
+        )
         await keypress(app, "end")
-        for _ in range(waiting):  # the answers waiting for their loop are listed after them
+        while table.current is not None and row_of(table.current) != target:
             await keypress(app, "k")
         await asyncio.sleep(0.25)
         opens = []
@@ -336,7 +348,11 @@ async def triage_measurements(app) -> dict:
     await keypress(app, "escape", until=lambda: not screen.rows.spec.query.text)
     await asyncio.sleep(0.25)
     views = []
-    for key, times in (("s", 5), ("v", 3)):
+    from hitl_tui.view import GROUPS, ORDERS
+
+    # Each cycled all the way round: the view chosen is remembered (seen.json), and the next
+    # app measured must open on the default order, ungrouped.
+    for key, times in (("s", len(ORDERS)), ("v", len(GROUPS))):
         for _ in range(times):
             before = (screen.rows.spec.order, screen.rows.spec.group)
 
