@@ -7,7 +7,6 @@ without the watcher that timer is what sees the commit.
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import subprocess
 import sys
@@ -55,13 +54,10 @@ def _app(root: Path, calls: Path, within: timedelta = timedelta(minutes=10)):
     return HitlApp(inbox, config=Config(operator="Ada", bell=True, loops=(loop,)), watch=False)
 
 
-async def _until(pilot, done, rounds: int = 150) -> bool:
-    for _ in range(rounds):
-        await pilot.pause()
-        if done():
-            return True
-        await asyncio.sleep(0.05)
-    return done()
+async def _until(pilot, done) -> bool:
+    from tests.test_loops import _until as until
+
+    return await until(pilot, done, rounds=150)
 
 
 def _rows(app) -> list:
