@@ -611,22 +611,17 @@ class ResumeBook:
         return True
 
     def _warn(self, why: str) -> None:
-        if not self._warned:
-            self._warned = True
-            with contextlib.suppress(Exception):
-                print(
-                    f"hitl: ignored {self.path} (answers waiting for a loop): {why}",
-                    file=sys.stderr,
-                )
+        self._say_once(f"hitl: ignored {self.path} (answers waiting for a loop): {why}")
 
     def _skipped(self, why: str) -> None:
+        self._say_once(f"hitl: {self.path}: skipped a record ({why}); the others are read")
+
+    def _say_once(self, line: str) -> None:
+        """One line on stderr for a state file that cannot be read whole, once per book."""
         if not self._warned:
             self._warned = True
             with contextlib.suppress(Exception):
-                print(
-                    f"hitl: {self.path}: skipped a record ({why}); the others are read",
-                    file=sys.stderr,
-                )
+                print(line, file=sys.stderr)
 
     def _edit(self, edit: Callable[[dict[str, Waiting]], list[Waiting]]) -> list[Waiting]:
         """Run `edit` on the rows as they are in the file now (under its lock), prune, and
