@@ -209,7 +209,7 @@ def reuse(screen: InboxScreen, app: App, asked: Asked) -> None:
     found = asked.before(block)
     if not found:
         what = "still reading the journal" if asked.index is None else "none in the journal"
-        screen.notify(f"No earlier answer to a similar question ({what}).", timeout=4)
+        screen.notify(f"No earlier answer to a similar question ({what}).", timeout=4, markup=False)
         return
     if len(found) == 1:
         use(screen, block, found[0])
