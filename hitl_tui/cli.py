@@ -9,14 +9,22 @@ no terminal UI can run. Every error a user can cause is one line on stderr and a
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
 import os
 import sys
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from hitl_tui import __version__, agent_cli, journal_cli, loop_cli, status_cli, triage_cli
+from hitl_tui import (
+    __version__,
+    agent_cli,
+    journal_cli,
+    loop_cli,
+    status_cli,
+    triage_cli,
+    wire,
+)
 from hitl_tui.cli_base import (
     PROG,
     Parser,
@@ -97,6 +105,18 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
     )
     _add_common(p)
     p.add_argument("--json", action="store_true", help="print one JSON array")
+    p.add_argument(
+        "--watch",
+        action="store_true",
+        help="with --json: print the whole list as one line, then one line per change, "
+        "until stdin closes (the remote protocol: see 'Many machines' in the README)",
+    )
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="only the blocks in files: no remote backend of the config (GitHub, [[remote]])",
+    )
+    p.add_argument("--alive", type=float, default=None, help=argparse.SUPPRESS)
     triage_cli.add_view_options(p)
     parsers["list"] = p
 
@@ -128,7 +148,21 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         metavar="FINGERPRINT",
         help="refuse (exit 3) unless the block still has this fingerprint (from list --json)",
     )
+    p.add_argument(
+        "--decision",
+        metavar="TEXT",
+        help="the decision text to write instead of the one hitl words (as edited in a preview)",
+    )
+    p.add_argument(
+        "--operator", metavar="NAME", help="who answers (default: the config's operator)"
+    )
     p.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object: with --dry-run the plan (summary, diff, hint, "
+        "decision_text), else what was done (done, entry)",
+    )
     p.add_argument(
         "--no-restart",
         action="store_true",
@@ -169,14 +203,16 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
+    if args.watch:
+        return _watch(args)
     from hitl_tui.snoozebook import SnoozeBook
-    from hitl_tui.textio import printable
+    from hitl_tui.textio import json_encoder, printable
     from hitl_tui.timefmt import age
     from hitl_tui.view import listed
 
     spec = triage_cli.view_from_args(args)
     _config, inbox = open_inbox(args)
-    for remote in inbox.remotes:
+    for remote in () if args.local else inbox.remotes:
         remote.read_into(inbox, _warn)  # one stderr line per scope it could not read
     print_warnings(inbox)
     snoozes = SnoozeBook.for_state()
@@ -189,7 +225,7 @@ def _list(args: argparse.Namespace) -> int:
         # One element per line, each through orjson, or json's C encoder for what orjson
         # refuses (a path of undecodable bytes: lone surrogates, written as `\udce9` escapes,
         # never raw bytes), with one encoder for all.
-        encode = _json_encoder()
+        encode = json_encoder()
 
         def item(block) -> str:
             data = block.to_json()
@@ -224,32 +260,6 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _json_encoder():
-    """A function from a plain JSON value (str, int, bool, None, lists, str-keyed dicts) to
-    its JSON text, non-ASCII as it is and valid UTF-8: orjson, else json (what orjson refuses,
-    or without it), its lone surrogates as `\udce9` escapes (see `textio.json_text`)."""
-    from hitl_tui.textio import json_text
-
-    plain = json.JSONEncoder(ensure_ascii=False).encode
-
-    def stdlib(data) -> str:
-        return json_text(plain(data))
-
-    try:
-        import orjson
-    except ImportError:  # pragma: no cover - a dependency
-        return stdlib
-    dumps = orjson.dumps
-
-    def encode(data) -> str:
-        try:
-            return dumps(data).decode()  # never a surrogate: orjson refuses them
-        except TypeError:  # a lone surrogate (an undecodable path), an int beyond 64 bits
-            return stdlib(data)
-
-    return encode
-
-
 def _asked_again(blocks: list) -> Callable:
     """block -> the earlier answer it asks again (`similar`), or None, from the memory of the
     recent answers (`hitl answer`, `hitl undo` and the app keep it): no journal record is read,
@@ -262,12 +272,27 @@ def _asked_again(blocks: list) -> Callable:
     return index.asked_again
 
 
+def _watch(args: argparse.Namespace) -> int:
+    from hitl_tui import wire
+    from hitl_tui.watch_cli import run_watch
+
+    if not args.json:
+        raise UsageError("--watch needs --json (it prints JSON lines)")
+    if args.filter or args.sort != "oldest" or args.all:
+        raise UsageError("--watch lists every open block: --filter, --sort and --all do not apply")
+    alive = wire.ALIVE_EVERY if args.alive is None else args.alive
+    if not 0.05 <= alive <= 3600:
+        raise UsageError("--alive must be between 0.05 and 3600 seconds")
+    _config, inbox = open_inbox(args)
+    return run_watch(inbox, alive)
+
+
 def _warn(text: str) -> None:
     print(f"hitl: {_one_line(text)}", file=sys.stderr)
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
-    from hitl_tui.answering import apply_answer, plan_answer
+    from hitl_tui.answering import apply_answer, plan_answer, source_for
     from hitl_tui.config import load_config
     from hitl_tui.model import StaleError
 
@@ -299,9 +324,16 @@ def cmd_answer(args: argparse.Namespace) -> int:
         raise StaleError(
             f"{args.target}: no open block has {args.expect[:19]}… any more (answered or changed)"
         ) from None
-    plan = plan_answer(inbox, block, answer_from_args(args, block, config.operator_name()))
+    answer = answer_from_args(args, block, config.operator_name())
+    plan = plan_answer(inbox, block, answer)
+    editable = None
+    if args.json and args.dry_run:  # what a preview lets the operator edit
+        try:
+            editable = source_for(inbox, block).decision_text(block, answer)
+        except HitlError:
+            editable = None
     code = finish_answer(
-        args, plan, lambda plan: apply_answer(inbox, plan, replan=True), config.loops
+        args, plan, lambda plan: apply_answer(inbox, plan, replan=True), config.loops, editable
     )
     if not args.dry_run:
         # The answered block leaves the since memory: a block the loop writes at the same path
@@ -330,28 +362,60 @@ def answer_from_args(args: argparse.Namespace, block, operator: str) -> Answer:
     if args.text is not None and not any(t.strip() for t in texts):
         raise UsageError("--text is empty")
     choice = block.find_choice(args.choice) if args.choice is not None else None
-    return Answer(choice=choice, texts=texts, note=args.note, operator=operator)
+    decision = getattr(args, "decision", None)
+    if decision is not None and not decision.strip():
+        raise UsageError("--decision is empty")
+    named = getattr(args, "operator", None)
+    if named is not None and not named.strip():
+        raise UsageError("--operator is empty")
+    return Answer(
+        choice=choice,
+        texts=texts,
+        note=args.note,
+        operator=named.strip() if named else operator,
+        decision_override=decision,
+    )
 
 
-def finish_answer(args: argparse.Namespace, plan, apply: Callable, loops=()) -> int:
+def finish_answer(
+    args: argparse.Namespace, plan, apply: Callable, loops=(), editable: str | None = None
+) -> int:
     """Print the diff (--dry-run), or apply the plan, say what was done, and restart the
     loop (`[[loop]]`, unless --no-restart). The exit code is the answer's, not the restart's."""
     from hitl_tui.loops import fill, loop_for, shown, values_for
     from hitl_tui.textio import printable
 
     skip = getattr(args, "no_restart", False)
+    as_json = getattr(args, "json", False)
+    loop = None if skip else loop_for(loops, plan.block)
+    then = None
+    if loop is not None and loop.restart is not None:
+        then = shown(fill(loop.restart, values_for(plan.block)))
     if args.dry_run:
+        if as_json:
+            _print_json(wire.plan_json(plan, editable, then))
+            return 0
         sys.stdout.write(printable(plan.diff(), keep_newlines=True))
-        loop = None if skip else loop_for(loops, plan.block)
-        if loop is not None and loop.restart is not None:
-            argv = fill(loop.restart, values_for(plan.block))
-            print(printable(f"hitl: then runs: {shown(argv)}"), file=sys.stderr)
+        if then is not None:
+            print(printable(f"hitl: then runs: {then}"), file=sys.stderr)
         return 0
     done = apply(plan)
+    if as_json:
+        # Only the object on stdout: what the restart says goes to stderr.
+        with contextlib.redirect_stdout(sys.stderr):
+            restarted = loop_cli.after_answer(plan.block, loops, skip)
+        _print_json(wire.done_json(plan, done, restarted is not None))
+        return 0
     print(f"{printable(plan.block.id)}: " + "; ".join(done))
     if loop_cli.after_answer(plan.block, loops, skip) is None and plan.hint:
         print(printable(plan.hint))
     return 0
+
+
+def _print_json(data: dict) -> None:
+    from hitl_tui.textio import json_encoder
+
+    sys.stdout.write(json_encoder()(data) + "\n")
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -61,6 +61,11 @@ def build_undo() -> argparse.ArgumentParser:
     )
     p.add_argument("id", nargs="?", metavar="ID", help="the answer to undo (default: the last)")
     p.add_argument("--config", metavar="FILE", help="TOML config file (for the operator name)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help='print one JSON object: {"protocol", "undone": the entry undone, "message"}',
+    )
     return p
 
 
@@ -127,9 +132,16 @@ def run_undo(args: argparse.Namespace) -> int:
     from hitl_tui.resume import forget_undone
     from hitl_tui.similar import remember_recent
 
-    message = journal.undo(args.id, operator=config.operator_name())
+    message = journal.undo(args.id, operator=config.operator_name(), sources=config.remotes)
     forget_undone(message)
-    print(printable(message))
+    if args.json:
+        from hitl_tui.textio import json_encoder
+        from hitl_tui.wire import PROTOCOL
+
+        data = {"protocol": PROTOCOL, "undone": message.entry, "message": str(message)}
+        print(json_encoder()(data))
+    else:
+        print(printable(message))
     remember_recent(datetime.now(UTC))  # `hitl list` no longer says it asks again
     return 0
 

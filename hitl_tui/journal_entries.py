@@ -131,6 +131,9 @@ class Entry:
     remote: bool = False
     #: Why it cannot be undone (its source said so when it was journaled); None: it can.
     not_undoable: str | None = None
+    #: What a remote backend needs to find the answer where it was sent (another machine's
+    #: journal entry: `{"host": ..., "entry": ...}`), as it recorded it; None for the others.
+    sent: dict | None = field(default=None, compare=False, hash=False)
 
     @property
     def undone(self) -> bool:
@@ -316,6 +319,7 @@ def _entry(begin: dict, end: dict | None) -> Entry:
         block_since=_since(block.get("since")),
         remote=remote,
         not_undoable=not_undoable if isinstance(not_undoable, str) else None,
+        sent=block.get("sent") if isinstance(block.get("sent"), dict) else None,
     )
 
 
@@ -388,6 +392,7 @@ def begin(
     *,
     remote: bool = False,
     not_undoable: str | None = None,
+    sent: dict | None = None,
 ) -> str:
     """Journal `plan` before its first write: the old and new bytes of each file, then a record.
 
@@ -398,6 +403,8 @@ def begin(
     now = _now()
     entry_id = _new_id(now)
     abilities = {"remote": remote, **({"not_undoable": not_undoable} if not_undoable else {})}
+    if sent is not None:
+        abilities["sent"] = sent
     with journalstore.storing_blobs():  # no blob is pruned until the open file names it
         return _begin(plan, now, entry_id, identity, abilities)
 
@@ -499,12 +506,18 @@ def begin_undo(entry: Entry, steps: list[FileStep], operator: str, identity: tup
     return undo_id
 
 
-def record_remote(plan: Plan, summary: str, not_undoable: str | None) -> str:
+def record_remote(
+    plan: Plan, summary: str, not_undoable: str | None, sent: dict | None = None
+) -> str:
     """Journal an answer already sent to a remote backend (no file is written): its begin and
-    commit records at once, `summary` saying what was sent. Raises OSError or HitlError when
-    the journal cannot take it."""
+    commit records at once, `summary` saying what was sent, `sent` what its backend needs to
+    undo it there (`Source.undo_sent`). Raises OSError or HitlError when the journal cannot
+    take it."""
     entry_id = begin(
-        dataclasses.replace(plan, summary=summary), remote=True, not_undoable=not_undoable
+        dataclasses.replace(plan, summary=summary),
+        remote=True,
+        not_undoable=not_undoable,
+        sent=sent,
     )
     commit(entry_id)
     return entry_id

@@ -243,16 +243,19 @@ class RemoteAction:
     """One request an answer sends to a remote tracker (a GitHub comment, a label change).
 
     `description` is one line for the preview and the "done" list; `body` is the exact text
-    sent, if any (a comment), shown in full; `data` is what the sender needs (paths, names).
+    sent, if any (a comment), shown in full; `data` is what the sender needs (paths, names);
+    `diff` the changes another machine's hitl will write (`sources.ssh`).
     """
 
     kind: str
     description: str
     body: str = ""
     data: dict = field(default_factory=dict, compare=False, hash=False)
+    #: A unified diff made where the answer is written (another machine's hitl), shown as is.
+    diff: str = ""
 
     def preview(self) -> str:
-        text = f"# {self.description}\n"
+        text = f"# {self.description}\n" + self.diff
         if self.body:
             lines = self.body.rstrip("\n").split("\n")
             text += "".join(f"| {line}\n" if line else "|\n" for line in lines)

@@ -23,12 +23,19 @@ def _github() -> type[Source]:
     return GithubBackend
 
 
+def _ssh() -> type[Source]:
+    from hitl_tui.sources.ssh import SshBackend
+
+    return SshBackend
+
+
 #: The local file formats, found in every repository.
 LOCAL: tuple[type[Source], ...] = (LoopkitSource, AgenticloopSource)
 
 #: The remote backends: config table -> its class (imported when the table is present).
 REMOTE: dict[str, Callable[[], type[Source]]] = {
     "github": _github,
+    "remote": _ssh,
 }
 
 

@@ -7,6 +7,7 @@ new lines with the file's own line ending, so an edit changes only the lines it 
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -173,3 +174,27 @@ def json_text(encoded: str) -> str:
     the original bytes back. (Surrogates only ever occur inside JSON strings.)
     """
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)
+
+
+def json_encoder():
+    """A function from a plain JSON value (str, int, bool, None, lists, str-keyed dicts) to
+    its JSON text, non-ASCII as it is and valid UTF-8: orjson, else json (what orjson refuses,
+    or without it), its lone surrogates as `\udce9` escapes (see `textio.json_text`)."""
+    plain = json.JSONEncoder(ensure_ascii=False).encode
+
+    def stdlib(data) -> str:
+        return json_text(plain(data))
+
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - a dependency
+        return stdlib
+    dumps = orjson.dumps
+
+    def encode(data) -> str:
+        try:
+            return dumps(data).decode()  # never a surrogate: orjson refuses them
+        except TypeError:  # a lone surrogate (an undecodable path), an int beyond 64 bits
+            return stdlib(data)
+
+    return encode

@@ -5,7 +5,7 @@ own (kind "undo") that crash recovery finishes or rolls back like an answer. Whi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from hitl_tui.journal_entries import (
     Entries,
@@ -84,17 +84,25 @@ class Undid(str):
 
 
 def undo(
-    entry_id: str | None = None, operator: str | None = None, hook: StepHook | None = None
+    entry_id: str | None = None,
+    operator: str | None = None,
+    hook: StepHook | None = None,
+    sources: Sequence = (),
 ) -> Undid:
     """Revert the last answer (or `entry_id`) byte for byte, the block file included.
 
     Refuses with StaleError (exit 3) when any file it wrote changed since, naming the file;
     UsageError when there is nothing to undo. Returns a one-line message.
+
+    An answer sent to a remote backend that can undo it (another machine's hitl) is undone
+    there by that backend, one of `sources` (`Source.undo_sent`), and journaled here as undone.
     """
     entry = _pick(journal_entries(), entry_id)
     _check_undoable(entry)
     if operator is None:  # every command passes the config's operator (`Config.operator_name`)
         operator = "operator"
+    if entry.remote:
+        return _undo_sent(entry, operator, sources)
     where = locate(entry)
     if where is None:
         raise StaleError(f"cannot undo {entry.id}: the repository {entry.repo} is gone")
@@ -165,6 +173,20 @@ def undo(
             hook("committed")
     done = f"undid {entry.id} ({entry.block_id}): restored {', '.join(restored)}"
     return Undid("; ".join([*recovered, done]), entry.id)
+
+
+def _undo_sent(entry: Entry, operator: str, sources: Sequence) -> Undid:
+    """Undo a remote answer where it was sent, then journal the undo here (no file steps)."""
+    source = next((s for s in sources if s.name == entry.block_source), None)
+    if source is None:
+        raise UsageError(
+            f"cannot undo {entry.id}: it was sent to {entry.block_source}, which the config "
+            "no longer names"
+        )
+    said = source.undo_sent(entry, operator)
+    undo_id = begin_undo(entry, [], operator, ())
+    commit(undo_id)
+    return Undid(f"undid {entry.id} ({entry.block_id}): {said}", entry.id)
 
 
 def _remember_since(entry: Entry) -> None:

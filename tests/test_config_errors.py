@@ -192,7 +192,7 @@ CONFIG_CASES = [
     (
         "unknown = 1",
         "unknown key 'unknown' "
-        "(known: bell, github, journal_keep, keys, loop, operator, repos, sla)",
+        "(known: bell, github, journal_keep, keys, loop, operator, remote, repos, sla)",
     ),
 ]
 

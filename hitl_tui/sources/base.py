@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from hitl_tui.model import Answer, Block, HitlError, Plan
+from hitl_tui.model import Answer, Block, HitlError, Plan, UsageError
 
 #: What a remote backend reports after reading one of its scopes (see `Source.watch`):
 #: (scope, state, one-line message, the inbox Delta or None when the scope was not read).
@@ -157,6 +157,12 @@ class Source:
     async def watch(self, inbox: Any, on_update: OnUpdate, stop: Any) -> None:
         """Poll until `stop` (an asyncio.Event) is set, swapping each scope's blocks into
         `inbox` and awaiting `on_update` after each (the app runs this in a worker)."""
+
+    def undo_sent(self, entry: Any, operator: str) -> str:
+        """Undo, where it was sent, the answer of the journal `entry` (a `journal.Entry` whose
+        `sent` this backend recorded); one line saying what was done. Raises HitlError (a
+        StaleError when it moved on there). Only for a backend whose answers are `undoable`."""
+        raise UsageError(f"{entry.id}: {self.title or self.name} answers cannot be undone")
 
     def refresh_soon(self) -> None:
         """Read every scope again soon (after an answer was sent); thread-safe enough to call

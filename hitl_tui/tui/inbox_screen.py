@@ -802,7 +802,18 @@ class InboxScreen(Screen):
         self.app.push_screen(screen, done)
 
     def _preview(self, block: Block, answer: Answer) -> None:
-        """The preview of `answer`; applied in a worker when the operator confirms it."""
+        """The preview of `answer`; applied in a worker when the operator confirms it. A remote
+        block's plan comes from where it lives (another machine's hitl): read in a worker."""
+        source = self.inbox.source_named(block.source)
+        if source is not None and source.remote:
+            self.notify(
+                printable(f"{block.id}: asking {block.repo_name.split(':')[0]} for the plan…"),
+                title="Preview",
+                markup=False,
+                timeout=3,
+            )
+            self._remote_preview(block, answer)
+            return
         try:
             preview = preview_of(self.inbox, block, answer)
         except StaleError as exc:
@@ -810,6 +821,25 @@ class InboxScreen(Screen):
             return
         except HitlError as exc:
             self.notify(printable(str(exc)), severity="error", markup=False, timeout=8)
+            return
+        self._show_preview(block, preview)
+
+    @work(thread=True, group="preview", exit_on_error=False, description="_remote_preview")
+    def _remote_preview(self, block: Block, answer: Answer) -> None:
+        try:
+            preview = preview_of(self.inbox, block, answer)
+        except StaleError as exc:
+            self.app.call_from_thread(self._stale, block, str(exc))
+            return
+        except HitlError as exc:
+            self.app.call_from_thread(
+                self.notify, printable(str(exc)), severity="error", markup=False, timeout=8
+            )
+            return
+        self.app.call_from_thread(self._show_preview, block, preview)
+
+    def _show_preview(self, block: Block, preview) -> None:
+        if len(self.app.screen_stack) > 1:  # the operator went elsewhere meanwhile
             return
         loop = loop_for(self.loops, block)
         if loop is not None and loop.restart is not None:
@@ -1048,7 +1078,7 @@ class InboxScreen(Screen):
         from hitl_tui import journal
 
         try:
-            message = journal.undo(None, operator=self.operator)
+            message = journal.undo(None, operator=self.operator, sources=self.inbox.remotes)
             forget_undone(message)
         except HitlError as exc:
             self.post_message(Refused("Not undone", str(exc)))

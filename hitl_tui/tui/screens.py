@@ -659,7 +659,8 @@ class HistoryScreen(ModalScreen[None]):
         from hitl_tui import journal
 
         try:
-            message = journal.undo(entry.id, operator=self.operator)
+            remotes = self.inbox.remotes if self.inbox is not None else ()
+            message = journal.undo(entry.id, operator=self.operator, sources=remotes)
             forget_undone(message)
         except HitlError as exc:
             self.post_message(Refused("Not undone", one_line(str(exc))))

@@ -1,0 +1,815 @@
+"""Blocks on other machines, over the operator's own ssh: the `[[remote]]` backend.
+
+```toml
+[[remote]]
+host = "build-1"              # an ssh destination, as the operator's ssh config knows it
+paths = ["~/loops"]           # repositories, or folders of them, on that machine
+hitl = "~/.local/bin/hitl"    # optional: the command there (default: hitl)
+ssh = ["ssh", "-F", "~/.ssh/hitl_config"]   # optional: the ssh command here (default: ssh)
+```
+
+The far side is hitl itself, through its CLI (`wire` is the format): `hitl list --json --watch
+PATH...` streams the list and every change; `hitl answer FILE ... --expect FP --dry-run --json`
+is the preview's plan; `hitl answer ... --expect FP --json` writes with that machine's own lock,
+journal and checks; `hitl undo ENTRY --json` undoes it there; `hitl history --json` and `hitl
+status --json` say what happened when a connection dropped, and whether the loop resumed.
+
+Here it is the system `ssh` (the operator's config, agent, known hosts and jump hosts), with
+`BatchMode=yes` (never a prompt) and connection reuse: the long-lived watch is the master
+connection, and every answer, preview and undo rides on it while it lives. One watch per host;
+a host that cannot be reached, drops, or hangs (no line for a few `alive` periods) is shown as
+such and retried with backoff; a reconnect swaps in its whole list again, so nothing is listed
+twice or lost. `--expect` makes an answer sent twice impossible to apply twice.
+
+A block from there is listed as `HOST:ID` (`build-1:shop`), its repo and path `HOST:PATH`, and
+its text is as untrusted as a local file's (`wire.block_from_wire` checks every field).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shlex
+import signal
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from hitl_tui import __version__, wire
+from hitl_tui.model import (
+    Answer,
+    Block,
+    HitlError,
+    Plan,
+    RemoteAction,
+    StaleError,
+    UsageError,
+)
+from hitl_tui.sources.base import OnUpdate, Source
+from hitl_tui.textio import one_line, printable
+
+#: What `host` may be: an ssh destination (`build-1`, `ada@10.0.0.7`, `[::1]`), never an option.
+HOST = re.compile(r"[A-Za-z0-9_.@\[\]:%+-]{1,255}")
+#: Seconds to wait between two tries to reach a host, growing (the last one repeats).
+BACKOFF = (2, 4, 8, 15, 30, 60)
+#: A host whose hitl is too old (or too new) is tried again this rarely.
+VERSION_RETRY = 300
+#: A session that stayed up this long starts its backoff from the beginning when it drops.
+STEADY = 60.0
+#: Seconds for a one-shot command (a preview, an undo, a look at the journal).
+COMMAND_TIMEOUT = 60.0
+#: An answer may wait for the far side's lock behind a loop's write.
+SEND_TIMEOUT = 120.0
+#: Seconds for the first line (the whole list: the far side scans its repositories first).
+FIRST_LINE = 120.0
+#: Most of ssh's and the far side's stderr kept, to explain a failure in one line.
+STDERR_KEEP = 4096
+#: How an answer whose connection dropped is looked for in that machine's journal: an entry
+#: for the same block bytes, begun no earlier than this before the send (clocks differ).
+SKEW = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class Host:
+    """One `[[remote]]` table."""
+
+    host: str
+    paths: tuple[str, ...]
+    hitl: tuple[str, ...] = ("hitl",)
+    ssh: tuple[str, ...] = ("ssh",)
+
+
+def parse_config(tables: list) -> list[Host]:
+    """The `[[remote]]` tables, checked; UsageError naming the table and key."""
+    hosts: list[Host] = []
+    for index, table in enumerate(tables, 1):
+        where = f"[[remote]] #{index}"
+        if not isinstance(table, dict):
+            raise UsageError(f"{where} must be a table")
+        unknown = sorted(set(table) - {"host", "paths", "hitl", "ssh"})
+        if unknown:
+            raise UsageError(f"{where}: unknown key {unknown[0]!r} (known: host, hitl, paths, ssh)")
+        host = table.get("host")
+        if not isinstance(host, str) or not HOST.fullmatch(host) or host.startswith("-"):
+            raise UsageError(f"{where}: 'host' must be an ssh destination such as \"build-1\"")
+        paths = table.get("paths")
+        if isinstance(paths, str):
+            paths = [paths]
+        if (
+            not isinstance(paths, list)
+            or not paths
+            or not all(isinstance(p, str) and p.strip() and "\0" not in p for p in paths)
+        ):
+            raise UsageError(f"{where} ({host}): 'paths' must be a list of folders on {host}")
+        hitl = table.get("hitl", "hitl")
+        try:
+            words = tuple(shlex.split(hitl)) if isinstance(hitl, str) else ()
+        except ValueError:
+            words = ()
+        if not words:
+            raise UsageError(f"{where} ({host}): 'hitl' must be the hitl command on {host}")
+        ssh = table.get("ssh", ["ssh"])
+        if isinstance(ssh, str):
+            ssh = [ssh]
+        if not isinstance(ssh, list) or not ssh or not all(isinstance(w, str) and w for w in ssh):
+            raise UsageError(f"{where} ({host}): 'ssh' must be a command, as a list of words")
+        ssh = [os.path.expanduser(ssh[0]), *(os.path.expanduser(w) for w in ssh[1:])]
+        if any(h.host == host for h in hosts):
+            raise UsageError(f"{where}: host {host!r} is named twice")
+        hosts.append(Host(host, tuple(paths), words, tuple(ssh)))
+    return hosts
+
+
+def shell_word(word: str) -> str:
+    """`word` quoted for the far side's shell, a leading `~/` left to it to expand."""
+    if word == "~":
+        return "~"
+    if word.startswith("~/"):
+        return "~/" + shlex.quote(word[2:]) if word[2:] else "~/"
+    return shlex.quote(word)
+
+
+def control_dir() -> Path | None:
+    """A private folder for ssh's connection-sharing sockets (short: a socket path is at most
+    ~100 bytes), or None where none can be had safely (then every command connects anew)."""
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    folder = (
+        Path(base) / "hitl-ssh"
+        if base and len(base) < 40
+        else Path(tempfile.gettempdir()) / f"hitl-ssh-{os.getuid()}"
+    )
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        info = os.lstat(folder)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        return None
+    return folder
+
+
+class Unreached(HitlError):
+    """ssh could not reach the host, or lost it: whether the command ran there is unknown."""
+
+
+@dataclass
+class Ran:
+    code: int
+    out: bytes
+    err: str
+
+
+class SshBackend(Source):
+    """Every `[[remote]]` table of the config, as one backend (see `sources.base.Source`)."""
+
+    name = wire.REMOTE_SOURCE
+    title = "SSH"
+    config_key = "remote"
+    remote = True
+    undoable = True
+    #: Seconds between the far side's `alive` lines (a hang shows after three missed).
+    alive_every: float = wire.ALIVE_EVERY
+
+    def __init__(self, hosts: Sequence[Host]) -> None:
+        self.hosts = {h.host: h for h in hosts}
+        self._control = control_dir()
+        self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        #: The last preview's plan per block and answer: what the preview may edit.
+        self._editable: dict[tuple, str | None] = {}
+        #: Answers whose connection dropped before the far side said: host -> [(plan, since)].
+        self._pending: dict[str, list[tuple[Plan, datetime]]] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"SshBackend({list(self.hosts)!r})"
+
+    @classmethod
+    def from_config(cls, tables: list) -> SshBackend:
+        return cls(parse_config(tables))
+
+    # -- running hitl there ---------------------------------------------------------------
+
+    def argv(self, host: Host, words: Sequence[str]) -> list[str]:
+        """The local ssh command that runs hitl with `words` on `host`."""
+        options = [
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "ConnectTimeout=10",
+            "-o",
+            f"ServerAliveInterval={max(1, round(self.alive_every))}",
+            "-o",
+            "ServerAliveCountMax=3",
+        ]
+        if self._control is not None:
+            options += [
+                "-o",
+                "ControlMaster=auto",
+                "-o",
+                f"ControlPath={self._control}/%C",
+                "-o",
+                "ControlPersist=no",
+            ]
+        command = " ".join(shell_word(w) for w in (*host.hitl, *words))
+        return [*host.ssh, *options, "--", host.host, command]
+
+    def _run(self, host: Host, words: Sequence[str], timeout: float = COMMAND_TIMEOUT) -> Ran:
+        """Run hitl `words` on `host` and wait; Unreached when ssh could not (exit 255)."""
+        argv = self.argv(host, words)
+        try:
+            proc = subprocess.run(
+                argv,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=timeout,
+                check=False,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            raise HitlError(f"{host.host}: no ssh command {host.ssh[0]!r} here") from None
+        except subprocess.TimeoutExpired:
+            raise Unreached(f"{host.host}: no answer within {timeout:g} s") from None
+        except OSError as exc:
+            raise HitlError(f"{host.host}: cannot run ssh: {exc.strerror}") from None
+        err = proc.stderr[-STDERR_KEEP:].decode("utf-8", "replace")
+        if proc.returncode == 255:
+            raise Unreached(f"{host.host}: {ssh_reason(err)}")
+        return Ran(proc.returncode, proc.stdout, err)
+
+    def _json(self, host: Host, ran: Ran, what: str) -> dict:
+        """The far side's one JSON object, or HitlError mapping its exit code and line."""
+        if ran.code != 0:
+            raise far_error(host.host, ran, what)
+        try:
+            import orjson
+
+            data = orjson.loads(ran.out)
+        except ValueError:
+            raise HitlError(f"{host.host}: its hitl printed no JSON for {what}") from None
+        if not isinstance(data, dict):
+            raise HitlError(f"{host.host}: its hitl printed no JSON object for {what}")
+        if wire.too_new(data.get("protocol")):
+            raise HitlError(version_message(host.host, data.get("protocol"), data.get("hitl")))
+        return data
+
+    def _host_of(self, block: Block) -> Host:
+        host = self.hosts.get(str(block.meta.get("host", "")))
+        if host is None:
+            raise HitlError(f"{block.id}: its host is not in the config's [[remote]] any more")
+        return host
+
+    # -- answering ------------------------------------------------------------------------------
+
+    def plan(self, block: Block, answer: Answer) -> Plan:
+        """The far side's exact plan (`hitl answer --dry-run --json`), for the preview."""
+        host = self._host_of(block)
+        ran = self._run(host, [*answer_words(block, answer), "--dry-run", "--json"])
+        data = self._json(host, ran, "the preview")
+        diff = data.get("diff") if isinstance(data.get("diff"), str) else ""
+        summary = data.get("summary") if isinstance(data.get("summary"), str) else "answered"
+        hint = data.get("hint") if isinstance(data.get("hint"), str) else None
+        editable = data.get("decision_text")
+        self._editable[_answer_key(block, answer)] = editable if isinstance(editable, str) else None
+        then = data.get("then_runs")
+        what = f"written on {host.host} by its hitl (its own lock, journal and checks)"
+        if isinstance(then, str):
+            what += f"; then it runs: {then}"
+        return Plan(
+            block,
+            answer,
+            (),
+            {},
+            f"{host.host}: {summary}",
+            hint,
+            (RemoteAction("hitl-answer", one_line(what), diff=diff),),
+        )
+
+    def decision_text(self, block: Block, answer: Answer) -> str | None:
+        return self._editable.get(_answer_key(block, answer))
+
+    def send(self, plan: Plan) -> list[str]:
+        """Write the answer there; what is known when the connection drops meanwhile."""
+        host = self._host_of(plan.block)
+        began = datetime.now(UTC)
+        words = [*answer_words(plan.block, plan.answer), "--json"]
+        try:
+            ran = self._run(host, words, SEND_TIMEOUT)
+        except Unreached as exc:
+            return self._settle(host, plan, began, str(exc))
+        data = self._json(host, ran, "the answer")
+        done = [str(d) for d in data.get("done", []) if isinstance(d, str)]
+        entry = data.get("entry") if isinstance(data.get("entry"), str) else None
+        return self._journal(host, plan, done, entry)
+
+    def _journal(self, host: Host, plan: Plan, done: list[str], entry: str | None) -> list[str]:
+        from hitl_tui import journal
+        from hitl_tui.apply import Done
+
+        lines = Done(f"on {host.host}: {d}" for d in done)
+        summary = f"written on {host.host}" + (f" (its journal: {entry})" if entry else "")
+        try:
+            lines.entry = journal.record_remote(
+                plan, summary, None, {"host": host.host, "entry": entry}
+            )
+        except (OSError, HitlError) as exc:
+            lines.append(f"(the journal here could not record it: {exc})")
+        return lines
+
+    def _settle(self, host: Host, plan: Plan, began: datetime, why: str) -> list[str]:
+        """The connection dropped while sending: ask that machine's journal, a few times."""
+        for wait in (1, 2, 4):
+            time.sleep(wait)
+            try:
+                found = self._find_sent(host, plan, began)
+            except Unreached:
+                continue
+            if found is None:
+                raise HitlError(
+                    f"{why} while sending; {host.host}'s journal has no such answer: nothing "
+                    "was written there (answer again)"
+                )
+            return [
+                *self._journal(host, plan, [f"written ({found})"], found),
+                f"confirmed from {host.host}'s journal after the connection dropped",
+            ]
+        with self._lock:
+            self._pending.setdefault(host.host, []).append((plan, began))
+        raise HitlError(
+            f"{why} while sending: whether the answer was written is not known yet; hitl "
+            f"asks {host.host}'s journal when it reconnects (it is never applied twice)"
+        )
+
+    def _find_sent(self, host: Host, plan: Plan, began: datetime) -> str | None:
+        """The far side's journal entry of this answer, or None (Unreached: cannot tell)."""
+        data = self._run(host, ["history", "--json", "-n", "50"])
+        if data.code != 0:
+            raise far_error(host.host, data, "the journal")
+        try:
+            import orjson
+
+            entries = orjson.loads(data.out)
+        except ValueError:
+            raise HitlError(f"{host.host}: its hitl printed no journal") from None
+        for item in entries if isinstance(entries, list) else []:
+            if not isinstance(item, dict) or item.get("kind") != "answer":
+                continue
+            block = item.get("block") if isinstance(item.get("block"), dict) else {}
+            if block.get("fingerprint") != plan.block.fingerprint:
+                continue
+            try:
+                when = datetime.fromisoformat(str(item.get("time")))
+            except ValueError:
+                continue
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=UTC)
+            if when >= began - SKEW and item.get("status") == "done":
+                return str(item.get("id"))
+        return None
+
+    def settle_pending(self, host: Host) -> list[str]:
+        """After a reconnect: what became of the answers whose connection dropped (one line
+        each; a written one is journaled here then)."""
+        with self._lock:
+            pending = self._pending.pop(host.host, [])
+        said = []
+        for plan, began in pending:
+            try:
+                found = self._find_sent(host, plan, began)
+            except HitlError:
+                with self._lock:
+                    self._pending.setdefault(host.host, []).append((plan, began))
+                continue
+            if found is None:
+                said.append(f"the answer to {plan.block.id} was not written (answer again)")
+            else:
+                self._journal(host, plan, [f"written ({found})"], found)
+                said.append(f"the answer to {plan.block.id} was written ({found})")
+        return said
+
+    def undo_sent(self, entry: Any, operator: str) -> str:
+        sent = entry.sent or {}
+        host = self.hosts.get(str(sent.get("host", "")))
+        far = sent.get("entry")
+        if host is None:
+            raise UsageError(f"cannot undo {entry.id}: its host is not in [[remote]] any more")
+        if not isinstance(far, str) or not far:
+            raise UsageError(f"cannot undo {entry.id}: {host.host} gave no journal entry for it")
+        try:
+            ran = self._run(host, ["undo", far, "--json"])
+        except Unreached as exc:
+            raise HitlError(f"cannot undo {entry.id}: {exc}; nothing was undone") from None
+        data = self._json(host, ran, "the undo")
+        message = data.get("message") if isinstance(data.get("message"), str) else "undone"
+        if self._wake is not None and self._loop is not None:
+            self.refresh_soon()
+        return printable(one_line(f"on {host.host}: {message}"))
+
+    # -- listing --------------------------------------------------------------------------------
+
+    def owns(self, target: str) -> bool:
+        """`build-1:shop` (a configured host, then an id there), and no such file here."""
+        head, sep, rest = target.partition(":")
+        return bool(sep and rest) and head in self.hosts and not os.path.exists(target)
+
+    def read(self, target: str) -> Block:
+        head, _, rest = target.partition(":")
+        host = self.hosts[head]
+        blocks = self._read_host(host)
+        found = [b for b in blocks if b.meta["remote_id"] == rest] or [
+            b for b in blocks if b.meta["remote_id"].endswith("/" + rest)
+        ]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise UsageError(f"{target!r} matches {len(found)} blocks on {head}; give more of it")
+        raise UsageError(f"no open block {rest!r} on {head} (see 'hitl list')")
+
+    def _read_host(self, host: Host) -> list[Block]:
+        ran = self._run(host, ["list", "--json", "--all", "--local", *host.paths])
+        if ran.code != 0:
+            raise far_error(host.host, ran, "the list")
+        try:
+            import orjson
+
+            items = orjson.loads(ran.out)
+        except ValueError:
+            raise HitlError(f"{host.host}: its hitl printed no list") from None
+        blocks = []
+        for item in items if isinstance(items, list) else []:
+            with contextlib.suppress(wire.WireError):
+                blocks.append(wire.block_from_wire(item, host.host))
+        return blocks
+
+    def read_into(self, inbox: Any, warn: Callable[[str], None]) -> None:
+        def one(host: Host) -> None:
+            try:
+                blocks = self._read_host(host)
+            except HitlError as exc:
+                warn(f"{exc} (its blocks are not listed)")
+                return
+            inbox.replace_remote(self.name, host.host, blocks)
+
+        with ThreadPoolExecutor(max_workers=min(8, max(1, len(self.hosts)))) as pool:
+            list(pool.map(one, self.hosts.values()))
+
+    # -- watching (the app) ---------------------------------------------------------------------
+
+    async def watch(self, inbox: Any, on_update: OnUpdate, stop: asyncio.Event) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        tasks = [
+            asyncio.ensure_future(self._follow(host, inbox, on_update, stop))
+            for host in self.hosts.values()
+        ]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    def refresh_soon(self) -> None:
+        """Reconnect a host that waits to be retried, now (thread-safe)."""
+        if self._loop is not None and self._wake is not None:
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._wake.set)
+
+    async def _follow(self, host: Host, inbox: Any, on_update: OnUpdate, stop) -> None:
+        tries = 0
+        while not stop.is_set():
+            began = time.monotonic()
+            state, message, retry = await Session(self, host, inbox, on_update, stop).run()
+            if stop.is_set():
+                return
+            tries = 1 if time.monotonic() - began > STEADY else tries + 1
+            delay = retry or BACKOFF[min(tries, len(BACKOFF)) - 1]
+            await on_update(host.host, state, f"{message}, retrying in {delay} s", None)
+            assert self._wake is not None
+            self._wake.clear()
+            waiters = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait())]
+            try:
+                await asyncio.wait(waiters, timeout=delay, return_when="FIRST_COMPLETED")
+            finally:
+                for waiter in waiters:
+                    waiter.cancel()
+
+    # -- did the loop resume? (that machine's `hitl status` says) -----------------------------
+
+    def resume_signs(self, block: Block, plan: Plan) -> dict:
+        return {"host": block.meta.get("host"), "repo": block.meta.get("remote_repo")}
+
+    def resumed(self, waiting: Any) -> str | None:
+        host = self.hosts.get(str(waiting.signs.get("host", "")))
+        repo = waiting.signs.get("repo")
+        far = _far_entry(waiting)
+        if host is None or not isinstance(repo, str) or far is None:
+            return None
+        try:
+            ran = self._run(host, ["status", "--json", repo])
+        except HitlError:
+            return None
+        if ran.code not in (0, 4):
+            return None
+        try:
+            import orjson
+
+            data = orjson.loads(ran.out)
+        except ValueError:
+            return None
+        for row in data.get("repos", []) if isinstance(data, dict) else []:
+            for answer in row.get("resumed", []) if isinstance(row, dict) else []:
+                if isinstance(answer, dict) and answer.get("entry") == far:
+                    how = answer.get("how") if isinstance(answer.get("how"), str) else "it acted"
+                    return printable(one_line(f"{how} (on {host.host})"))[:200]
+        return None
+
+
+def _far_entry(waiting: Any) -> str | None:
+    """The far side's journal id of the answer `waiting` watches (from our journal entry)."""
+    if not waiting.entry:
+        return None
+    from hitl_tui import journal
+
+    try:
+        entry = journal.entries()[waiting.entry]
+    except (KeyError, HitlError, OSError):
+        return None
+    far = (entry.sent or {}).get("entry")
+    return far if isinstance(far, str) else None
+
+
+def _answer_key(block: Block, answer: Answer) -> tuple:
+    return (
+        block.id,
+        block.fingerprint,
+        answer.choice.key if answer.choice else None,
+        answer.texts,
+        answer.note,
+        answer.decision_override,
+    )
+
+
+def answer_words(block: Block, answer: Answer) -> list[str]:
+    """`hitl answer` there: the block's file, the answer, and the bytes it must still have."""
+    words = ["answer", str(block.meta["remote_path"])]
+    if answer.choice is not None:
+        words += ["--choice", answer.choice.key]
+    for text in answer.texts:
+        words += ["--text", text]
+    if answer.note:
+        words += ["--note", answer.note]
+    if answer.decision_override is not None:
+        words += ["--decision", answer.decision_override]
+    if answer.operator:
+        words += ["--operator", answer.operator]
+    return [*words, "--expect", block.fingerprint]
+
+
+def ssh_reason(err: str) -> str:
+    """ssh's failure in a few words (its exit 255), from what it printed."""
+    text = err.lower()
+    for needle, reason in (
+        ("could not resolve hostname", "unknown host"),
+        ("connection refused", "unreachable (connection refused)"),
+        ("timed out", "unreachable (timed out)"),
+        ("no route to host", "unreachable (no route to host)"),
+        ("network is unreachable", "unreachable (no network)"),
+        ("host key verification failed", "its host key is not trusted (see known_hosts)"),
+        ("remote host identification has changed", "its host key changed (see known_hosts)"),
+        ("permission denied", "ssh was refused (permission denied: the key?)"),
+        ("timeout, server", "the connection hung (no reply to keepalives)"),
+        ("connection closed", "the connection was closed"),
+        ("connection reset", "the connection was reset"),
+        ("broken pipe", "the connection broke"),
+    ):
+        if needle in text:
+            return reason
+    return "unreachable"
+
+
+def ssh_state(reason: str) -> str:
+    if "permission denied" in reason or "host key" in reason:
+        return "unauthorised"
+    return "unreachable"
+
+
+def far_error(host: str, ran: Ran, what: str) -> HitlError:
+    """The far side's one-line error for `what`, with its exit code's meaning kept."""
+    lines = [line for line in ran.err.splitlines() if line.strip()]
+    said = lines[-1] if lines else f"exit {ran.code}"
+    said = printable(one_line(said.removeprefix("hitl: ")))[:300]
+    if ran.code == 127:
+        return HitlError(f"{host}: no hitl command there ({said})")
+    if ran.code == 2 and ("unrecognized arguments" in said or "invalid choice" in said):
+        return HitlError(f"{host}: its hitl is too old for {what} ({said}); upgrade it there")
+    cls = {3: StaleError, 2: UsageError}.get(ran.code, HitlError)
+    return cls(f"{host}: {said}")
+
+
+def version_message(host: str, protocol: object, version: object) -> str:
+    theirs = printable(str(version))[:40] if version else "unknown"
+    return (
+        f"{host} speaks remote protocol {printable(str(protocol))[:20]} (hitl {theirs}); this "
+        f"hitl {__version__} speaks {wire.PROTOCOL}: upgrade hitl here"
+    )
+
+
+class Session:
+    """One `hitl list --json --watch` over ssh, from connect to drop: feeds `inbox` and
+    returns (state, why it ended, seconds to wait or None for the backoff)."""
+
+    def __init__(self, backend: SshBackend, host: Host, inbox: Any, on_update, stop) -> None:
+        self.backend, self.host, self.inbox, self.on_update, self.stop = (
+            backend,
+            host,
+            inbox,
+            on_update,
+            stop,
+        )
+        self.blocks: dict[tuple, Block] = {}
+        self.listed = False
+        self.skipped = 0
+        self.err = bytearray()
+
+    async def run(self) -> tuple[str, str, int | None]:
+        alive = self.backend.alive_every
+        words = ["list", "--json", "--watch", "--alive", f"{alive:g}", *self.host.paths]
+        argv = self.backend.argv(self.host, words)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            return "error", f"no ssh command {self.host.ssh[0]!r} here", VERSION_RETRY
+        except OSError as exc:
+            return "error", f"cannot run ssh: {exc.strerror}", None
+        errors = asyncio.ensure_future(self._drain(proc.stderr))
+        try:
+            ended = await self._read(proc)
+        finally:
+            await _end(proc)
+            errors.cancel()
+        if ended is not None:
+            return ended
+        return await self._why(proc)
+
+    async def _drain(self, stream) -> None:
+        while chunk := await stream.read(4096):
+            self.err += chunk
+            del self.err[:-STDERR_KEEP]
+
+    async def _read(self, proc) -> tuple[str, str, int | None] | None:
+        """Read lines until EOF (None: ask the exit code why) or a reason to stop."""
+        buffer = bytearray()
+        patience = FIRST_LINE
+        waiter_stop = asyncio.ensure_future(self.stop.wait())
+        try:
+            while True:
+                read = asyncio.ensure_future(proc.stdout.read(1 << 16))
+                done, _ = await asyncio.wait(
+                    [read, waiter_stop], timeout=patience, return_when="FIRST_COMPLETED"
+                )
+                if waiter_stop in done:
+                    read.cancel()
+                    return "ok", "stopped", None
+                if read not in done:
+                    read.cancel()
+                    what = "the list" if not self.listed else "a sign of life"
+                    return "unreachable", f"no {what} for {patience:g} s (the host hangs?)", None
+                chunk = read.result()
+                if not chunk:
+                    return None
+                buffer += chunk
+                lines = buffer.split(b"\n")
+                buffer = bytearray(lines.pop())
+                if len(buffer) > wire.MAX_LINE:
+                    return "error", "its hitl sent a line too long to be the protocol", None
+                ended = await self._lines(lines)
+                if ended is not None:
+                    return ended
+                patience = 3 * self.backend.alive_every + 5
+        finally:
+            waiter_stop.cancel()
+
+    async def _lines(self, lines: list[bytes]) -> tuple[str, str, int | None] | None:
+        import orjson
+
+        touched = False
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                event = orjson.loads(line)
+            except ValueError:
+                self.skipped += 1
+                continue
+            if not isinstance(event, dict):
+                self.skipped += 1
+                continue
+            kind = event.get("event")
+            if kind == "list":
+                if wire.too_new(event.get("protocol")):
+                    message = version_message(
+                        self.host.host, event.get("protocol"), event.get("hitl")
+                    )
+                    return "error", message, VERSION_RETRY
+                self.blocks = {}
+                for item in event.get("blocks") or []:
+                    self._put(item)
+                self.listed = touched = True
+            elif not self.listed:
+                continue  # nothing counts before the list
+            elif kind in ("added", "changed"):
+                self._put(event.get("block"))
+                touched = True
+            elif kind == "removed":
+                key = wire.remote_key(self.host.host, event.get("source"), event.get("path"))
+                if key is not None and self.blocks.pop(key, None) is not None:
+                    touched = True
+        if touched:
+            delta = self.inbox.replace_remote(
+                self.backend.name, self.host.host, list(self.blocks.values())
+            )
+            if self.listed and self.backend._pending.get(self.host.host):
+                said = await asyncio.to_thread(self.backend.settle_pending, self.host)
+                for line in said:
+                    await self.on_update(self.host.host, "answer", line, None)
+            await self.on_update(self.host.host, "ok", self._state(), delta)
+        return None
+
+    def _put(self, item: object) -> None:
+        try:
+            block = wire.block_from_wire(item, self.host.host)
+        except wire.WireError:
+            self.skipped += 1
+            return
+        self.blocks[(block.source, block.path)] = block
+
+    def _state(self) -> str:
+        count = len(self.blocks)
+        text = f"connected, {count} block{'' if count == 1 else 's'}"
+        if self.skipped:
+            text += f" ({self.skipped} lines that were not blocks skipped)"
+        return text
+
+    async def _why(self, proc) -> tuple[str, str, int | None]:
+        code = proc.returncode
+        err = self.err.decode("utf-8", "replace")
+        if code == 255 or code is None or code < 0:
+            reason = ssh_reason(err)
+            if self.listed and reason == "unreachable":
+                reason = "the connection dropped"
+            return ssh_state(reason), reason, None
+        ran = Ran(code, b"", err)
+        if code == 2 and ("unrecognized arguments" in err or "invalid choice" in err):
+            version = await asyncio.to_thread(self._version)
+            return (
+                "error",
+                f"its hitl {version} is too old for the remote protocol {wire.PROTOCOL} (this "
+                f"hitl is {__version__}): upgrade hitl on {self.host.host}",
+                VERSION_RETRY,
+            )
+        if code == 0:
+            return "unreachable", "the watch ended", None
+        return "error", str(far_error(self.host.host, ran, "the watch")).split(": ", 1)[-1], None
+
+    def _version(self) -> str:
+        try:
+            ran = self.backend._run(self.host, ["--version"], 20)
+        except HitlError:
+            return "(version unknown)"
+        words = ran.out.decode("utf-8", "replace").split()
+        return printable(words[-1])[:40] if ran.code == 0 and words else "(version unknown)"
+
+
+async def _end(proc) -> None:
+    """Close the far side's stdin (it stops), then make sure ssh is gone."""
+    with contextlib.suppress(Exception):
+        proc.stdin.close()
+    try:
+        await asyncio.wait_for(proc.wait(), 3)
+        return
+    except TimeoutError:
+        pass
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+        try:
+            await asyncio.wait_for(proc.wait(), 2)
+            return
+        except TimeoutError:
+            continue
