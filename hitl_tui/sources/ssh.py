@@ -179,6 +179,8 @@ class SshBackend(Source):
     undoable = True
     #: Seconds between the far side's `alive` lines (a hang shows after three missed).
     alive_every: float = wire.ALIVE_EVERY
+    #: After a connection dropped mid-answer: the waits before each look at its journal.
+    settle_waits: tuple[float, ...] = (1, 2, 4)
 
     def __init__(self, hosts: Sequence[Host]) -> None:
         self.hosts = {h.host: h for h in hosts}
@@ -328,7 +330,7 @@ class SshBackend(Source):
 
     def _settle(self, host: Host, plan: Plan, began: datetime, why: str) -> list[str]:
         """The connection dropped while sending: ask that machine's journal, a few times."""
-        for wait in (1, 2, 4):
+        for wait in self.settle_waits:
             time.sleep(wait)
             try:
                 found = self._find_sent(host, plan, began)

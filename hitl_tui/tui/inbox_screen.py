@@ -98,7 +98,7 @@ def header_parts(inbox: Inbox, source_states: SourceStates) -> HeaderParts:
     for title, scopes in source_states.items():
         ok = sum(state == "ok" for state, _ in scopes.values())
         tail += f" · {title} {ok}/{len(scopes)} ok"
-        trouble = [f"{scope} {msg}" for scope, (st, msg) in scopes.items() if st != "ok"]
+        trouble = [f"{scope}: {msg}" for scope, (st, msg) in scopes.items() if st != "ok"]
         if trouble:
             tail += f" ({printable(trouble[0])})"
     warnings = len(inbox.warnings)

@@ -1,0 +1,317 @@
+"""`[[remote]]` against a real OpenSSH server on 127.0.0.1 (tests/sshd.py) and the hitl of this
+venv on the far side: list, live changes, answer, undo, a server killed and restarted, a host
+that hangs, a slow link, a hitl too old, and an answer whose connection drops."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from hitl_tui import __version__, journal
+from hitl_tui.config import load_config
+from hitl_tui.inbox import Inbox
+from hitl_tui.model import Answer, HitlError
+from hitl_tui.sources.ssh import SshBackend
+from tests.conftest import FIXTURES
+from tests.sshd import Sshd
+
+HITL = [sys.executable, "-m", "hitl_tui"]
+QUESTION = "Should deleting a workspace also delete its archived invoices"
+
+
+def loop_repo(folder: Path, name: str = "shop") -> Path:
+    repo = folder / name
+    shutil.copytree(FIXTURES / "loopkit-shop", repo)
+    (repo / ".git").mkdir()
+    return repo
+
+
+def blocked(folder: Path, name: str, question: str) -> Path:
+    repo = folder / name
+    (repo / ".git").mkdir(parents=True, exist_ok=True)
+    (repo / "BLOCKED.md").write_text(
+        f"# Blocked\n\n## Question:\n{question}\n\n## Choices:\n- A) yes\n- B) no\n"
+    )
+    return repo
+
+
+def write_config(
+    tmp_path: Path, server: Sshd, host: str = "build-1", hitl: str | None = None
+) -> tuple[Path, Path]:
+    """The operator's config naming `host`, and the far side's folder of loops."""
+    loops = server.tmp / "far" / "loops"
+    loops.mkdir(parents=True, exist_ok=True)
+    local = tmp_path / "here"
+    local.mkdir(exist_ok=True)
+    config = tmp_path / "config.toml"
+    ssh = json.dumps(server.ssh_argv())
+    config.write_text(
+        f'repos = [{json.dumps(str(local))}]\noperator = "Ada"\n'
+        f"[[remote]]\nhost = {json.dumps(host)}\npaths = [{json.dumps(str(loops))}]\n"
+        f"hitl = {json.dumps(hitl or str(server.remote_hitl()))}\nssh = {ssh}\n"
+    )
+    return config, loops
+
+
+def hitl(config: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HITL_CONFIG": str(config)}
+    return subprocess.run([*HITL, *args], capture_output=True, text=True, env=env, timeout=timeout)
+
+
+# -- the commands ----------------------------------------------------------------------------
+
+
+def test_list_answer_and_undo_a_block_on_another_machine(tmp_path: Path, sshd: Sshd):
+    config, loops = write_config(tmp_path, sshd)
+    shop = loop_repo(loops)
+    blocked(tmp_path / "here", "api", "Local question?")
+    before = {p.name: p.read_bytes() for p in shop.iterdir() if p.is_file()}
+
+    out = hitl(config, "list")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert any(line.startswith("build-1:shop ") and QUESTION in line for line in lines)
+    assert any(line.startswith("api ") for line in lines)
+    listed = json.loads(hitl(config, "list", "--json").stdout)
+    remote = next(b for b in listed if b["id"] == "build-1:shop")
+    assert remote["source"] == "remote" and remote["path"] == f"build-1:{shop / 'BLOCKED.md'}"
+
+    preview = hitl(config, "answer", "build-1:shop", "--choice", "B", "--dry-run")
+    assert preview.returncode == 0, preview.stderr
+    assert "written on build-1 by its hitl" in preview.stdout
+    assert "+- " in preview.stdout and "B) Keep invoices" in preview.stdout
+    assert {p.name: p.read_bytes() for p in shop.iterdir() if p.is_file()} == before
+
+    out = hitl(config, "answer", "build-1:shop", "--choice", "B")
+    assert out.returncode == 0, out.stderr
+    assert "on build-1: removed BLOCKED.md" in out.stdout
+    assert not (shop / "BLOCKED.md").exists()
+    assert "B) Keep invoices" in (shop / "PROMPT.md").read_text()
+    assert "Ada" in (shop / "IMPLEMENTATION_PLAN.md").read_text()  # who answered, from here
+
+    again = hitl(config, "answer", "build-1:shop", "--choice", "B")
+    assert again.returncode == 2 and "no open block" in again.stderr  # never twice
+
+    history = hitl(config, "history")
+    assert "build-1:shop (remote)" in history.stdout and "Ada" in history.stdout
+    out = hitl(config, "undo")
+    assert out.returncode == 0, out.stderr
+    assert "on build-1: undid" in out.stdout
+    assert {p.name: p.read_bytes() for p in shop.iterdir() if p.is_file()} == before
+    assert "undone by Ada" in hitl(config, "history").stdout
+    # the far side journaled it too, with its own journal
+    far = sshd.ssh("build-1", str(sshd.remote_hitl()), "history", "--json")
+    assert [e["status"] for e in json.loads(far.stdout)] == ["done"]
+
+
+def test_an_unreachable_host_is_one_line_and_the_rest_is_listed(tmp_path: Path, sshd: Sshd):
+    config, _loops = write_config(tmp_path, sshd, host="down-1")
+    blocked(tmp_path / "here", "api", "Local question?")
+    started = time.monotonic()
+    out = hitl(config, "list")
+    assert time.monotonic() - started < 20
+    assert out.returncode == 0
+    assert out.stdout.startswith("api ")
+    assert out.stderr.strip() == (
+        "hitl: down-1: unreachable (connection refused) (its blocks are not listed)"
+    )
+
+
+# -- the watch (what the app runs) -----------------------------------------------------------
+
+
+class Watch:
+    """The backend's `watch` in this event loop, its updates kept."""
+
+    def __init__(self, config: Path, alive: float = 0.5) -> None:
+        [self.backend] = load_config(config).remotes
+        assert isinstance(self.backend, SshBackend)
+        self.backend.alive_every = alive
+        self.inbox = Inbox.open([])
+        self.updates: list[tuple[str, str, str]] = []
+        self.stop = asyncio.Event()
+        self.task: asyncio.Task | None = None
+
+    async def on_update(self, scope, state, message, delta) -> None:
+        self.updates.append((scope, state, message))
+
+    def __enter__(self) -> Watch:
+        self.task = asyncio.ensure_future(self.backend.watch(self.inbox, self.on_update, self.stop))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+
+    async def close(self) -> None:
+        self.stop.set()
+        assert self.task is not None
+        await asyncio.wait_for(self.task, 15)
+
+    def ids(self) -> list[str]:
+        return sorted(b.id for b in self.inbox.blocks.values())
+
+    async def until(self, condition, seconds: float = 30, what: str = "") -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if condition():
+                return
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"not in {seconds} s: {what} (updates: {self.updates[-5:]})")
+
+    def state(self) -> tuple[str, str]:
+        return self.updates[-1][1:] if self.updates else ("", "")
+
+
+async def test_live_changes_a_server_killed_and_restarted(tmp_path: Path, sshd: Sshd):
+    config, loops = write_config(tmp_path, sshd)
+    loop_repo(loops)
+    watch = Watch(config)
+    with watch:
+        await watch.until(lambda: watch.ids() == ["build-1:shop"], what="the list")
+        assert watch.state() == ("ok", "connected, 1 block")
+
+        blocked(loops, "api", "Ship on Friday?")
+        await watch.until(lambda: "build-1:api" in watch.ids(), what="a new block there")
+        api = next(b for b in watch.inbox.blocks.values() if b.id == "build-1:api")
+        assert api.question == "Ship on Friday?"
+
+        sshd.kill()
+        await watch.until(
+            lambda: watch.state()[0] == "unreachable" and "retrying in" in watch.state()[1],
+            what="unreachable",
+        )
+        assert watch.ids() == ["build-1:api", "build-1:shop"]  # still listed, as last known
+        # while it is down, the loops move on
+        (loops / "api" / "BLOCKED.md").unlink()
+        blocked(loops, "web", "Which CDN?")
+        sshd.restart()
+        watch.backend.refresh_soon()
+        await watch.until(
+            lambda: watch.ids() == ["build-1:shop", "build-1:web"], what="resynchronised"
+        )
+        assert watch.state()[0] == "ok"
+        assert len(watch.inbox.blocks) == 2  # nothing twice, nothing lost
+    await watch.close()
+
+
+async def test_a_host_that_hangs_is_noticed_and_comes_back(tmp_path: Path, sshd: Sshd):
+    config, loops = write_config(tmp_path, sshd)
+    loop_repo(loops)
+    watch = Watch(config, alive=0.5)
+    with watch:
+        await watch.until(lambda: watch.ids() == ["build-1:shop"], what="the list")
+        sshd.suspend()
+        began = time.monotonic()
+        await watch.until(lambda: watch.state()[0] == "unreachable", seconds=20, what="hang")
+        assert time.monotonic() - began < 12
+        sshd.resume()
+        watch.backend.refresh_soon()
+        await watch.until(lambda: watch.state()[0] == "ok", seconds=30, what="back")
+        assert watch.ids() == ["build-1:shop"]
+    await watch.close()
+
+
+async def test_a_slow_link_still_lists_and_follows(tmp_path: Path, sshd: Sshd):
+    config, loops = write_config(tmp_path, sshd, host="slow-1")
+    loop_repo(loops)
+    watch = Watch(config)
+    with watch:
+        await watch.until(lambda: watch.ids() == ["slow-1:shop"], seconds=60, what="the list")
+        blocked(loops, "api", "Ship on Friday?")
+        await watch.until(lambda: "slow-1:api" in watch.ids(), seconds=30, what="a change")
+    await watch.close()
+
+
+async def test_a_hitl_too_old_there_is_one_line_naming_both_versions(tmp_path: Path, sshd: Sshd):
+    old = sshd.tmp / "old-hitl"
+    old.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = --version ]; then echo "hitl 0.0.9"; exit 0; fi\n'
+        'echo "usage: hitl list [-h] [--json] [PATH ...]" >&2\n'
+        'echo "hitl list: error: unrecognized arguments: --watch --alive" >&2\n'
+        "exit 2\n"
+    )
+    old.chmod(0o755)
+    config, _loops = write_config(tmp_path, sshd, hitl=str(old))
+    watch = Watch(config)
+    with watch:
+        await watch.until(lambda: watch.state()[0] == "error", what="the version problem")
+    await watch.close()
+    message = watch.state()[1]
+    assert message.startswith(
+        f"its hitl 0.0.9 is too old for the remote protocol 1 (this hitl is {__version__})"
+    )
+    assert "retrying in 300 s" in message
+
+
+# -- an answer whose connection drops ---------------------------------------------------------
+
+
+def _hitl_that_stops(sshd: Sshd, before: bool) -> Path:
+    """A hitl there that, for `answer` (not --dry-run), signals and waits before (or after)
+    the real one runs: the test kills the server at that moment."""
+    script = sshd.tmp / "pausing-hitl"
+    mark = sshd.tmp / "paused"
+    real = sshd.remote_hitl()
+    pause = f'touch "{mark}"; sleep 30'
+    script.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *--dry-run*|"") exec ' + f'"{real}" "$@";; esac\n'
+        f'if [ "$1" = answer ]; then\n'
+        + (f"  {pause}\n" if before else "")
+        + f'  "{real}" "$@"; code=$?\n'
+        + (f"  {pause}\n" if not before else "")
+        + "  exit $code\nfi\n"
+        f'exec "{real}" "$@"\n'
+    )
+    script.chmod(0o755)
+    return script
+
+
+@pytest.mark.parametrize("written", [False, True])
+def test_an_answer_whose_connection_drops_says_what_is_known(
+    tmp_path: Path, sshd: Sshd, written: bool
+):
+    config, loops = write_config(tmp_path, sshd)
+    config, loops = write_config(tmp_path, sshd, hitl=str(_hitl_that_stops(sshd, not written)))
+    shop = loop_repo(loops)
+    [backend] = load_config(config).remotes
+    backend.settle_waits = (0.2, 0.2)
+    [block] = backend._read_host(backend.hosts["build-1"])
+    plan = backend.plan(block, Answer(choice=block.choices[1], operator="Ada"))
+
+    mark = sshd.tmp / "paused"
+
+    def kill_when_paused() -> None:
+        deadline = time.monotonic() + 30
+        while not mark.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        sshd.kill()
+
+    killer = threading.Thread(target=kill_when_paused)
+    killer.start()
+    with pytest.raises(HitlError) as err:
+        backend.send(plan)
+    killer.join()
+    assert "whether the answer was written is not known yet" in str(err.value)
+    assert (shop / "BLOCKED.md").exists() is not written
+
+    sshd.restart()
+    said = backend.settle_pending(backend.hosts["build-1"])
+    if written:
+        assert said == [f"the answer to build-1:shop was written ({said[0].split('(')[1][:-1]})"]
+        [entry] = journal.history()
+        assert entry.block_id == "build-1:shop" and entry.sent["host"] == "build-1"
+    else:
+        assert said == ["the answer to build-1:shop was not written (answer again)"]
+        assert journal.history() == []
+    assert backend.settle_pending(backend.hosts["build-1"]) == []  # said once

@@ -1,0 +1,82 @@
+"""The app with a `[[remote]]` host behind a real OpenSSH server: its blocks beside the local
+ones, answered with the same keys, the host's state in the header when it goes away."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from hitl_tui.config import load_config
+from hitl_tui.inbox import Inbox
+from hitl_tui.sources.ssh import SshBackend
+from hitl_tui.tui.app import HitlApp
+from hitl_tui.tui.widgets import BlockList
+from hitl_tui.workspace import Workspace
+from tests.sshd import Sshd
+from tests.test_remote_ssh import QUESTION, blocked, loop_repo, write_config
+from tests.tui_support import SIZE
+
+
+async def _until(pilot, condition, seconds: float = 30) -> None:
+    for _ in range(int(seconds / 0.05)):
+        await pilot.pause()
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not met in time")
+
+
+def _app(config_path: Path) -> HitlApp:
+    config = load_config(config_path)
+    [backend] = config.remotes
+    assert isinstance(backend, SshBackend)
+    backend.alive_every = 0.5
+    return HitlApp(Inbox(Workspace.discover(list(config.repos))), config=config)
+
+
+async def test_a_remote_block_is_listed_answered_and_its_host_state_shown(
+    tmp_path: Path, sshd: Sshd
+) -> None:
+    config, loops = write_config(tmp_path, sshd)
+    shop = loop_repo(loops)
+    blocked(tmp_path / "here", "api", "Local question?")
+    app = _app(config)
+    async with app.run_test(size=SIZE) as pilot:
+        rows = app.query_one(BlockList)
+        await _until(pilot, lambda: len(rows.blocks) == 2)
+        ids = sorted(b.id for b in rows.blocks.values())
+        assert ids == ["api", "build-1:shop"]
+        bar = str(app.query_one("#topbar").render())
+        assert "SSH 1/1 ok" in bar
+
+        # highlight the remote block, then answer it as any other: 2, then apply
+        for key in ("k", "k", "j", "j"):
+            current = app.inbox_screen.current
+            if current is not None and current.id == "build-1:shop":
+                break
+            await pilot.press(key)
+        assert app.inbox_screen.current.id == "build-1:shop"
+        detail = str(app.screen.query_one("#question").render())
+        assert QUESTION in detail
+        await pilot.press("2")
+        await _until(pilot, lambda: app.screen.id == "preview" or len(app.screen_stack) > 1)
+        await pilot.press("enter")
+        await _until(pilot, lambda: not (shop / "BLOCKED.md").exists())
+        assert "B) Keep invoices" in (shop / "PROMPT.md").read_text()
+        await _until(
+            pilot,
+            lambda: (
+                "build-1:shop" not in {b.id for b in rows.blocks.values()}
+                or any(
+                    r
+                    for r in rows.blocks.values()
+                    if r.id == "build-1:shop" and r.state == "waiting"
+                )
+            ),
+        )
+
+        sshd.kill()
+        await _until(pilot, lambda: "build-1: " in str(app.query_one("#topbar").render()))
+        bar = str(app.query_one("#topbar").render())
+        assert "SSH 0/1 ok" in bar and "retrying in" in bar
+        assert "api" in {b.id for b in rows.blocks.values()}  # local blocks unaffected
