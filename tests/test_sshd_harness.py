@@ -1,0 +1,154 @@
+"""The real-OpenSSH harness (tests/sshd.py) does what the remote tests rely on.
+
+A real sshd on 127.0.0.1: a command runs and sees the remote state folder; killing the server
+drops an open session at once and refuses new ones, restarting brings it back with the same
+host key; a suspended server is noticed by ssh's keepalives; slow-1 is slower by at least its
+delay; down-1 fails fast. Nothing is left running after a stop.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from hitl_tui import __version__
+from tests import sshd as sshd_module
+from tests.sshd import Sshd
+
+
+def open_session(server: Sshd, *options: str) -> subprocess.Popen[bytes]:
+    """`ssh build-1` running a 30 s sleep, returned once the remote shell said it started."""
+    proc = subprocess.Popen(
+        [*server.ssh_argv(), *options, "build-1", "echo started; exec sleep 30"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], 10)
+    if not ready or proc.stdout.readline() != b"started\n":
+        proc.kill()
+        proc.wait()
+        pytest.fail(f"the session did not start: {proc.stderr.read() if proc.stderr else ''}")
+    return proc
+
+
+def wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> tuple[int, float]:
+    """(exit status, seconds it took), killing the client if it outlives `timeout`."""
+    began = time.monotonic()
+    try:
+        code = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        pytest.fail(f"ssh was still connected {timeout} s later")
+    return code, time.monotonic() - began
+
+
+def refused(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def test_a_command_runs_on_build_1(sshd: Sshd) -> None:
+    result = sshd.ssh("build-1", "echo", "ok")
+    assert (result.returncode, result.stdout) == (0, "ok\n"), result.stderr
+
+
+def test_the_remote_session_has_its_own_state_folder(sshd: Sshd) -> None:
+    result = sshd.ssh("build-1", 'printf "%s\\n%s\\n" "$HITL_STATE_DIR" "$HITL_CONFIG"')
+    assert result.stdout.splitlines() == [str(sshd.remote_state), str(sshd.remote_config)]
+    assert sshd.remote_state.is_dir() and sshd.remote_config.is_file()
+
+
+def test_the_venvs_hitl_runs_on_the_far_side(sshd: Sshd, shop: Path) -> None:
+    hitl = str(sshd.remote_hitl())
+    assert sshd.ssh("build-1", hitl, "--version").stdout.strip() == f"hitl {__version__}"
+    listed = sshd.ssh("build-1", hitl, "list", str(shop))
+    assert listed.returncode == 0, listed.stderr
+    assert "shop" in listed.stdout
+
+
+def test_kill_drops_an_open_session_and_restart_brings_the_server_back(sshd: Sshd) -> None:
+    session = open_session(sshd)
+    assert len(sshd.pids()) >= 3  # the listener, the connection's sshd, the remote sleep
+    sshd.kill()
+    code, took = wait_exit(session, 5)
+    assert code == 255 and took < 3
+    assert sshd.pids() == set(), "a process of the killed server is still alive"
+    assert refused(sshd.port)
+    began = time.monotonic()
+    again = sshd.ssh("build-1", "true", timeout=10)
+    assert again.returncode == 255 and time.monotonic() - began < 3
+
+    known_hosts = sshd.known_hosts.read_bytes()
+    sshd.restart()
+    back = sshd.ssh("build-1", "echo", "ok")  # StrictHostKeyChecking: the same host key
+    assert (back.returncode, back.stdout) == (0, "ok\n"), back.stderr
+    assert sshd.known_hosts.read_bytes() == known_hosts
+
+
+def test_a_suspended_server_is_noticed_by_keepalives(sshd: Sshd) -> None:
+    session = open_session(sshd, "-o", "ServerAliveInterval=1", "-o", "ServerAliveCountMax=2")
+    sshd.suspend()
+    try:
+        code, took = wait_exit(session, 8)
+        assert code == 255 and took < 5
+        assert session.stderr is not None and b"Timeout" in session.stderr.read()
+        began = time.monotonic()
+        hangs = subprocess.run(
+            [*sshd.ssh_argv(), "-o", "ConnectTimeout=1", "build-1", "true"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=10,
+        )
+        assert hangs.returncode == 255 and time.monotonic() - began < 5
+    finally:
+        sshd.resume()
+    back = sshd.ssh("build-1", "echo", "ok")
+    assert (back.returncode, back.stdout) == (0, "ok\n"), back.stderr
+
+
+def test_slow_1_costs_at_least_its_delay_per_round_trip(sshd: Sshd) -> None:
+    def timed(host: str) -> float:
+        began = time.monotonic()
+        result = sshd.ssh(host, "echo", "ok")
+        assert (result.returncode, result.stdout) == (0, "ok\n"), result.stderr
+        return time.monotonic() - began
+
+    fast, slow = timed("build-1"), timed("slow-1")
+    # A connection is several round trips; each costs slow-1 at least 2 x the delay.
+    assert slow - fast >= 2 * sshd.slow_delay_ms / 1000, (fast, slow)
+
+
+def test_down_1_fails_fast(sshd: Sshd) -> None:
+    began = time.monotonic()
+    result = sshd.ssh("down-1", "true", timeout=10)
+    assert result.returncode == 255 and time.monotonic() - began < 3
+    assert "refused" in result.stderr
+
+
+def test_stop_leaves_nothing_running(tmp_path: Path) -> None:
+    if reason := sshd_module.unavailable_reason():
+        pytest.skip(reason)
+    server = Sshd(tmp_path).start()
+    session = open_session(server)
+    server.suspend()  # even a stopped server and its sessions go
+    server.stop()
+    assert wait_exit(session, 5)[0] == 255
+    assert server.pids() == set()
+    assert refused(server.port)
+    server.stop()  # twice is harmless
+
+
+def test_the_skip_says_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sshd_module, "SSHD", Path("/nonexistent/sshd"))
+    assert "/nonexistent/sshd is missing" in (sshd_module.unavailable_reason() or "")
