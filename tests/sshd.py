@@ -74,7 +74,7 @@ def free_port() -> int:
 def _q(value: object) -> str:
     """One ssh_config / sshd_config argument, double-quoted when it holds blanks."""
     text = str(value)
-    if any(c in text for c in "\"\n"):
+    if any(c in text for c in '"\n'):
         raise ValueError(f"cannot put {text!r} in an ssh config file")
     return f'"{text}"' if any(c.isspace() for c in text) else text
 
