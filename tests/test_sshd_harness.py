@@ -118,15 +118,32 @@ def test_a_suspended_server_is_noticed_by_keepalives(sshd: Sshd) -> None:
 
 
 def test_slow_1_costs_at_least_its_delay_per_round_trip(sshd: Sshd) -> None:
-    def timed(host: str) -> float:
-        began = time.monotonic()
-        result = sshd.ssh(host, "echo", "ok")
-        assert (result.returncode, result.stdout) == (0, "ok\n"), result.stderr
-        return time.monotonic() - began
+    delay = sshd.slow_delay_ms / 1000
+    began = time.monotonic()
+    assert sshd.ssh("build-1", "true").returncode == 0
+    fast = time.monotonic() - began
 
-    fast, slow = timed("build-1"), timed("slow-1")
-    # A connection is several round trips; each costs slow-1 at least 2 x the delay.
-    assert slow - fast >= 2 * sshd.slow_delay_ms / 1000, (fast, slow)
+    # A remote `cat` over slow-1: the first line's echo waits for the connection too (several
+    # round trips), each later line is one round trip, 2 x the delay.
+    began = time.monotonic()
+    echo = subprocess.Popen(
+        [*sshd.ssh_argv(), "slow-1", "exec cat"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert echo.stdin is not None and echo.stdout is not None
+    try:
+        trips = []
+        for line in (b"hello\n", b"one\n", b"two\n"):
+            echo.stdin.write(line)
+            echo.stdin.flush()
+            assert select.select([echo.stdout], [], [], 10)[0], "no echo over slow-1"
+            assert echo.stdout.readline() == line
+            trips.append(time.monotonic() - began)
+            began = time.monotonic()
+        assert trips[0] - fast >= 3 * 2 * delay, (fast, trips)
+        assert all(2 * delay <= trip < 2 * delay + 2 for trip in trips[1:]), trips
+    finally:
+        echo.stdin.close()
+        assert wait_exit(echo, 10)[0] == 0
 
 
 def test_down_1_fails_fast(sshd: Sshd) -> None:
