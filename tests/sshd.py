@@ -220,7 +220,10 @@ class Sshd:
     def remote_hitl(self) -> Path:
         """The `hitl` of this venv (absolute), for commands run on the far side."""
         self.remote_config.touch()
-        return Path(sys.executable).parent / "hitl"
+        hitl = Path(sys.executable).parent / "hitl"
+        if not os.access(hitl, os.X_OK):
+            raise FileNotFoundError(f"no hitl next to {sys.executable} (pip install -e .)")
+        return hitl
 
     # --- the server -------------------------------------------------------------------------
 
