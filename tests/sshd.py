@@ -34,7 +34,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -208,13 +208,20 @@ class Sshd:
         return ["ssh", "-F", str(self.config)]
 
     def ssh(
-        self, host: str, *command: str, timeout: float = 30, **kwargs
+        self,
+        host: str,
+        *command: str,
+        options: Sequence[str] = (),
+        timeout: float = 30,
+        **kwargs,
     ) -> subprocess.CompletedProcess[str]:
-        """Run `ssh HOST COMMAND...` to the end (text output captured; no stdin)."""
+        """Run `ssh [OPTIONS] HOST COMMAND...` to the end: text output captured, no stdin
+        unless `input=` is given; other keywords go to `subprocess.run`."""
         kwargs.setdefault("capture_output", True)
-        kwargs.setdefault("stdin", subprocess.DEVNULL)
+        if "input" not in kwargs:
+            kwargs.setdefault("stdin", subprocess.DEVNULL)
         return subprocess.run(
-            [*self.ssh_argv(), host, *command], text=True, timeout=timeout, **kwargs
+            [*self.ssh_argv(), *options, host, *command], text=True, timeout=timeout, **kwargs
         )
 
     def remote_hitl(self) -> Path:

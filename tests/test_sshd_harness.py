@@ -61,6 +61,8 @@ def refused(port: int) -> bool:
 def test_a_command_runs_on_build_1(sshd: Sshd) -> None:
     result = sshd.ssh("build-1", "echo", "ok")
     assert (result.returncode, result.stdout) == (0, "ok\n"), result.stderr
+    piped = sshd.ssh("build-1", "tr", "a-z", "A-Z", input="over stdin\n")
+    assert piped.stdout == "OVER STDIN\n"
 
 
 def test_the_remote_session_has_its_own_state_folder(sshd: Sshd) -> None:
@@ -104,12 +106,7 @@ def test_a_suspended_server_is_noticed_by_keepalives(sshd: Sshd) -> None:
         assert code == 255 and took < 5
         assert session.stderr is not None and b"Timeout" in session.stderr.read()
         began = time.monotonic()
-        hangs = subprocess.run(
-            [*sshd.ssh_argv(), "-o", "ConnectTimeout=1", "build-1", "true"],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=10,
-        )
+        hangs = sshd.ssh("build-1", "true", options=["-o", "ConnectTimeout=1"], timeout=10)
         assert hangs.returncode == 255 and time.monotonic() - began < 5
     finally:
         sshd.resume()
