@@ -32,6 +32,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -260,9 +261,14 @@ class Sshd:
                 raise RuntimeError(f"sshd rejects its config: {check.stderr.strip()}")
             self._checked = True
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), TAG: self.tag}
+        # If this process dies without stop() (a killed pytest), the kernel kills the listener:
+        # no sshd outlives its tests. (The signal follows the thread that started it.)
+        orphan_guard = []
+        if shutil.which("setpriv") and threading.current_thread() is threading.main_thread():
+            orphan_guard = ["setpriv", "--pdeathsig", "KILL", "--"]
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
-                [str(SSHD), "-D", "-e", "-f", str(self.sshd_config)],
+                [*orphan_guard, str(SSHD), "-D", "-e", "-f", str(self.sshd_config)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

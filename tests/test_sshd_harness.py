@@ -11,6 +11,7 @@ from __future__ import annotations
 import select
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -166,6 +167,36 @@ def test_stop_leaves_nothing_running(tmp_path: Path) -> None:
     assert server.pids() == set()
     assert refused(server.port)
     server.stop()  # twice is harmless
+
+
+def test_no_sshd_outlives_a_test_process_that_dies(tmp_path: Path) -> None:
+    if reason := sshd_module.unavailable_reason():
+        pytest.skip(reason)
+    crash = (
+        "import os, sys; from pathlib import Path; from tests.sshd import Sshd; "
+        "s = Sshd(Path(sys.argv[1])).start(); print(s.proc.pid, s.port, flush=True); os._exit(1)"
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", crash, str(tmp_path)],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    pid, port = map(int, child.stdout.split())
+    deadline = time.monotonic() + 5
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(pid), "the sshd of a dead test process is still running"
+    assert refused(port)
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rindex(b")") + 2 :].split()[0] != b"Z"
 
 
 def test_the_skip_says_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
