@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.sshd import sshd  # noqa: F401  (the real-OpenSSH fixture, tests/sshd.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
