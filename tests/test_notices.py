@@ -514,3 +514,88 @@ async def test_on_picks_what_is_noticed(tmp_path: Path, desktop: Path) -> None:
         assert await _until(pilot, lambda: any(n.title == "New block" for n in app._notifications))
         await pilot.pause(0.5)
         assert _desktop_calls(desktop) == [] and written == []
+
+
+async def test_a_block_written_on_disk_is_a_desktop_notice(tmp_path: Path, desktop: Path) -> None:
+    """The real watcher: a BLOCKED.md written in a watched repo, one notice with its question."""
+    import asyncio
+
+    from tests.test_tui import _settle
+    from tests.tui_support import SIZE, demo_workspace, make_app
+
+    root = demo_workspace(tmp_path / "ws")
+    app = make_app([root], watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        await asyncio.sleep(0.3)
+        (root / "infra" / "BLOCKED.md").write_text("## Question\nRotate the <b>password</b> now?\n")
+        assert await _until(pilot, lambda: _desktop_calls(desktop), rounds=200)
+        assert _desktop_calls(desktop) == [
+            [
+                "--app-name=hitl",
+                "--",
+                "hitl: new block",
+                "infra: Rotate the &lt;b&gt;password&lt;/b&gt; now?",
+            ]
+        ]
+
+
+def _read_until(fd: int, wanted: bytes, seconds: float) -> bytes:
+    import select
+    import time
+
+    seen = b""
+    ends = time.monotonic() + seconds
+    while wanted not in seen and time.monotonic() < ends:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            seen += chunk
+    return seen
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pty")
+def test_the_app_writes_the_osc_escape_to_its_real_terminal(tmp_path: Path) -> None:
+    """`hitl` in a real pseudo-terminal: a new block writes OSC 9 there, between frames."""
+    import pty
+    import subprocess
+    import time
+
+    root = tmp_path / "loops"
+    (root / "shop" / ".git").mkdir(parents=True)
+    config = tmp_path / "config.toml"
+    config.write_text('bell = false\n[notify]\ndesktop = false\nterminal = "osc9"\n')
+    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TERM_PROGRAM")}
+    env.update(TERM="xterm-256color", HITL_CONFIG=str(config), COLUMNS="100", LINES="30")
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hitl_tui", str(root)],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env=env,
+        start_new_session=True,
+    )
+    os.close(follower)
+    try:
+        # The first scan is over and the watcher starts: what is written now is new.
+        assert b"watching 1 repo" in _read_until(leader, b"watching 1 repo", 30)
+        time.sleep(0.5)
+        (root / "shop" / "BLOCKED.md").write_text("## Question\nShip it?\x1b]9;fake\x07\n")
+        want = b"\x1b]9;hitl: shop: Ship it?]9;fake\x07"
+        out = _read_until(leader, want, 30)
+        assert want in out, out[-2000:]
+        assert b"\x1b]9;fake" not in out  # the agent's own escape never reached the terminal
+    finally:
+        os.write(leader, b"q")
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        os.close(leader)
