@@ -8,7 +8,8 @@ channels of the config's `[notify]` table:
   notification servers render), where there is a desktop session (`"auto"`), always, or never;
 - `terminal`: the terminal's own notification escape, OSC 9, OSC 777 or OSC 99 (kitty), chosen
   from `$TERM` / `$TERM_PROGRAM` and wrapped for tmux's passthrough under `$TMUX` (`osc`; the
-  app writes it to its terminal, which also works over SSH);
+  app writes it to its terminal, which also works over SSH). `"auto"` writes it only to a
+  terminal known to show it (some print an escape they do not know as text);
 - `command`: an argument list run with the notice on its standard input (ntfy, an SMS
   gateway, a pager), and `webhook` (or `webhook_env`): a Slack-style `{"text": ...}` POST.
   Both are escalate's own channel code (`notify.run_with_stdin`, `notify.post_slack`).
@@ -41,7 +42,7 @@ BODY_LIMIT = 300
 NAMES = 5
 #: Seconds each channel may take, by default (`[notify] timeout`).
 DEFAULT_TIMEOUT = 5.0
-#: The terminal escapes `terminal` may name; True picks one from the environment.
+#: The terminal escapes `terminal` may name; "auto" and True pick one from the environment.
 FORMS = ("osc9", "osc777", "osc99")
 #: Environment variables that say there is a desktop session to notify.
 DESKTOP_VARS = ("DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS")
@@ -52,13 +53,15 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 @dataclass(frozen=True)
 class NoticeConfig:
-    """`[notify]`, validated (`from_config`). The webhook is a secret: never in a repr."""
+    """`[notify]`, validated (`from_config`). The webhook and the command's arguments may
+    hold secrets (a key, a token): neither is ever in a repr."""
 
     #: "auto": only with a desktop session and notify-send on PATH; True; False.
     desktop: str | bool = "auto"
-    #: True: the escape the terminal is likely to understand; one of FORMS; False: none.
-    terminal: str | bool = True
-    command: tuple[str, ...] = ()
+    #: "auto": the escape of a terminal known to show one, else none; True: always, the
+    #: likeliest (OSC 9 when unknown); one of FORMS; False: none.
+    terminal: str | bool = "auto"
+    command: tuple[str, ...] = field(default=(), repr=False)
     webhook: str | None = field(default=None, repr=False)
     #: The name of an environment variable holding the webhook URL (read when sending).
     webhook_env: str | None = None
@@ -149,17 +152,22 @@ def pango(text: str) -> str:
 # -- the terminal's escape --------------------------------------------------------------------
 
 
-def terminal_form(env: Mapping[str, str]) -> str | None:
+def terminal_form(env: Mapping[str, str], guess: bool = True) -> str | None:
     """The notification escape the terminal most likely understands, or None (no terminal,
-    or the Linux console). Under tmux, `$TERM_PROGRAM` is tmux's: the outer terminal's own
-    variables (KITTY_WINDOW_ID, VTE_VERSION) are what is left to go by."""
+    or the Linux console). A terminal not recognised gets OSC 9 with `guess`, else None.
+    Under tmux, `$TERM_PROGRAM` is tmux's: the outer terminal's own variables
+    (KITTY_WINDOW_ID, ITERM_SESSION_ID, WEZTERM_PANE, VTE_VERSION) are what is left."""
     term = env.get("TERM", "")
     program = env.get("TERM_PROGRAM", "")
     if not term or term in ("dumb", "linux"):
         return None
     if env.get("KITTY_WINDOW_ID") or term == "xterm-kitty" or program == "kitty":
         return "osc99"
-    if program in ("iTerm.app", "WezTerm") or env.get("ITERM_SESSION_ID"):
+    if (
+        program in ("iTerm.app", "WezTerm")
+        or env.get("ITERM_SESSION_ID")
+        or env.get("WEZTERM_PANE")
+    ):
         return "osc9"
     if (
         term.startswith(("rxvt", "foot"))
@@ -168,7 +176,7 @@ def terminal_form(env: Mapping[str, str]) -> str | None:
         or env.get("VTE_VERSION")
     ):
         return "osc777"
-    return "osc9"
+    return "osc9" if guess else None
 
 
 def osc(notice: Notice, form: str, tmux: bool = False) -> str:
@@ -195,7 +203,10 @@ def terminal_escape(notice: Notice, cfg: NoticeConfig, env: Mapping[str, str]) -
     """What the app writes to its terminal for `notice`, or None (off, or no terminal)."""
     if cfg.terminal is False:
         return None
-    form = cfg.terminal if isinstance(cfg.terminal, str) else terminal_form(env)
+    if cfg.terminal in FORMS:
+        form: str | None = str(cfg.terminal)
+    else:
+        form = terminal_form(env, guess=cfg.terminal is True)
     if form is None:
         return None
     return osc(notice, form, tmux=bool(env.get("TMUX")))
@@ -291,10 +302,8 @@ def from_config(path: Path, table: object) -> NoticeConfig:
     desktop = table.get("desktop", "auto")
     if not isinstance(desktop, bool) and desktop != "auto":
         raise fail('desktop must be "auto", true or false')
-    terminal = table.get("terminal", True)
-    if terminal == "auto":
-        terminal = True
-    if not (isinstance(terminal, bool) or terminal in FORMS):
+    terminal = table.get("terminal", "auto")
+    if not (isinstance(terminal, bool) or terminal == "auto" or terminal in FORMS):
         raise fail(f'terminal must be true, false, "auto" or one of {", ".join(FORMS)}')
     command = table.get("command", [])
     if not isinstance(command, list) or not all(

@@ -228,7 +228,7 @@ def test_agent_text_cannot_end_or_add_to_the_escape(form: str) -> None:
         ({"TERM": "xterm-256color", "VTE_VERSION": "7600"}, "osc777"),
         ({"TERM": "rxvt-unicode-256color"}, "osc777"),
         ({"TERM": "foot"}, "osc777"),
-        ({"TERM": "xterm-256color"}, "osc9"),
+        ({"TERM": "xterm-256color"}, "osc9"),  # not known: a guess (terminal = true)
         ({"TERM": "linux"}, None),
         ({"TERM": "dumb"}, None),
         ({}, None),
@@ -236,13 +236,20 @@ def test_agent_text_cannot_end_or_add_to_the_escape(form: str) -> None:
 )
 def test_the_escape_is_chosen_from_the_terminal(env: dict, form: str | None) -> None:
     assert notices.terminal_form(env) == form
+    known = form if env.get("TERM") != "xterm-256color" or len(env) > 1 else None
+    assert notices.terminal_form(env, guess=False) == known
 
 
 def test_terminal_escape_follows_the_config() -> None:
-    env = {"TERM": "xterm-256color", "TMUX": "/tmp/tmux-1/default,1,0"}
+    env = {"TERM": "tmux-256color", "TMUX": "/tmp/tmux-1/default,1,0", "WEZTERM_PANE": "0"}
     seq = notices.terminal_escape(NOTICE, NoticeConfig(), env)
     assert seq is not None and seq.startswith("\x1bPtmux;\x1b\x1b]9;")
     assert notices.terminal_escape(NOTICE, NoticeConfig(terminal=False), env) is None
+    # "auto" writes nothing to a terminal it does not know; true guesses OSC 9.
+    unknown = {"TERM": "xterm-256color"}
+    assert notices.terminal_escape(NOTICE, NoticeConfig(), unknown) is None
+    guessed = notices.terminal_escape(NOTICE, NoticeConfig(terminal=True), unknown)
+    assert guessed is not None and guessed.startswith("\x1b]9;")
     forced = notices.terminal_escape(NOTICE, NoticeConfig(terminal="osc777"), {"TERM": "xterm"})
     assert forced is not None and forced.startswith("\x1b]777;notify;")
     assert notices.terminal_escape(NOTICE, NoticeConfig(), {"TERM": "linux"}) is None
@@ -335,7 +342,8 @@ def test_a_failing_webhook_is_one_line_without_its_url(hook: Hook, how: str) -> 
     }
     if how in expected:
         assert line == expected[how]
-    assert repr(cfg).count("SECRET") == 0  # nor in a repr (a log, a traceback)
+    assert "SECRET" not in repr(cfg)  # nor in a repr (a log, a traceback)
+    assert "tk_SECRET" not in repr(Config(notify=NoticeConfig(command=("ntfy", "tk_SECRET"))))
 
 
 # -- the config -------------------------------------------------------------------------------
@@ -362,7 +370,10 @@ def test_the_notify_table_is_read(tmp_path: Path) -> None:
         timeout=2.0,
     )
     assert not cfg.wants("new") and cfg.wants("not-resumed")
-    assert Config().notify == NoticeConfig()  # no table: desktop auto, terminal on, both kinds
+    # No table: desktop and terminal "auto", both kinds.
+    assert Config().notify == NoticeConfig(
+        desktop="auto", terminal="auto", on=frozenset(notices.KINDS)
+    )
 
 
 def test_a_webhook_in_the_config_never_shows_in_an_error(tmp_path: Path) -> None:
@@ -411,7 +422,8 @@ async def test_a_burst_of_three_new_blocks_is_one_notice_on_every_channel(
     from tests.tui_support import SIZE, demo_workspace
 
     monkeypatch.setenv("TERM", "xterm-256color")
-    for name in ("TMUX", "TERM_PROGRAM", "KITTY_WINDOW_ID", "VTE_VERSION", "ITERM_SESSION_ID"):
+    monkeypatch.setenv("TERM_PROGRAM", "WezTerm")
+    for name in ("TMUX", "KITTY_WINDOW_ID", "VTE_VERSION", "ITERM_SESSION_ID"):
         monkeypatch.delenv(name, raising=False)
     root = demo_workspace(tmp_path / "ws")
     out = tmp_path / "stdin.txt"
