@@ -13,6 +13,10 @@ journal_keep = "90d"                 # how long the answer journal is kept ("12w
 warn = "15m"
 alert = "1h"
 
+[notify]                             # notices beyond the bell (see notices.py)
+desktop = "auto"
+command = ["ntfy", "publish", "my-topic"]
+
 [[loop]]                             # how to restart / open loops (see loops.py)
 match = ["~/loops/*"]
 restart = ["tmux", "send-keys", "-t", "{name}", "./run.sh", "Enter"]
@@ -31,6 +35,8 @@ from pathlib import Path
 
 from hitl_tui.loops import Loop, loops_from_config
 from hitl_tui.model import HitlError, UsageError
+from hitl_tui.notices import NoticeConfig
+from hitl_tui.notices import from_config as notices_from_config
 from hitl_tui.paths import config_file
 from hitl_tui.registry import REMOTE, remote_sources
 from hitl_tui.retention import DEFAULT_KEEP
@@ -38,7 +44,10 @@ from hitl_tui.retention import parse as parse_keep
 from hitl_tui.sources.base import Source
 
 #: The config's own keys, and one table per remote backend (`[[github]]`, see `registry`).
-KNOWN_KEYS = {"repos", "operator", "bell", "journal_keep", "keys", "sla", "loop", *REMOTE}
+KNOWN_KEYS = {
+    *("repos", "operator", "bell", "journal_keep", "keys", "sla", "loop", "notify"),
+    *REMOTE,
+}
 #: How long closed journal segments are kept, by default (see retention).
 JOURNAL_KEEP = DEFAULT_KEEP
 #: `[sla]` by default: a block's age is amber from 15 minutes, red from an hour.
@@ -63,6 +72,8 @@ class Config:
     sla_alert: timedelta = SLA_ALERT
     #: `[[loop]]`: how to restart and open the loops of matching repositories.
     loops: tuple[Loop, ...] = ()
+    #: `[notify]`: the notices beyond the bell (desktop, terminal escape, command, webhook).
+    notify: NoticeConfig = field(default_factory=NoticeConfig)
 
     def operator_name(self) -> str:
         return self.operator or git_user_name() or _login()
@@ -125,6 +136,7 @@ def load_config(explicit: str | Path | None = None) -> Config:
     keys = _keys(path, data.get("keys", {}))
     warn, alert = _sla(path, data.get("sla", {}))
     loops = loops_from_config(path, data["loop"]) if "loop" in data else ()
+    notices = notices_from_config(path, data.get("notify", {}))
     base = path.parent
     resolved = tuple(base / _expand(path, r) for r in repos)
     return Config(
@@ -138,6 +150,7 @@ def load_config(explicit: str | Path | None = None) -> Config:
         sla_warn=warn,
         sla_alert=alert,
         loops=loops,
+        notify=notices,
     )
 
 

@@ -2,7 +2,9 @@
 
 Telegram, Slack, a dial command, or none. A channel problem is never fatal and never raises:
 `notify` returns why it failed, in one line that never quotes a token or webhook URL (`scrub`).
-httpx is imported only when a channel needs it.
+httpx is imported only when a channel needs it. The Slack-style POST (`post_slack`) and the
+command fed on its standard input (`run_with_stdin`) are shared with the operator's notices
+(`notices.py`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import os
 import re
 import signal
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from hitl_tui.textio import one_line, printable
@@ -20,7 +22,7 @@ DEFAULT_TIMEOUT = 5.0
 TELEGRAM_API = "https://api.telegram.org"
 
 
-class _NotifyFailed(Exception):
+class ChannelFailed(Exception):
     """A soft failure: the reason, already free of secrets."""
 
 
@@ -67,7 +69,7 @@ def notify(text: str, env: Mapping[str, str]) -> tuple[str, str | None]:
     ]
     try:
         sender(text, env, notify_timeout(env))
-    except _NotifyFailed as exc:
+    except ChannelFailed as exc:
         return channel, scrub(str(exc), secrets)
     except Exception as exc:  # a soft failure by contract; its text might quote a secret
         return channel, f"unexpected {type(exc).__name__}"
@@ -77,7 +79,7 @@ def notify(text: str, env: Mapping[str, str]) -> tuple[str, str | None]:
 def _need(env: Mapping[str, str], name: str) -> str:
     value = (env.get(name) or "").strip()
     if not value:
-        raise _NotifyFailed(f"{name} is not set")
+        raise ChannelFailed(f"{name} is not set")
     return value
 
 
@@ -92,8 +94,15 @@ def _telegram(text: str, env: Mapping[str, str], timeout: float) -> None:
 
 def _slack(text: str, env: Mapping[str, str], timeout: float) -> None:
     webhook = _need(env, "LOOPKIT_HITL_SLACK_WEBHOOK")
+    post_slack(webhook, text, timeout, "LOOPKIT_HITL_SLACK_WEBHOOK")
+
+
+def post_slack(webhook: str, text: str, timeout: float, where: str) -> None:
+    """POST `text` to a Slack-style incoming webhook as `{"text": ..., "mrkdwn": false}`,
+    shown literally; raises ChannelFailed with a reason that names `where`, never the URL.
+    Shared by escalate's slack channel and the operator's `[notify] webhook`."""
     body = {"text": slack_literal(text), "mrkdwn": False}
-    _post(webhook, "LOOPKIT_HITL_SLACK_WEBHOOK", timeout, json=body)
+    _post(webhook, where, timeout, json=body)
 
 
 def slack_literal(text: str) -> str:
@@ -110,17 +119,17 @@ def _post(url: str, where: str, timeout: float, **body: object) -> None:
     try:
         status, reason = send(url, timeout, **body)
     except (TimeoutError, httpx.TimeoutException):
-        raise _NotifyFailed(f"no answer within {timeout:g} s") from None
+        raise ChannelFailed(f"no answer within {timeout:g} s") from None
     except httpx.ConnectError as exc:
         # The operating system's reason ("Connection refused"), scrubbed again by notify().
-        raise _NotifyFailed(f"could not connect ({exc})") from None
+        raise ChannelFailed(f"could not connect ({exc})") from None
     except (httpx.InvalidURL, httpx.UnsupportedProtocol, ValueError):
         # Messages about a malformed URL quote parts of it, such as the port: say only where.
-        raise _NotifyFailed(f"not a valid http(s) URL in {where}") from None
+        raise ChannelFailed(f"not a valid http(s) URL in {where}") from None
     except httpx.HTTPError as exc:
-        raise _NotifyFailed(type(exc).__name__) from None
+        raise ChannelFailed(type(exc).__name__) from None
     if not 200 <= status < 300:
-        raise _NotifyFailed(f"HTTP {status} {one_line(reason)[:200]}".strip())
+        raise ChannelFailed(f"HTTP {status} {one_line(reason)[:200]}".strip())
 
 
 def send(url: str, timeout: float, **body: object) -> tuple[int, str]:
@@ -143,22 +152,36 @@ def send(url: str, timeout: float, **body: object) -> tuple[int, str]:
 
 def _dial(text: str, env: Mapping[str, str], timeout: float) -> None:
     command = _need(env, "LOOPKIT_HITL_DIAL_CMD")
-    # Its own session, so that a timeout kills the whole pipeline, not just the shell.
-    proc = subprocess.Popen(
-        command,
-        shell=True,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    run_with_stdin(command, text, timeout, "LOOPKIT_HITL_DIAL_CMD")
+
+
+def run_with_stdin(command: str | Sequence[str], text: str, timeout: float, what: str) -> None:
+    """Run `command` (a shell line, or an argument list run without a shell) with `text` and
+    a newline on its standard input, its output discarded, killed with all it started after
+    `timeout` s. Raises ChannelFailed naming `what`, never the command's arguments. Shared by
+    escalate's dial channel and the operator's `[notify] command`."""
+    shell = isinstance(command, str)
     try:
-        proc.communicate((text + "\n").encode("utf-8"), timeout=timeout)
+        # Its own session, so that a timeout kills the whole pipeline, not just the shell.
+        proc = subprocess.Popen(
+            command if shell else list(command),
+            shell=shell,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ChannelFailed(
+            f"{what} could not start: {exc.strerror or type(exc).__name__}"
+        ) from None
+    try:
+        proc.communicate((text + "\n").encode("utf-8", "replace"), timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        raise _NotifyFailed(f"LOOPKIT_HITL_DIAL_CMD did not finish within {timeout:g} s") from None
+        raise ChannelFailed(f"{what} did not finish within {timeout:g} s") from None
     if proc.returncode != 0:
-        raise _NotifyFailed(f"LOOPKIT_HITL_DIAL_CMD exited with status {proc.returncode}")
+        raise ChannelFailed(f"{what} exited with status {proc.returncode}")
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -19,6 +19,10 @@ def _isolated_state(tmp_path_factory, monkeypatch):
     state = tmp_path_factory.mktemp("state")
     monkeypatch.setenv("HITL_STATE_DIR", str(state))
     monkeypatch.setenv("HITL_CONFIG", str(state / "no-config.toml"))
+    # No desktop session: `[notify] desktop = "auto"` sends nothing to the developer's desktop
+    # (the notice tests put a notify-send of their own on PATH and ask for it).
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS"):
+        monkeypatch.delenv(name, raising=False)
     return state
 
 

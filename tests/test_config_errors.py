@@ -189,10 +189,43 @@ CONFIG_CASES = [
     ),
     ('[keys]\n"hitl.quit" = 5', "[keys]: 'hitl.quit' must be a string of keys, like \"f1\""),
     ("keys = 5", "'keys' must be a [keys] table of binding id = \"keys\""),
+    ("notify = 5", "'notify' must be a [notify] table (desktop = \"auto\", ...)"),
+    ('[notify]\ndesktop = "yes"', '[notify]: desktop must be "auto", true or false'),
+    (
+        '[notify]\nterminal = "osc8"',
+        '[notify]: terminal must be true, false, "auto" or one of osc9, osc777, osc99',
+    ),
+    (
+        '[notify]\ncommand = "ntfy publish s3cr3t-topic"',
+        '[notify]: command must be a list of arguments, like ["ntfy", "publish", "mytopic"]',
+    ),
+    # The line never quotes the webhook: it holds the key.
+    (
+        '[notify]\nwebhook = "ftp://hooks.example/T0/SECRET"',
+        "[notify]: webhook must be an http(s) URL in quotes",
+    ),
+    (
+        '[notify]\nwebhook = "https://a.example/x"\nwebhook_env = "HOOK"',
+        "[notify]: give webhook or webhook_env, not both",
+    ),
+    (
+        '[notify]\nwebhook_env = "my hook"',
+        '[notify]: webhook_env must be the name of an environment variable, like "HITL_HOOK"',
+    ),
+    ('[notify]\non = ["new", "later"]', "[notify]: on: unknown 'later' (known: new, not-resumed)"),
+    (
+        "[notify]\ntimeout = 0",
+        "[notify]: timeout must be a number of seconds, more than 0 and at most 60",
+    ),
+    (
+        "[notify]\nsound = true",
+        "[notify]: unknown key 'sound' "
+        "(known: command, desktop, on, terminal, timeout, webhook, webhook_env)",
+    ),
     (
         "unknown = 1",
         "unknown key 'unknown' "
-        "(known: bell, github, journal_keep, keys, loop, operator, remote, repos, sla)",
+        "(known: bell, github, journal_keep, keys, loop, notify, operator, remote, repos, sla)",
     ),
 ]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -23,7 +24,7 @@ from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
-from hitl_tui import statefile
+from hitl_tui import notices, statefile
 from hitl_tui.config import Config
 from hitl_tui.inbox import Delta, Inbox, default_workers, key_of
 from hitl_tui.model import Block, HitlError
@@ -51,6 +52,7 @@ WORKER_TASKS = {
     "seen": "Saving which blocks were seen",
     "asked": "Reading the journal's answers (asked again, asked before)",
     "preview": "Preparing the first preview",
+    "notice": "Sending a notice ([notify])",
 }
 
 #: A burst of arrivals ends after this many seconds without a new block ...
@@ -109,6 +111,8 @@ class HitlApp(App[int]):
         self._held: list[Block] = []
         self._burst_timer: Timer | None = None
         self._burst_began = 0.0
+        #: The failures of notice channels already toasted (each says so once).
+        self._notice_failures: set[str] = set()
         self.inbox_screen = InboxScreen(
             self.clock,
             self.inbox,
@@ -294,6 +298,7 @@ class HitlApp(App[int]):
             return
         if self.config.bell:
             self.bell()
+        self.send_notice(notices.new_blocks(blocks))
         if len(self.screen_stack) > 1:
             # A modal is open (the preview, a text box): a toast there would cover its
             # buttons. The bell has rung; the toast waits until the modal closes.
@@ -321,6 +326,38 @@ class HitlApp(App[int]):
                 f" and {more} more" if more > 0 else ""
             )
         self.notify(printable(message), title=title, severity="warning", markup=False)
+
+    # -- notices beyond the bell: the terminal's escape, desktop, command, webhook ------------
+
+    def send_notice(self, notice: notices.Notice) -> None:
+        """`notice` on every channel `[notify]` enables for its kind: the terminal's escape
+        written here, the others sent by a worker thread (each within its timeout)."""
+        cfg = self.config.notify
+        if not cfg.wants(notice.kind):
+            return
+        escape = notices.terminal_escape(notice, cfg, os.environ)
+        if escape is not None:
+            self.write_terminal(escape)
+        if notices.channels(cfg, os.environ):
+            self._send_notice(notice)
+
+    def write_terminal(self, data: str) -> None:
+        """Raw bytes to the real terminal, as `App.bell` writes its BEL (none when headless,
+        as under Pilot)."""
+        if not self.is_headless and self._driver is not None:
+            self._driver.write(data)
+
+    @work(thread=True, group="notice", exit_on_error=False, description="send_notice")
+    def _send_notice(self, notice: notices.Notice) -> None:
+        for line in notices.send(notice, self.config.notify):
+            self.call_from_thread(self._notice_failed, line)
+
+    def _notice_failed(self, line: str) -> None:
+        """One toast per failure of a channel: one that keeps failing says so once."""
+        if line in self._notice_failures:
+            return
+        self._notice_failures.add(line)
+        self.notify(printable(line), title="Notice not sent", severity="warning", markup=False)
 
     def _toast_warnings(self) -> None:
         """A toast once per new configuration warning (the header keeps the count)."""

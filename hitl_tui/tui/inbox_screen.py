@@ -30,6 +30,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
+from hitl_tui import notices
 from hitl_tui.answering import apply_answer, source_for
 from hitl_tui.inbox import Delta, Inbox, key_of
 from hitl_tui.loops import Loop, Ran, fill, logs_dir, loop_for, run_command, shown, values_for
@@ -153,6 +154,9 @@ class Host(Protocol):
 
     def worker_failed(self, worker: Worker) -> None:
         """A worker raised: say what failed."""
+
+    def send_notice(self, notice: notices.Notice) -> None:
+        """`notice` on the channels of the config's [notify] (desktop, terminal, ...)."""
 
 
 class InboxScreen(Screen):
@@ -391,6 +395,7 @@ class InboxScreen(Screen):
         if changes.late:
             if self.ring:
                 self.app.bell()
+            self.host.send_notice(notices.not_resumed(changes.late))
             names = ", ".join(r.block_id for r in changes.late[:3])
             more = f" and {len(changes.late) - 3} more" if len(changes.late) > 3 else ""
             self.notify(
