@@ -165,6 +165,8 @@ def _server_class():
         def __init__(self, command: str, host: str, port: int, what: str) -> None:
             super().__init__(command, host=host, port=port, title="hitl")
             self.what = what
+            #: The running sessions (their websocket handlers), ended first on stop.
+            self.sessions: set[asyncio.Task] = set()
             self.loopback = is_loopback(host)
 
         def _refused(self, request: web.Request) -> str | None:
@@ -197,7 +199,13 @@ def _server_class():
             why = self._refused(request)
             if why is not None:
                 raise web.HTTPForbidden(text=why)
-            return await super().handle_websocket(request)
+            task = asyncio.current_task()
+            assert task is not None
+            self.sessions.add(task)
+            try:
+                return await super().handle_websocket(request)
+            finally:
+                self.sessions.discard(task)
 
         async def handle_download(self, request: web.Request) -> web.StreamResponse:
             why = self._refused(request)
@@ -226,6 +234,12 @@ def _server_class():
                 for sig in (signal.SIGINT, signal.SIGTERM):
                     loop.add_signal_handler(sig, stop.set)
                 await stop.wait()
+                # Each session's app is told to quit and its page shows "Session ended" (else
+                # aiohttp would wait for the open websockets before closing them).
+                for task in list(self.sessions):
+                    task.cancel()
+                if self.sessions:
+                    await asyncio.wait(list(self.sessions), timeout=10)
             finally:
                 await runner.cleanup()
 

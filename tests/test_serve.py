@@ -371,19 +371,35 @@ async def open_page(url: str, profile: Path, drive) -> None:
             proc.wait()
 
 
+def apps_running(folder: Path) -> list[str]:
+    """The command lines of the hitl apps running on `folder` (the sessions' processes)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        line = " ".join(a.decode(errors="replace") for a in argv)
+        if "hitl_tui" in line and str(folder) in line and " serve " not in line:
+            found.append(line)
+    return found
+
+
 @pytest.mark.skipif(chromium() is None, reason="no chromium (apt-get install chromium)")
 def test_a_block_answered_in_the_browser(loops: Path, serve, tmp_path: Path):
     """The page loads, the question is on its screen, `2` then `y` answer it: BLOCKED.md is
-    gone and PROMPT.md has the decision, on disk."""
+    gone and PROMPT.md has the decision, on disk. Ctrl+C then ends the open session at once."""
     shop = loops / "shop"
     before = (shop / "PROMPT.md").read_text()
     port = free_port()
     served = serve("--port", port, loops, cwd=tmp_path)
     assert served.first_line().endswith(f"at http://127.0.0.1:{port} (Ctrl+C stops)\n")
+    stopped: list[tuple[int, str, float]] = []
 
     async def drive(page: Browser) -> None:
         await page.wait_for(QUESTION[:30])  # the list's row and the Question pane
         await page.wait_for("1 block in 1 repo")
+        assert apps_running(loops)  # this page's app (and the shell that started it)
         await page.call("Runtime.evaluate", expression="window.__hitlTerminal.focus()")
         await page.press("2")
         await page.wait_for("Apply (Enter / y)")  # the preview of choice B
@@ -392,6 +408,18 @@ def test_a_block_answered_in_the_browser(loops: Path, serve, tmp_path: Path):
         deadline = time.monotonic() + WAIT
         while (shop / "BLOCKED.md").exists() and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
+        # Ctrl+C with the page still open: the server ends the session, the page says so.
+        began = time.monotonic()
+        code, err = await asyncio.to_thread(served.stop)
+        stopped.append((code, err, time.monotonic() - began))
+        closed = "document.body.classList.contains('-closed')"
+        while time.monotonic() < deadline:
+            result = await page.call("Runtime.evaluate", expression=closed, returnByValue=True)
+            if result["result"].get("value"):
+                break
+            await asyncio.sleep(0.1)
+        else:
+            pytest.fail("the page never showed that its session ended")
 
     with tempfile.TemporaryDirectory(prefix="hitl-chromium-") as profile:
         asyncio.run(open_page(f"http://127.0.0.1:{port}/", Path(profile), drive))
@@ -400,6 +428,7 @@ def test_a_block_answered_in_the_browser(loops: Path, serve, tmp_path: Path):
     assert after.startswith(before.rstrip("\n"))
     assert "## Decisions" in after
     assert f"{QUESTION}, or keep them for 7 years? → B) Keep invoices" in after
-    code, err = served.stop()
-    assert code == 0
-    assert "Traceback" not in err, err
+    [(code, err, seconds)] = stopped
+    assert (code, err) == (0, "hitl: stopped\n")
+    assert seconds < 8, f"Ctrl+C took {seconds:.1f} s with a session open"
+    assert apps_running(loops) == []
