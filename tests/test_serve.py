@@ -322,11 +322,17 @@ class Browser:
         page = where["result"].get("value")
         pytest.fail(f"{text!r} never on the page's screen ({page}); it shows:\n{screen}")
 
-    async def press(self, key: str) -> None:
-        """One printable key, as the keyboard sends it to the focused terminal."""
-        code = f"Digit{key}" if key.isdigit() else f"Key{key.upper()}"
-        common = {"key": key, "code": code, "windowsVirtualKeyCode": ord(key.upper())}
-        await self.call("Input.dispatchKeyEvent", type="keyDown", text=key, **common)
+    async def press(self, key: str, ctrl: bool = False) -> None:
+        """One key (a letter, a digit, or Escape), as the keyboard sends it to the focus."""
+        if key == "Escape":
+            common = {"key": key, "code": key, "windowsVirtualKeyCode": 27}
+        else:
+            code = f"Digit{key}" if key.isdigit() else f"Key{key.upper()}"
+            common = {"key": key, "code": code, "windowsVirtualKeyCode": ord(key.upper())}
+        if ctrl:
+            common["modifiers"] = 2
+        text = {} if ctrl or key == "Escape" else {"text": key}
+        await self.call("Input.dispatchKeyEvent", type="keyDown", **text, **common)
         await self.call("Input.dispatchKeyEvent", type="keyUp", **common)
 
 
@@ -386,9 +392,17 @@ def apps_running(folder: Path) -> list[str]:
 
 
 @pytest.mark.skipif(chromium() is None, reason="no chromium (apt-get install chromium)")
-def test_a_block_answered_in_the_browser(loops: Path, serve, tmp_path: Path):
+def test_a_block_answered_in_the_browser(
+    loops: Path, serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     """The page loads, the question is on its screen, `2` then `y` answer it: BLOCKED.md is
     gone and PROMPT.md has the decision, on disk. Ctrl+C then ends the open session at once."""
+    ran = tmp_path / "ran"
+    spy = tmp_path / "spy.sh"
+    spy.write_text(f"#!/bin/sh\necho \"$0 $*\" >> '{ran}'\n")
+    spy.chmod(0o755)
+    monkeypatch.setenv("SHELL", str(spy))
+    monkeypatch.setenv("VISUAL", str(spy))
     shop = loops / "shop"
     before = (shop / "PROMPT.md").read_text()
     port = free_port()
@@ -401,6 +415,15 @@ def test_a_block_answered_in_the_browser(loops: Path, serve, tmp_path: Path):
         await page.wait_for("1 block in 1 repo")
         assert apps_running(loops)  # this page's app (and the shell that started it)
         await page.call("Runtime.evaluate", expression="window.__hitlTerminal.focus()")
+        # `t` (a shell) and Ctrl+E (the editor) need a terminal of their own: they say so.
+        await page.press("t")
+        await page.wait_for("shop: a shell needs a")
+        await page.press("o")
+        await page.wait_for("answer in your own words")
+        await page.press("e", ctrl=True)
+        await page.wait_for("The editor needs a")
+        await page.press("Escape")
+        await page.wait_for("1 block in 1 repo")
         await page.press("2")
         await page.wait_for("Apply (Enter / y)")  # the preview of choice B
         await page.press("y")
@@ -432,3 +455,4 @@ def test_a_block_answered_in_the_browser(loops: Path, serve, tmp_path: Path):
     assert (code, err) == (0, "hitl: stopped\n")
     assert seconds < 8, f"Ctrl+C took {seconds:.1f} s with a session open"
     assert apps_running(loops) == []
+    assert not ran.exists(), ran.read_text()  # no shell, no editor ran blind behind the page
