@@ -209,6 +209,17 @@ async def websocket_status(url: str, origin: str) -> int:
             return exc.status
 
 
+def test_localhost_needs_no_flag(loops: Path, serve):
+    port = free_port()
+    served = serve("--host", "localhost", "--port", port, cwd=loops)
+    assert (
+        served.first_line()
+        == f"hitl: serving 1 repository at http://localhost:{port} (Ctrl+C stops)\n"
+    )
+    assert get(f"http://localhost:{port}/")[0] == 200
+    assert served.stop() == (0, "hitl: stopped\n")  # no warning
+
+
 def test_allow_remote_warns_and_names_the_host(loops: Path, serve):
     port = free_port()
     served = serve("--host", "0.0.0.0", "--allow-remote", "--port", port, cwd=loops)
