@@ -21,6 +21,7 @@ from hitl_tui import (
     agent_cli,
     journal_cli,
     loop_cli,
+    serve_cli,
     status_cli,
     triage_cli,
     wire,
@@ -42,6 +43,7 @@ commands:
   hitl list [PATH...]     print the open blocks (--json for scripts)
   hitl answer TARGET      answer one block with --choice KEY or --text TEXT
   hitl demo               open the app on a throw-away workspace with sample blocks
+  hitl serve [PATH...]    the app in a web browser, on http://127.0.0.1:8000
   hitl undo [ID]          revert the last answer (or the named one), byte for byte
   hitl history            every answer given, newest first (--json for scripts)
   hitl restart ID         run the [[loop]] restart of the block's repository
@@ -465,6 +467,7 @@ COMMANDS: dict[str, tuple[Build, Run]] = {
     "unsnooze": (triage_cli.build_unsnooze, triage_cli.run_unsnooze),
     "escalate": (agent_cli.build_escalate, agent_cli.run_escalate),
     "guard": (agent_cli.build_guard, agent_cli.run_guard),
+    "serve": (serve_cli.build_serve, serve_cli.run_serve),
 }
 
 

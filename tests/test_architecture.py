@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "hitl_tui"
 #: The clients of the domain: they may import anything.
 CLIENTS = ("hitl_tui.cli", "hitl_tui.agent_cli", "hitl_tui.journal_cli", "hitl_tui.__main__")
 CLIENTS += ("hitl_tui.demo", "hitl_tui.cli_base", "hitl_tui.triage_cli", "hitl_tui.loop_cli")
-CLIENTS += ("hitl_tui.status_cli", "hitl_tui.watch_cli")
+CLIENTS += ("hitl_tui.status_cli", "hitl_tui.watch_cli", "hitl_tui.serve_cli")
 #: The modules that each implement a block source.
 SOURCES = (
     "hitl_tui.sources.loopkit",

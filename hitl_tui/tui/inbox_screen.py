@@ -1011,6 +1011,16 @@ class InboxScreen(Screen):
         from textual.app import SuspendNotSupported
 
         argv = [os.environ.get("SHELL") or "/bin/sh"]
+        if self.app.is_web:  # `hitl serve`: the page's terminal is the app's, not a shell's
+            self.notify(
+                printable(
+                    f"{block.id}: a shell needs a terminal, and the browser has none here: "
+                    f"open one in {repo} yourself (or give the repo a [[loop]] open command)"
+                ),
+                severity="warning",
+                markup=False,
+            )
+            return
         try:
             try:
                 with self.app.suspend():

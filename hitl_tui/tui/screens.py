@@ -440,6 +440,16 @@ class TextAnswerScreen(ModalScreen[Typed | None]):
         non-zero leaves the box as it was, and says so in one line."""
         area = self._last_box or self.query_one("#answer-1", TextArea)
         argv = editor_command()
+        if self.app.is_web:  # `hitl serve`: no terminal the editor could take over
+            self.notify(
+                one_line(
+                    f"The editor needs a terminal, and the browser has none here: type the "
+                    f"answer in the box ({argv[0]} not started)."
+                ),
+                severity="warning",
+                markup=False,
+            )
+            return
         with tempfile.TemporaryDirectory(prefix="hitl-answer-") as folder:  # mode 0700
             path = Path(folder) / "answer.md"
             path.write_text(area.text, encoding="utf-8")

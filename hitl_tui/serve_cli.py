@@ -1,0 +1,253 @@
+"""`hitl serve`: the same app in a browser, through textual-serve.
+
+textual-serve runs one command per browser session and relays its terminal to xterm.js over a
+websocket; the command is this hitl (`python -m hitl_tui PATH... --config FILE`), so each tab
+is the real app on the same repositories, writing the same files. Whoever reaches the page
+answers blocks, so it listens on 127.0.0.1 unless `--allow-remote` says otherwise (with a
+warning), and the page and its websocket refuse requests from other sites: a `Host` that is not
+this server (DNS rebinding) and a websocket whose `Origin` is not the page's own (another site
+open in the same browser driving the app).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import os
+import shlex
+import signal
+import socket
+import sys
+from typing import Any
+from urllib.parse import urlsplit
+
+from hitl_tui.cli_base import PROG, Parser
+from hitl_tui.model import HitlError, UsageError
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+
+EPILOG = f"""\
+Each browser tab runs its own hitl app on the same repositories; answers are written to disk
+exactly as in the terminal. There is no password: anyone who can open the page can answer
+blocks, which writes to the repositories. So the server listens on {DEFAULT_HOST} only, unless
+--allow-remote (a warning says so).
+
+From a phone or a laptop, reach it through an SSH tunnel instead:
+  ssh -L 8000:127.0.0.1:8000 HOST     # on the laptop, then open http://127.0.0.1:8000
+
+examples:
+  hitl serve ~/loops                  # http://127.0.0.1:8000
+  hitl serve --port 8080 shop infra
+  hitl serve --host 0.0.0.0 --allow-remote ~/loops   # a trusted network only
+
+Ctrl+C stops the server and every app it runs.
+exit codes: 0 stopped, 2 bad usage, 1 anything else (the port is taken)."""
+
+
+def build_serve() -> argparse.ArgumentParser:
+    p = Parser(
+        prog=f"{PROG} serve",
+        description="Serve the app in a web browser (textual-serve), on 127.0.0.1 by default.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="repositories, or folders of repositories (default: config, else .)",
+    )
+    p.add_argument("--config", metavar="FILE", help="TOML config file")
+    p.add_argument(
+        "--host",
+        default=DEFAULT_HOST,
+        metavar="ADDRESS",
+        help=f"the address to listen on (default {DEFAULT_HOST}; another needs --allow-remote)",
+    )
+    p.add_argument(
+        "--port",
+        type=_port,
+        default=DEFAULT_PORT,
+        metavar="N",
+        help=f"the port to listen on (default {DEFAULT_PORT})",
+    )
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow an address other machines can reach: anyone reaching the page can "
+        "answer blocks and write to the repositories",
+    )
+    return p
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port number (1-65535): {port}")
+    return port
+
+
+def is_loopback(host: str) -> bool:
+    """Only this machine can reach `host` (a loopback address, or `localhost`)."""
+    name = host.strip("[]").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
+
+
+def app_command(args: argparse.Namespace) -> str:
+    """The shell command textual-serve runs per browser session: this hitl, on these paths."""
+    argv = [sys.executable, "-m", "hitl_tui"]
+    argv += [os.path.abspath(p) for p in args.paths]
+    if args.config:
+        argv += ["--config", os.path.abspath(args.config)]
+    return shlex.join(argv)
+
+
+def shown_url(host: str, port: int) -> str:
+    """The address to open: the host's name when listening on every address."""
+    if host in ("", "0.0.0.0", "::"):
+        host = socket.gethostname()
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from hitl_tui.cli_base import repo_paths
+    from hitl_tui.config import load_config
+    from hitl_tui.paths import check_state_dir
+    from hitl_tui.workspace import Workspace
+
+    if not is_loopback(args.host) and not args.allow_remote:
+        raise UsageError(
+            f"--host {args.host}: other machines could answer blocks; add --allow-remote "
+            "to mean it, or use an SSH tunnel (see 'hitl serve --help')"
+        )
+    # What each session would refuse, refused once here: a bad config, a missing folder.
+    config = load_config(args.config)
+    repos = Workspace.discover(repo_paths(args, config)).repos
+    check_state_dir()  # every session journals its answers there: refuse a broken one now
+    if not is_loopback(args.host):
+        print(
+            f"hitl: warning: serving on {args.host}: anyone who can reach this address can "
+            "answer blocks and write to the repositories (there is no password)",
+            file=sys.stderr,
+            flush=True,
+        )
+    count = f"{len(repos)} repositor{'y' if len(repos) == 1 else 'ies'}"
+    server = _server_class()(app_command(args), args.host, args.port, count)
+    try:
+        asyncio.run(server.run())
+    except OSError as exc:
+        raise HitlError(
+            f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
+        ) from None
+    print("hitl: stopped", file=sys.stderr)
+    return 0
+
+
+def _server_class():
+    """textual-serve's Server, listening where it was told and guarding its two doors."""
+    import aiohttp_jinja2
+    from aiohttp import web
+    from textual_serve.server import Server
+
+    class HitlServer(Server):
+        def __init__(self, command: str, host: str, port: int, what: str) -> None:
+            super().__init__(command, host=host, port=port, title="hitl")
+            self.what = what
+            #: The running sessions (their websocket handlers), ended first on stop.
+            self.sessions: set[asyncio.Task] = set()
+            self.loopback = is_loopback(host)
+
+        def _refused(self, request: web.Request) -> str | None:
+            """Why this request is not served, or None."""
+            hostname = urlsplit(f"//{request.host}").hostname or ""
+            if self.loopback and not is_loopback(hostname):
+                return f"hitl serves 127.0.0.1:{self.port} only, not {request.host}"
+            origin = request.headers.get("Origin")
+            if origin is not None and urlsplit(origin).netloc != request.host:
+                return "a page of another site cannot drive hitl"
+            return None
+
+        async def handle_index(self, request: web.Request) -> web.StreamResponse:
+            why = self._refused(request)
+            if why is not None:
+                raise web.HTTPForbidden(text=why)
+            # The page's URLs are the address the browser used (a tunnel, another port), never
+            # the listening address (0.0.0.0 is no address a browser can reach).
+            base = f"{request.scheme}://{request.host}"
+            ws = ("wss" if request.scheme == "https" else "ws") + f"://{request.host}/ws"
+            context: dict[str, Any] = {
+                "font_size": _int(request.query.get("fontsize"), 16),
+                "app_websocket_url": ws,
+                "config": {"static": {"url": f"{base}/static/"}},
+                "application": {"name": "hitl"},
+            }
+            return aiohttp_jinja2.render_template("app_index.html", request, context)
+
+        async def handle_websocket(self, request: web.Request) -> web.StreamResponse:
+            why = self._refused(request)
+            if why is not None:
+                raise web.HTTPForbidden(text=why)
+            task = asyncio.current_task()
+            assert task is not None
+            self.sessions.add(task)
+            try:
+                return await super().handle_websocket(request)
+            finally:
+                self.sessions.discard(task)
+
+        async def handle_download(self, request: web.Request) -> web.StreamResponse:
+            why = self._refused(request)
+            if why is not None:
+                raise web.HTTPForbidden(text=why)
+            return await super().handle_download(request)
+
+        async def on_startup(self, app: web.Application) -> None:
+            """(textual-serve prints a banner here: hitl prints one line once listening.)"""
+
+        async def run(self) -> None:
+            """Listen, say where on one line, serve until SIGINT or SIGTERM."""
+            app = await self._make_app()
+            runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=5)
+            await runner.setup()
+            try:
+                site = web.TCPSite(runner, self.host, self.port)
+                await site.start()
+                print(
+                    f"hitl: serving {self.what} at {shown_url(self.host, self.port)} "
+                    "(Ctrl+C stops)",
+                    flush=True,
+                )
+                stop = asyncio.Event()
+                loop = asyncio.get_running_loop()
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.add_signal_handler(sig, stop.set)
+                await stop.wait()
+                # Each session's app is told to quit and its page shows "Session ended" (else
+                # aiohttp would wait for the open websockets before closing them).
+                for task in list(self.sessions):
+                    task.cancel()
+                if self.sessions:
+                    await asyncio.wait(list(self.sessions), timeout=10)
+            finally:
+                await runner.cleanup()
+
+    return HitlServer
+
+
+def _int(text: str | None, default: int) -> int:
+    try:
+        return int(text) if text else default
+    except ValueError:
+        return default

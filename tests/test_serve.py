@@ -1,0 +1,469 @@
+"""`hitl serve`: the app in a browser (issue 17), through a real server process.
+
+The CLI contract (the URL line, the refusal of a non-loopback address, the warning, Ctrl+C,
+the page's guards) runs everywhere. The end-to-end test drives Debian's headless Chromium over
+the DevTools protocol (aiohttp's websocket client, which textual-serve brings): the page loads,
+the block's question is in xterm.js's screen, two keys answer it, and the files change on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+QUESTION = "Should deleting a workspace also delete its archived invoices"
+WAIT = 90.0  # seconds: the bound of every wait (a shared 2-core machine starts apps slowly)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def loops(tmp_path: Path) -> Path:
+    """A folder (its name has a space and a quote: the command is quoted) with the shop repo."""
+    root = tmp_path / "my loops 'n' $HOME"
+    shutil.copytree(FIXTURES / "loopkit-shop", root / "shop")
+    (root / "shop" / ".git").mkdir()
+    return root
+
+
+class Served:
+    """A `hitl serve` process; its stdout lines arrive in a queue (reads never block a test)."""
+
+    def __init__(self, *args: object, cwd: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "hitl_tui", "serve", *map(str, args)],
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            env={**os.environ, "PYTHONUTF8": "1"},
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put("")
+
+    def first_line(self) -> str:
+        try:
+            return self.lines.get(timeout=WAIT)
+        except queue.Empty:
+            pytest.fail(f"hitl serve printed nothing in {WAIT:.0f} s")
+
+    def stop(self) -> tuple[int, str]:
+        """Ctrl+C (SIGINT, as a terminal sends it): (exit code, stderr)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            _out, err = self.proc.communicate(timeout=WAIT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _out, err = self.proc.communicate()
+            pytest.fail(f"hitl serve did not stop on Ctrl+C: {err}")
+        return self.proc.returncode, err
+
+
+@pytest.fixture
+def serve():
+    started: list[Served] = []
+
+    def start(*args: object, cwd: Path) -> Served:
+        started.append(Served(*args, cwd=cwd))
+        return started[-1]
+
+    yield start
+    for served in started:
+        if served.proc.poll() is None:
+            served.proc.kill()
+            served.proc.communicate()
+
+
+def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=WAIT) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def run(*args: object, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "hitl_tui", "serve", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=WAIT,
+        env={**os.environ, "PYTHONUTF8": "1"},
+    )
+
+
+# -- the command line ----------------------------------------------------------------------------
+
+
+def test_help_says_how_to_reach_it_safely(loops: Path):
+    result = run("--help", cwd=loops)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: hitl serve [-h]")
+    for text in (
+        "ssh -L 8000:127.0.0.1:8000 HOST",
+        "--allow-remote",
+        "hitl serve ~/loops",
+        "127.0.0.1",
+        "no password",
+    ):
+        assert text in result.stdout, text
+    assert (
+        "hitl serve [PATH...]"
+        in subprocess.run(
+            [sys.executable, "-m", "hitl_tui", "--help"], capture_output=True, text=True, check=True
+        ).stdout
+    )
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.20", "::", "myhost.example"])
+def test_another_address_needs_allow_remote(loops: Path, host: str):
+    """Nothing listens: one usage line, exit 2."""
+    port = free_port()
+    result = run("--host", host, "--port", port, cwd=loops)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"hitl: --host {host}: other machines could answer blocks; add --allow-remote to mean "
+        "it, or use an SSH tunnel (see 'hitl serve --help')\n"
+    )
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))  # free: nothing was started
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--port", "0"], "argument --port: not a port number (1-65535): 0"),
+        (["--port", "http"], "argument --port: not a port number: 'http'"),
+        (["nowhere"], "no such folder: nowhere"),
+    ],
+)
+def test_bad_usage_is_one_line(loops: Path, args: list[str], message: str):
+    result = run(*args, cwd=loops)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.startswith(f"hitl: {message}"), result.stderr
+    assert result.stderr.count("\n") == 1
+
+
+def test_the_url_line_the_guards_and_ctrl_c(loops: Path, serve):
+    port = free_port()
+    served = serve("--port", port, cwd=loops)
+    url = f"http://127.0.0.1:{port}"
+    assert served.first_line() == f"hitl: serving 1 repository at {url} (Ctrl+C stops)\n"
+    status, page = get(url + "/")
+    assert status == 200
+    assert f'data-session-websocket-url="ws://127.0.0.1:{port}/ws"' in page
+    # Through a tunnel on another local port the page names the address the browser used.
+    status, page = get(url + "/", {"Host": "localhost:9000"})
+    assert (status, 'data-session-websocket-url="ws://localhost:9000/ws"' in page) == (200, True)
+    # DNS rebinding: a site's name resolved to 127.0.0.1 gets no page.
+    status, page = get(url + "/", {"Host": f"evil.example:{port}"})
+    assert status == 403
+    assert "127.0.0.1" in page
+    # Another site open in the same browser cannot drive the app through the websocket.
+    assert asyncio.run(websocket_status(f"ws://127.0.0.1:{port}/ws", "http://evil.example")) == 403
+    code, err = served.stop()
+    assert (code, err) == (0, "hitl: stopped\n")
+
+
+async def websocket_status(url: str, origin: str) -> int:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session:
+        try:
+            async with session.ws_connect(url, headers={"Origin": origin}):
+                return 101
+        except aiohttp.WSServerHandshakeError as exc:
+            return exc.status
+
+
+def test_localhost_needs_no_flag(loops: Path, serve):
+    port = free_port()
+    served = serve("--host", "localhost", "--port", port, cwd=loops)
+    assert (
+        served.first_line()
+        == f"hitl: serving 1 repository at http://localhost:{port} (Ctrl+C stops)\n"
+    )
+    assert get(f"http://localhost:{port}/")[0] == 200
+    assert served.stop() == (0, "hitl: stopped\n")  # no warning
+
+
+def test_allow_remote_warns_and_names_the_host(loops: Path, serve):
+    port = free_port()
+    served = serve("--host", "0.0.0.0", "--allow-remote", "--port", port, cwd=loops)
+    line = served.first_line()
+    assert (
+        line
+        == f"hitl: serving 1 repository at http://{socket.gethostname()}:{port} (Ctrl+C stops)\n"
+    )
+    assert get(f"http://127.0.0.1:{port}/", {"Host": f"10.0.0.5:{port}"})[0] == 200
+    code, err = served.stop()
+    assert code == 0
+    assert err == (
+        "hitl: warning: serving on 0.0.0.0: anyone who can reach this address can answer "
+        "blocks and write to the repositories (there is no password)\nhitl: stopped\n"
+    )
+
+
+def test_a_taken_port_is_one_line(loops: Path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run("--port", port, cwd=loops)
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.startswith(f"hitl: cannot listen on 127.0.0.1:{port}: ")
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+# -- in a real browser ---------------------------------------------------------------------------
+
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+
+#: Before the page's script runs: keep the xterm.js Terminal textual.js makes (it assigns it to
+#: `this.terminal`), so the test reads the screen's text from its buffer (the canvas renderer
+#: puts no text in the DOM).
+KEEP_TERMINAL = """
+Object.defineProperty(Object.prototype, "terminal", {
+  configurable: true,
+  set(value) {
+    Object.defineProperty(this, "terminal", {
+      value, writable: true, configurable: true, enumerable: true,
+    });
+    if (value && value.buffer && value.buffer.active) { window.__hitlTerminal = value; }
+  },
+});
+"""
+
+SCREEN_TEXT = """(() => {
+  const terminal = window.__hitlTerminal;
+  if (!terminal) { return null; }
+  const buffer = terminal.buffer.active, lines = [];
+  for (let i = 0; i < buffer.length; i++) {
+    const line = buffer.getLine(i);
+    lines.push(line ? line.translateToString(true) : "");
+  }
+  return lines.join("\\n");
+})()"""
+
+
+def chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+class Browser:
+    """One headless Chromium page, driven over the DevTools protocol."""
+
+    def __init__(self, ws, session: str | None, ids: itertools.count) -> None:
+        self.ws = ws
+        self.session = session  # None: the browser itself
+        self.ids = ids
+
+    async def call(self, method: str, **params) -> dict:
+        number = next(self.ids)
+        message = {"id": number, "method": method, "params": params}
+        if self.session is not None:
+            message["sessionId"] = self.session
+        await self.ws.send_json(message)
+        while True:
+            reply = json.loads((await self.ws.receive(timeout=WAIT)).data)
+            if reply.get("id") == number:
+                if "error" in reply:
+                    raise AssertionError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+
+    async def screen(self) -> str:
+        result = await self.call("Runtime.evaluate", expression=SCREEN_TEXT, returnByValue=True)
+        return result["result"].get("value") or ""
+
+    async def wait_for(self, text: str) -> str:
+        deadline = time.monotonic() + WAIT
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = await self.screen()
+            if text in screen:
+                return screen
+            await asyncio.sleep(0.1)
+        where = await self.call(
+            "Runtime.evaluate",
+            expression="location.href + ' body.class=' + document.body.className",
+            returnByValue=True,
+        )
+        page = where["result"].get("value")
+        pytest.fail(f"{text!r} never on the page's screen ({page}); it shows:\n{screen}")
+
+    async def press(self, key: str, ctrl: bool = False) -> None:
+        """One key (a letter, a digit, or Escape), as the keyboard sends it to the focus."""
+        if key == "Escape":
+            common = {"key": key, "code": key, "windowsVirtualKeyCode": 27}
+        else:
+            code = f"Digit{key}" if key.isdigit() else f"Key{key.upper()}"
+            common = {"key": key, "code": code, "windowsVirtualKeyCode": ord(key.upper())}
+        if ctrl:
+            common["modifiers"] = 2
+        text = {} if ctrl or key == "Escape" else {"text": key}
+        await self.call("Input.dispatchKeyEvent", type="keyDown", **text, **common)
+        await self.call("Input.dispatchKeyEvent", type="keyUp", **common)
+
+
+async def open_page(url: str, profile: Path, drive) -> None:
+    import aiohttp
+
+    proc = subprocess.Popen(
+        [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        active = profile / "DevToolsActivePort"  # Chromium writes its port and path there
+        deadline = time.monotonic() + WAIT
+        while len(active.read_text().split() if active.exists() else ()) < 2:
+            assert proc.poll() is None, f"chromium exited with {proc.returncode}"
+            assert time.monotonic() < deadline, "chromium never opened its DevTools port"
+            await asyncio.sleep(0.1)
+        port, path = active.read_text().split()[:2]
+        async with (
+            aiohttp.ClientSession() as http,
+            http.ws_connect(f"ws://127.0.0.1:{port}{path}", max_msg_size=0) as ws,
+        ):
+            ids = itertools.count(1)
+            browser = Browser(ws, None, ids)
+            target = await browser.call("Target.createTarget", url="about:blank")
+            attached = await browser.call(
+                "Target.attachToTarget", targetId=target["targetId"], flatten=True
+            )
+            page = Browser(ws, attached["sessionId"], ids)
+            await page.call("Page.enable")
+            await page.call("Page.addScriptToEvaluateOnNewDocument", source=KEEP_TERMINAL)
+            await page.call("Page.navigate", url=url)
+            await drive(page)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=WAIT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def apps_running(folder: Path) -> list[str]:
+    """The command lines of the hitl apps running on `folder` (the sessions' processes)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        line = " ".join(a.decode(errors="replace") for a in argv)
+        if "hitl_tui" in line and str(folder) in line and " serve " not in line:
+            found.append(line)
+    return found
+
+
+@pytest.mark.skipif(chromium() is None, reason="no chromium (apt-get install chromium)")
+def test_a_block_answered_in_the_browser(
+    loops: Path, serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The page loads, the question is on its screen, `2` then `y` answer it: BLOCKED.md is
+    gone and PROMPT.md has the decision, on disk. Ctrl+C then ends the open session at once."""
+    ran = tmp_path / "ran"
+    spy = tmp_path / "spy.sh"
+    spy.write_text(f"#!/bin/sh\necho \"$0 $*\" >> '{ran}'\n")
+    spy.chmod(0o755)
+    monkeypatch.setenv("SHELL", str(spy))
+    monkeypatch.setenv("VISUAL", str(spy))
+    shop = loops / "shop"
+    before = (shop / "PROMPT.md").read_text()
+    port = free_port()
+    served = serve("--port", port, loops, cwd=tmp_path)
+    assert served.first_line().endswith(f"at http://127.0.0.1:{port} (Ctrl+C stops)\n")
+    stopped: list[tuple[int, str, float]] = []
+
+    async def drive(page: Browser) -> None:
+        await page.wait_for(QUESTION[:30])  # the list's row and the Question pane
+        await page.wait_for("1 block in 1 repo")
+        assert apps_running(loops)  # this page's app (and the shell that started it)
+        await page.call("Runtime.evaluate", expression="window.__hitlTerminal.focus()")
+        # `t` (a shell) and Ctrl+E (the editor) need a terminal of their own: they say so.
+        await page.press("t")
+        await page.wait_for("shop: a shell needs a")
+        await page.press("o")
+        await page.wait_for("answer in your own words")
+        await page.press("e", ctrl=True)
+        await page.wait_for("The editor needs a")
+        await page.press("Escape")
+        await page.wait_for("1 block in 1 repo")
+        await page.press("2")
+        await page.wait_for("Apply (Enter / y)")  # the preview of choice B
+        await page.press("y")
+        await page.wait_for("hitl · no open blocks")  # the header, once the answer is written
+        deadline = time.monotonic() + WAIT
+        while (shop / "BLOCKED.md").exists() and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        # Ctrl+C with the page still open: the server ends the session, the page says so.
+        began = time.monotonic()
+        code, err = await asyncio.to_thread(served.stop)
+        stopped.append((code, err, time.monotonic() - began))
+        closed = "document.body.classList.contains('-closed')"
+        while time.monotonic() < deadline:
+            result = await page.call("Runtime.evaluate", expression=closed, returnByValue=True)
+            if result["result"].get("value"):
+                break
+            await asyncio.sleep(0.1)
+        else:
+            pytest.fail("the page never showed that its session ended")
+
+    with tempfile.TemporaryDirectory(prefix="hitl-chromium-") as profile:
+        asyncio.run(open_page(f"http://127.0.0.1:{port}/", Path(profile), drive))
+    assert not (shop / "BLOCKED.md").exists()
+    after = (shop / "PROMPT.md").read_text()
+    assert after.startswith(before.rstrip("\n"))
+    assert "## Decisions" in after
+    assert f"{QUESTION}, or keep them for 7 years? → B) Keep invoices" in after
+    [(code, err, seconds)] = stopped
+    assert (code, err) == (0, "hitl: stopped\n")
+    assert seconds < 8, f"Ctrl+C took {seconds:.1f} s with a session open"
+    assert apps_running(loops) == []
+    assert not ran.exists(), ran.read_text()  # no shell, no editor ran blind behind the page
