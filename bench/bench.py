@@ -15,7 +15,9 @@ whole inbox loaded (rows 2 and 8c), and then to the first preview opened (8d). `
 rounds (cold, warm, then a bare Python read of the same block files), each figure a median with
 its range and a ratio to the bare read's median: the machine's other work moves the absolute
 figures, less the ratios. bench/list_bench.py runs the same rounds alone, with profiles, or
-interleaved across two source trees (before and after a change).
+interleaved across two source trees (before and after a change). Row 9 (bench/remote_bench.py)
+times a block written on "another machine", a real sshd on 127.0.0.1, to the Inbox here, beside
+the same write watched locally.
 """
 
 from __future__ import annotations
@@ -762,6 +764,18 @@ def main() -> int:
                     median <= target,
                 )
             )
+        sys.path.insert(0, str(ROOT / "bench"))
+        import remote_bench
+
+        remote = remote_bench.measure(args.repos, args.trials)
+        raw["remote"] = remote
+        name = f"9. detection over ssh, a block on another machine, {args.repos} repos"
+        target = "p95 <= local p95 + 100 ms"
+        if "skipped" in remote:
+            rows.append(Row(name, f"skipped: {remote['skipped']}", target, None))
+        else:
+            text, ok = remote_bench.verdict(remote)
+            rows.append(Row(name + " (median / p95)", text, target, ok))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
