@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -95,14 +96,75 @@ async def shoot(name: str, keys: list[str], out: Path) -> Path:
     return path
 
 
+async def shoot_remote(out: Path) -> Path | None:
+    """Blocks on two other machines: build-1 (a real sshd on 127.0.0.1, tests/sshd.py, with the
+    demo's loops on its side) and down-1, which cannot be reached. None where no sshd runs."""
+    from hitl_tui.demo import build_workspace
+    from hitl_tui.inbox import Inbox
+    from hitl_tui.registry import remote_sources
+    from hitl_tui.tui.app import HitlApp
+    from hitl_tui.workspace import Workspace
+    from tests.sshd import Sshd, unavailable_reason
+
+    if unavailable_reason():
+        print(f"remote: skipped ({unavailable_reason()})")
+        return None
+    with tempfile.TemporaryDirectory(prefix="hitl-shot-") as tmp:
+        os.environ["HITL_STATE_DIR"] = str(Path(tmp) / "state")
+        here = Path(tmp) / "repos"
+        build_workspace(here)
+        far = Path(tmp) / "far" / "loops"
+        build_workspace(far)
+        for name in ("billing", "shop", "docs"):  # here: the others
+            shutil.rmtree(here / name, ignore_errors=True)
+        with Sshd(Path(tmp) / "server") as server:
+            server.start()
+            tables = [
+                {
+                    "host": host,
+                    "paths": [str(far)],
+                    "hitl": str(server.remote_hitl()),
+                    "ssh": server.ssh_argv(),
+                }
+                for host in ("build-1", "down-1")
+            ]
+            from hitl_tui.config import Config
+
+            config = Config(operator="Ada", bell=False, remotes=remote_sources({"remote": tables}))
+            app = HitlApp(Inbox(Workspace.discover([here])), config=config)
+            async with app.run_test(size=SIZE) as pilot:
+                for _ in range(400):
+                    await pilot.pause(0.05)
+                    states = app.source_states.get("SSH", {})
+                    remote = [b for b in app.inbox.blocks.values() if b.source == "remote"]
+                    if len(states) == 2 and remote and states.get("down-1", ("ok",))[0] != "ok":
+                        break
+                await pilot.press("home", "j", "j")  # build-1:shop
+                await pilot.pause(0.3)
+                path = out / "remote.svg"
+                app.save_screenshot(filename=path.name, path=str(out))
+                app.stop_event.set()
+    return path
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--png", action="store_true", help="also write PNGs next to the SVGs")
     parser.add_argument("--out", type=Path, default=ROOT / "screenshots")
+    parser.add_argument("--only", metavar="NAME", help="make only this one (inbox, remote, ...)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    for name, keys in SHOTS.items():
-        path = asyncio.run(shoot(name, keys, args.out))
+    shots = [
+        (name, lambda name=name, keys=keys: shoot(name, keys, args.out))
+        for name, keys in SHOTS.items()
+    ]
+    shots.append(("remote", lambda: shoot_remote(args.out)))
+    for name, make in shots:
+        if args.only and name != args.only:
+            continue
+        path = asyncio.run(make())
+        if path is None:
+            continue
         print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
         if args.png:
             import cairosvg

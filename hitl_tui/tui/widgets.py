@@ -89,8 +89,9 @@ class BlockList(ScrollView, can_focus=True):
         "blocklist--group",
     }
     BINDINGS: ClassVar = bindings("list")
-    #: (title, width) of the fixed columns; the question takes the rest. The state column
-    #: widens to the longest state shown (see `_state_width`).
+    #: (title, width) of the fixed columns; the question takes the rest. The block column
+    #: widens to the longest id (up to a quarter of the width), the state column to the
+    #: longest state shown (see `_state_width`).
     FIXED = (("block", 20), ("age", 4), ("state", 9))
     #: The state column is never wider than the longest documented category (FORMATS.md
     #: §2.2, `review-exhausted`): an unknown, longer one is cut, the question keeps its room.
@@ -185,14 +186,14 @@ class BlockList(ScrollView, can_focus=True):
         and does not measure 5,000 blocks again."""
         self.drawn = self.rows.rows()
         self._index = {self._item_key(item): i for i, item in enumerate(self.drawn)}
-        before = self._state_cells
+        before = (self._state_cells, self._id_cells)
         if known_changed:
             self._id_cells = self._state_cells = None
         self.virtual_size = Size(self.scrollable_content_region.width, len(self.drawn))
         self._lines.clear()
         self.refresh()
-        if self.header is not None and before != self._state_width():
-            self.header.refresh()  # the column titles follow the state column's width
+        if self.header is not None and before != (self._state_width(), self._longest_id()):
+            self.header.refresh()  # the column titles follow the columns' widths
 
     def load(self, blocks: list[Block]) -> None:
         """Replace every row (start-up): in the order `view.RowOrder` gives them."""
@@ -350,6 +351,9 @@ class BlockList(ScrollView, can_focus=True):
         """Each column's width; 0 leaves a column out (the state, in a narrow terminal)."""
         fixed = [w for _, w in self.FIXED]
         fixed[2] = self._state_width()
+        # Longer ids (`build-1:billing/T-007`, a block on another machine) widen the block
+        # column up to a quarter of the list.
+        fixed[0] = max(fixed[0], min(self._longest_id(), width // 4))
         if width < self.NARROW:
             fixed = [min(fixed[0], max(self._longest_id(), 5), max(6, width // 2)), fixed[1], 0]
         used = sum(fixed) + 2 * sum(1 for w in fixed if w)
