@@ -80,3 +80,22 @@ async def test_a_remote_block_is_listed_answered_and_its_host_state_shown(
         bar = str(app.query_one("#topbar").render())
         assert "SSH 0/1 ok" in bar and "retrying in" in bar
         assert "api" in {b.id for b in rows.blocks.values()}  # local blocks unaffected
+
+
+def test_the_header_names_the_hosts_in_trouble(tmp_path: Path) -> None:
+    from hitl_tui.tui.inbox_screen import header_parts
+
+    inbox = Inbox(Workspace.discover([tmp_path]))
+    states = {
+        "SSH": {
+            "build-1": ("ok", "connected, 3 blocks"),
+            "build-2": ("unreachable", "unreachable (connection refused), retrying in 30 s"),
+            "build-3": ("unreachable", "the connection dropped, retrying in 4 s"),
+            "build-4": ("unauthorised", "ssh was refused (permission denied: the key?)"),
+        }
+    }
+    tail = header_parts(inbox, states).tail
+    assert tail == (
+        " · SSH 1/4 ok (build-2: unreachable (connection refused), retrying in 30 s; "
+        "build-3: the connection dropped, retrying in 4 s; +1 more)"
+    )

@@ -101,7 +101,8 @@ def header_parts(inbox: Inbox, source_states: SourceStates) -> HeaderParts:
         tail += f" · {title} {ok}/{len(scopes)} ok"
         trouble = [f"{scope}: {msg}" for scope, (st, msg) in scopes.items() if st != "ok"]
         if trouble:
-            tail += f" ({printable(trouble[0])})"
+            more = f"; +{len(trouble) - 2} more" if len(trouble) > 2 else ""
+            tail += f" ({printable('; '.join(trouble[:2]))}{more})"
     warnings = len(inbox.warnings)
     if warnings:
         tail += f" · {plural(warnings, 'warning')}"
