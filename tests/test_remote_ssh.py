@@ -315,3 +315,21 @@ def test_an_answer_whose_connection_drops_says_what_is_known(
         assert said == ["the answer to build-1:shop was not written (answer again)"]
         assert journal.history() == []
     assert backend.settle_pending(backend.hosts["build-1"]) == []  # said once
+
+
+def test_whether_the_loop_resumed_there_is_asked_of_that_machine(tmp_path: Path, sshd: Sshd):
+    config, loops = write_config(tmp_path, sshd)
+    shop = loop_repo(loops)
+    out = hitl(config, "answer", "build-1:shop", "--choice", "B")
+    assert out.returncode == 0, out.stderr
+    status = json.loads(hitl(config, "status", "--json").stdout)
+    assert status["counts"]["waiting"] == 1 and status["counts"]["resumed"] == 0
+
+    with (shop / "PROMPT.md").open("a") as f:  # the loop there reads the decision and moves on
+        f.write("\n## Progress\n- step 3 done\n")
+    status = json.loads(hitl(config, "status", "--json").stdout)
+    assert status["counts"]["resumed"] == 1, status
+    [row] = [r for r in status["repos"] if r["resumed"]]
+    [answer] = row["resumed"]
+    assert answer["id"] == "build-1:shop"
+    assert answer["how"].endswith("(on build-1)") and "PROMPT.md" in answer["how"]

@@ -540,10 +540,10 @@ def _far_entry(waiting: Any) -> str | None:
     """The far side's journal id of the answer `waiting` watches (from our journal entry)."""
     if not waiting.entry:
         return None
-    from hitl_tui import journal
+    from hitl_tui.journal_entries import entries
 
     try:
-        entry = journal.entries()[waiting.entry]
+        entry = entries()[waiting.entry]
     except (KeyError, HitlError, OSError):
         return None
     far = (entry.sent or {}).get("entry")
