@@ -333,3 +333,18 @@ def test_whether_the_loop_resumed_there_is_asked_of_that_machine(tmp_path: Path,
     [answer] = row["resumed"]
     assert answer["id"] == "build-1:shop"
     assert answer["how"].endswith("(on build-1)") and "PROMPT.md" in answer["how"]
+
+
+def test_t_opens_a_shell_in_the_repository_there(tmp_path: Path, sshd: Sshd):
+    config, loops = write_config(tmp_path, sshd)
+    shop = loop_repo(loops)
+    [backend] = load_config(config).remotes
+    [block] = backend._read_host(backend.hosts["build-1"])
+    argv = backend.shell_argv(block)
+    assert argv[:3] == [*sshd.ssh_argv()[:1], "-F", str(sshd.config)]
+    assert "-t" in argv and argv[-2] == "build-1"
+    # no terminal here, so ssh allocates none; the shell there reads our commands
+    out = subprocess.run(
+        argv, input="pwd\nexit\n", capture_output=True, text=True, timeout=30, env=os.environ
+    )
+    assert out.stdout.strip().splitlines()[-1] == str(shop)

@@ -158,6 +158,11 @@ class Source:
         """Poll until `stop` (an asyncio.Event) is set, swapping each scope's blocks into
         `inbox` and awaiting `on_update` after each (the app runs this in a worker)."""
 
+    def shell_argv(self, block: Block) -> list[str] | None:
+        """A command that opens an interactive shell where `block` lives when that is not a
+        folder here (`t` in the app: another machine's repository); None: no such place."""
+        return None
+
     def undo_sent(self, entry: Any, operator: str) -> str:
         """Undo, where it was sent, the answer of the journal `entry` (a `journal.Entry` whose
         `sent` this backend recorded); one line saying what was done. Raises HitlError (a

@@ -226,6 +226,15 @@ class SshBackend(Source):
         command = " ".join(shell_word(w) for w in (*host.hitl, *words))
         return [*host.ssh, *options, "--", host.host, command]
 
+    def shell_argv(self, block: Block) -> list[str] | None:
+        """ssh to the block's host, with a terminal, into its repository there (`t`)."""
+        host = self.hosts.get(str(block.meta.get("host", "")))
+        repo = block.meta.get("remote_repo")
+        if host is None or not isinstance(repo, str) or not repo:
+            return None
+        command = f'cd {shlex.quote(repo)} && exec "${{SHELL:-/bin/sh}}" -l'
+        return [*host.ssh, "-t", "--", host.host, command]
+
     def _run(self, host: Host, words: Sequence[str], timeout: float = COMMAND_TIMEOUT) -> Ran:
         """Run hitl `words` on `host` and wait; Unreached when ssh could not (exit 255)."""
         argv = self.argv(host, words)

@@ -996,6 +996,11 @@ class InboxScreen(Screen):
             return
         repo = block.repo
         if not isinstance(repo, Path) or not repo.is_dir():
+            source = self.inbox.source_named(block.source)
+            argv = source.shell_argv(block) if source is not None else None
+            if argv is not None:  # another machine's repository: a shell there
+                self._shell_in(block, repo, argv)
+                return
             self.notify(
                 printable(f"{block.id}: no folder on this machine to open a shell in: {repo}"),
                 severity="warning",
@@ -1004,14 +1009,16 @@ class InboxScreen(Screen):
             return
         self._shell_in(block, repo)
 
-    def _shell_in(self, block: Block, repo: Path) -> None:
-        """A shell in the repository ($SHELL, else sh), the app suspended until it exits."""
+    def _shell_in(self, block: Block, repo: Path | str, argv: list[str] | None = None) -> None:
+        """A shell in the repository ($SHELL, else sh; or `argv`, a shell where it lives on
+        another machine), the app suspended until it exits."""
         import os
         import subprocess
 
         from textual.app import SuspendNotSupported
 
-        argv = [os.environ.get("SHELL") or "/bin/sh"]
+        cwd = repo if argv is None else None
+        argv = argv or [os.environ.get("SHELL") or "/bin/sh"]
         if self.app.is_web:  # `hitl serve`: the page's terminal is the app's, not a shell's
             self.notify(
                 printable(
@@ -1026,11 +1033,11 @@ class InboxScreen(Screen):
             try:
                 with self.app.suspend():
                     print(f"hitl: a shell in {repo} for {block.id}; exit to come back")
-                    subprocess.run(argv, cwd=repo, check=False)
+                    subprocess.run(argv, cwd=cwd, check=False)
             except SuspendNotSupported:
                 # No terminal to hand over (headless, as under run_test): run it all the same.
                 subprocess.run(
-                    argv, cwd=repo, stdin=subprocess.DEVNULL, capture_output=True, check=False
+                    argv, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, check=False
                 )
         except OSError as exc:
             self.notify(
