@@ -241,15 +241,15 @@ def _list(args: argparse.Namespace) -> int:
         items = ",\n".join(item(b) for b in blocks)
         sys.stdout.write(f"[\n{items}\n]\n" if blocks else "[]\n")
         return 0
+    if not args.all:
+        aside = sum(1 for b in inbox.blocks.values() if snoozes.snoozed(b, now))
+        if aside:
+            print(f"hitl: {aside} snoozed not listed (--all lists them)", file=sys.stderr)
     if not blocks:
         count = len(inbox.workspace.repos)
         what = "no open blocks" if not inbox.blocks else "no blocks match"
         print(f"{what} in {count} repo{'' if count == 1 else 's'}")
         return 0
-    if not args.all:
-        aside = sum(1 for b in inbox.blocks.values() if snoozes.snoozed(b, now))
-        if aside:
-            print(f"hitl: {aside} snoozed not listed (--all lists them)", file=sys.stderr)
     width = max(len(printable(b.id)) for b in blocks)
     for b in blocks:
         state = "" if b.state == "blocked" else f"[{b.state}] "

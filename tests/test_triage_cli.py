@@ -122,3 +122,10 @@ def test_a_corrupt_snooze_file_hides_nothing(fleet: Path, _isolated_state: Path)
     assert done.returncode == 0 and len(json.loads(done.stdout)) == 4
     assert b"ignored" in done.stderr and done.stderr.count(b"\n") == 1
     os.chmod(_isolated_state, 0o700)
+
+
+def test_every_block_snoozed_still_says_how_many_are_set_aside(shop: Path) -> None:
+    assert run_hitl("snooze", "shop", shop, "--for", "1h").returncode == 0
+    listing = run_hitl("list", shop)
+    assert listing.stdout == b"no blocks match in 1 repo\n"
+    assert listing.stderr == b"hitl: 1 snoozed not listed (--all lists them)\n"
