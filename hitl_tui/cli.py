@@ -275,7 +275,6 @@ def _asked_again(blocks: list) -> Callable:
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from hitl_tui import wire
     from hitl_tui.watch_cli import run_watch
 
     if not args.json:
