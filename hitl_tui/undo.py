@@ -184,8 +184,11 @@ def _undo_sent(entry: Entry, operator: str, sources: Sequence) -> Undid:
             "no longer names"
         )
     said = source.undo_sent(entry, operator)
-    undo_id = begin_undo(entry, [], operator, ())
-    commit(undo_id)
+    try:
+        undo_id = begin_undo(entry, [], operator, ())
+        commit(undo_id)
+    except OSError as exc:  # undone there all the same: say so, and what this journal missed
+        said += f" (the journal here could not record the undo: {exc.strerror or exc})"
     return Undid(f"undid {entry.id} ({entry.block_id}): {said}", entry.id)
 
 
