@@ -729,8 +729,11 @@ class Session:
                         self.host.host, event.get("protocol"), event.get("hitl")
                     )
                     return "error", message, VERSION_RETRY
+                items = event.get("blocks")
+                if not isinstance(items, list):
+                    return "error", "its hitl sent a list that is not the protocol", None
                 self.blocks = {}
-                for item in event.get("blocks") or []:
+                for item in items:
                     self._put(item)
                 self.listed = touched = True
             elif not self.listed:

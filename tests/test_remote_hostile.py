@@ -1,0 +1,86 @@
+"""A hostile or broken far side: a `hitl` there that prints garbage, wrong types, floods or
+never ends. The ssh here is a stand-in that runs the far command with `sh -c` (what ssh does
+with it on the far side), so each case is a real process and a real pipe, and fast."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hitl_tui.inbox import Inbox
+from hitl_tui.sources.ssh import Host, Session, SshBackend
+
+FP = "sha256:" + "a" * 64
+
+
+def _block(rid: str = "shop", **kw) -> dict:
+    data = {
+        "id": rid,
+        "source": "loopkit",
+        "repo": f"/far/{rid}",
+        "path": f"/far/{rid}/BLOCKED.md",
+        "question": "Ship?",
+        "since": "2026-12-01T09:00:00+00:00",
+        "fingerprint": FP,
+        "choices": [{"key": "A", "option": "yes"}],
+    }
+    data.update(kw)
+    return data
+
+
+def _fake_ssh(tmp_path: Path) -> str:
+    """An `ssh` that skips its options and the host and runs the command with sh -c."""
+    ssh = tmp_path / "fake-ssh"
+    ssh.write_text(
+        '#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done\nshift; shift\nexec sh -c "$1"\n'
+    )
+    ssh.chmod(0o755)
+    return str(ssh)
+
+
+def _far(tmp_path: Path, body: str, name: str = "far-hitl") -> SshBackend:
+    """A backend whose far hitl is the Python program `body` (stdout: sys.stdout.buffer)."""
+    script = tmp_path / name
+    script.write_text(f"#!{sys.executable}\nimport sys, json, time, os\n{body}\n")
+    script.chmod(0o755)
+    backend = SshBackend([Host("h1", ("/far",), (str(script),), (_fake_ssh(tmp_path),))])
+    backend._control = None
+    backend.alive_every = 0.5
+    return backend
+
+
+def _lines(*events: dict) -> str:
+    text = "".join(json.dumps(e) + "\n" for e in events)
+    return f"sys.stdout.write({text!r}); sys.stdout.flush()"
+
+
+LIST = {"event": "list", "protocol": 1, "hitl": "0.1.0", "warnings": []}
+
+
+async def _session(backend: SshBackend, seconds: float = 15) -> tuple[tuple, Inbox, list]:
+    inbox = Inbox([])
+    updates: list = []
+
+    async def on_update(scope, state, message, delta) -> None:
+        updates.append((scope, state, message))
+
+    stop = asyncio.Event()
+    began = time.monotonic()
+    ended = await asyncio.wait_for(
+        Session(backend, backend.hosts["h1"], inbox, on_update, stop).run(), seconds
+    )
+    assert time.monotonic() - began < seconds
+    return ended, inbox, updates
+
+
+@pytest.mark.parametrize("blocks", [5, True, 1.5, "abc", {"a": 1}])
+async def test_a_list_whose_blocks_are_not_a_list_ends_in_one_line(tmp_path: Path, blocks):
+    backend = _far(tmp_path, _lines({**LIST, "blocks": blocks}))
+    (state, message, _retry), inbox, _ = await _session(backend)
+    assert (state, message) == ("error", "its hitl sent a list that is not the protocol")
+    assert inbox.blocks == {}
