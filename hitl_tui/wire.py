@@ -45,6 +45,10 @@ ALIVE_EVERY = 10.0
 MAX_TEXT = MAX_PARSE_BYTES + 4096
 MAX_ITEMS = 1000
 MAX_LINE = 8 * MAX_PARSE_BYTES  # one event line: a block's raw text and its panes, escaped
+#: What one host may list at once: so many blocks, so many characters of their text in all
+#: (`weight`); what is over is not listed, and the host's state says how many.
+MAX_BLOCKS = 10_000
+MAX_HOST_TEXT = 64 * MAX_PARSE_BYTES
 
 _FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
 
@@ -197,6 +201,14 @@ def block_from_wire(data: object, host: str) -> Block:
             "remote_path": path,
         },
     )
+
+
+def weight(block: Block) -> int:
+    """About how much text `block` holds (what `MAX_HOST_TEXT` bounds)."""
+    texts = [block.raw, block.question, block.context, *block.attempted, *block.questions]
+    texts += [s.title + s.body for s in block.extra]
+    texts += [c.option + (c.consequence or "") for c in block.choices]
+    return sum(map(len, texts)) + len(block.id) + len(str(block.path))
 
 
 #: The `source` of every block read from another machine (`src:remote` in a filter).

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from hitl_tui import wire
 from hitl_tui.inbox import Inbox
 from hitl_tui.sources.ssh import Host, Session, SshBackend
 
@@ -84,3 +85,33 @@ async def test_a_list_whose_blocks_are_not_a_list_ends_in_one_line(tmp_path: Pat
     (state, message, _retry), inbox, _ = await _session(backend)
     assert (state, message) == ("error", "its hitl sent a list that is not the protocol")
     assert inbox.blocks == {}
+
+
+async def test_a_flood_of_new_blocks_is_bounded(tmp_path: Path):
+    flood = (
+        "out = sys.stdout\n"
+        f"out.write(json.dumps({{**{LIST!r}, 'blocks': []}}) + '\\n')\n"
+        f"block = {_block()!r}\n"
+        "for n in range(12000):\n"
+        "    block['id'] = f'r{n}'; block['path'] = f'/far/r{n}/BLOCKED.md'\n"
+        "    out.write(json.dumps({'event': 'added', 'block': block}) + '\\n')\n"
+        "out.flush()\n"
+    )
+    backend = _far(tmp_path, flood)
+    (_state, _message, _retry), inbox, updates = await _session(backend)
+    assert len(inbox.blocks) == wire.MAX_BLOCKS
+    assert updates[-1][2] == (
+        f"connected, {wire.MAX_BLOCKS} blocks (2000 more were not listed: over the limit)"
+    )
+
+
+async def test_the_text_one_host_may_list_is_bounded(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(wire, "MAX_HOST_TEXT", 3_500_000)
+    big = [_block(f"r{n}", path=f"/far/r{n}/BLOCKED.md", raw="x" * 1_000_000) for n in range(5)]
+    backend = _far(
+        tmp_path,
+        _lines({**LIST, "blocks": big[:2]}, *[{"event": "added", "block": b} for b in big[2:]]),
+    )
+    _ended, inbox, updates = await _session(backend)
+    assert sorted(b.id for b in inbox.blocks.values()) == ["h1:r0", "h1:r1", "h1:r2"]
+    assert updates[-1][2] == "connected, 3 blocks (2 more were not listed: over the limit)"

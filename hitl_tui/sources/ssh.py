@@ -639,8 +639,11 @@ class Session:
             stop,
         )
         self.blocks: dict[tuple, Block] = {}
+        self.weights: dict[tuple, int] = {}
+        self.total = 0  # the sum of `weights`
         self.listed = False
         self.skipped = 0
+        self.over = 0  # blocks not listed: over MAX_BLOCKS or MAX_HOST_TEXT
         self.err = bytearray()
 
     async def run(self) -> tuple[str, str, int | None]:
@@ -732,7 +735,7 @@ class Session:
                 items = event.get("blocks")
                 if not isinstance(items, list):
                     return "error", "its hitl sent a list that is not the protocol", None
-                self.blocks = {}
+                self.blocks, self.weights, self.total, self.over = {}, {}, 0, 0
                 for item in items:
                     self._put(item)
                 self.listed = touched = True
@@ -744,6 +747,7 @@ class Session:
             elif kind == "removed":
                 key = wire.remote_key(self.host.host, event.get("source"), event.get("path"))
                 if key is not None and self.blocks.pop(key, None) is not None:
+                    self.total -= self.weights.pop(key, 0)
                     touched = True
         if touched:
             delta = self.inbox.replace_remote(
@@ -762,13 +766,25 @@ class Session:
         except wire.WireError:
             self.skipped += 1
             return
-        self.blocks[(block.source, block.path)] = block
+        key = (block.source, block.path)
+        weight = wire.weight(block)
+        total = self.total - self.weights.get(key, 0) + weight
+        if (key not in self.blocks and len(self.blocks) >= wire.MAX_BLOCKS) or (
+            total > wire.MAX_HOST_TEXT
+        ):
+            self.over += 1
+            return
+        self.blocks[key] = block
+        self.weights[key] = weight
+        self.total = total
 
     def _state(self) -> str:
         count = len(self.blocks)
         text = f"connected, {count} block{'' if count == 1 else 's'}"
         if self.skipped:
             text += f" ({self.skipped} lines that were not blocks skipped)"
+        if self.over:
+            text += f" ({self.over} more were not listed: over the limit)"
         return text
 
     async def _why(self, proc) -> tuple[str, str, int | None]:
