@@ -16,6 +16,9 @@ from hitl_tui import wire
 from hitl_tui.inbox import Inbox
 from hitl_tui.sources.ssh import Host, Session, SshBackend
 
+#: A session leaves no pipe open behind it (an unclosed transport warns when collected).
+pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+
 FP = "sha256:" + "a" * 64
 
 
@@ -115,3 +118,32 @@ async def test_the_text_one_host_may_list_is_bounded(tmp_path: Path, monkeypatch
     _ended, inbox, updates = await _session(backend)
     assert sorted(b.id for b in inbox.blocks.values()) == ["h1:r0", "h1:r1", "h1:r2"]
     assert updates[-1][2] == "connected, 3 blocks (2 more were not listed: over the limit)"
+
+
+async def test_a_line_of_100_mb_ends_the_session_in_one_line_and_in_bounded_time(tmp_path: Path):
+    body = (
+        _lines({**LIST, "blocks": [_block()]})
+        + "\nchunk = b'x' * (1 << 20)\n"
+        + "for _ in range(100): sys.stdout.buffer.write(chunk)\n"
+    )
+    backend = _far(tmp_path, body)
+    began = time.monotonic()
+    (state, message, _retry), inbox, _ = await _session(backend)
+    assert (state, message) == ("error", "its hitl sent a line too long to be the protocol")
+    assert time.monotonic() - began < 8  # read to the limit, then the far side is ended
+    assert [b.id for b in inbox.blocks.values()] == ["h1:shop"]  # as last seen
+
+
+async def test_binary_and_garbage_lines_are_skipped_and_counted(tmp_path: Path):
+    body = (
+        "out = sys.stdout.buffer\n"
+        "out.write(b'\\xff\\xfe\\x00binary\\n{not json\\n[1,2]\\n\\x1b[31mred\\n')\n"
+        f"out.write(json.dumps({{**{LIST!r}, 'blocks': [{_block()!r}, 7]}}).encode() + b'\\n')\n"
+        'out.write(b\'{"event": "added", "block": {"id": [1]}}\\n\\x00\\x01\\n\')\n'
+        "out.flush()\n"
+    )
+    backend = _far(tmp_path, body)
+    (state, message, _retry), inbox, updates = await _session(backend)
+    assert (state, message) == ("unreachable", "the watch ended")
+    assert [b.id for b in inbox.blocks.values()] == ["h1:shop"]
+    assert updates[-1][2] == "connected, 1 block (7 lines that were not blocks skipped)"

@@ -698,15 +698,19 @@ class Session:
                 chunk = read.result()
                 if not chunk:
                     return None
-                buffer += chunk
-                lines = buffer.split(b"\n")
+                patience = 3 * self.backend.alive_every + 5
+                if b"\n" not in chunk:  # a long line, still coming: not split again and again
+                    buffer += chunk
+                    if len(buffer) > wire.MAX_LINE:
+                        return "error", "its hitl sent a line too long to be the protocol", None
+                    continue
+                lines = (buffer + chunk).split(b"\n")
                 buffer = bytearray(lines.pop())
-                if len(buffer) > wire.MAX_LINE:
+                if len(buffer) > wire.MAX_LINE or any(len(x) > wire.MAX_LINE for x in lines):
                     return "error", "its hitl sent a line too long to be the protocol", None
                 ended = await self._lines(lines)
                 if ended is not None:
                     return ended
-                patience = 3 * self.backend.alive_every + 5
         finally:
             waiter_stop.cancel()
 
@@ -818,9 +822,26 @@ class Session:
 
 
 async def _end(proc) -> None:
-    """Close the far side's stdin (it stops), then make sure ssh is gone."""
+    """Close the far side's stdin (it stops), then make sure ssh is gone; what it still prints
+    is read and dropped meanwhile (a far side blocked on a full pipe can finish, and the pipe
+    is closed, not left for the garbage collector)."""
     with contextlib.suppress(Exception):
         proc.stdin.close()
+    rest = asyncio.ensure_future(_discard(proc.stdout))
+    try:
+        await _gone(proc)
+    finally:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(rest, 2)
+
+
+async def _discard(stream) -> None:
+    with contextlib.suppress(Exception):
+        while await stream.read(1 << 16):
+            pass
+
+
+async def _gone(proc) -> None:
     try:
         await asyncio.wait_for(proc.wait(), 3)
         return
