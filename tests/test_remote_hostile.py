@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -14,7 +15,9 @@ import pytest
 
 from hitl_tui import wire
 from hitl_tui.inbox import Inbox
-from hitl_tui.sources.ssh import Host, Session, SshBackend
+from hitl_tui.model import Answer
+from hitl_tui.sources.ssh import Host, Session, SshBackend, answer_words, shell_word
+from hitl_tui.workspace import Workspace
 
 #: A session leaves no pipe open behind it (an unclosed transport warns when collected).
 pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
@@ -67,7 +70,7 @@ LIST = {"event": "list", "protocol": 1, "hitl": "0.1.0", "warnings": []}
 
 
 async def _session(backend: SshBackend, seconds: float = 15) -> tuple[tuple, Inbox, list]:
-    inbox = Inbox([])
+    inbox = Inbox(Workspace.discover([]))
     updates: list = []
 
     async def on_update(scope, state, message, delta) -> None:
@@ -147,3 +150,19 @@ async def test_binary_and_garbage_lines_are_skipped_and_counted(tmp_path: Path):
     assert (state, message) == ("unreachable", "the watch ended")
     assert [b.id for b in inbox.blocks.values()] == ["h1:shop"]
     assert updates[-1][2] == "connected, 1 block (7 lines that were not blocks skipped)"
+
+
+@pytest.mark.parametrize("word", ["--force", "-x", "--dry-run"])
+def test_answer_words_that_look_like_options_reach_the_far_hitl_as_values(shop: Path, word: str):
+    """What the operator typed is a value, even when it starts with a dash: the far hitl
+    (here the real one, through sh -c as ssh runs it) previews exactly that."""
+    inbox = Inbox(Workspace.discover([shop]))
+    inbox.scan()
+    [local] = inbox.sorted_blocks()
+    block = wire.block_from_wire(wire.block_to_wire(local), "h1")
+    answer = Answer(choice=block.choices[0], note=word, operator=word)
+    words = [*answer_words(block, answer), "--dry-run", "--json"]
+    command = " ".join(shell_word(w) for w in [sys.executable, "-m", "hitl_tui", *words])
+    ran = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert f"{word}" in json.loads(ran.stdout)["diff"]

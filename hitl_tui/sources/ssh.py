@@ -562,19 +562,20 @@ def _answer_key(block: Block, answer: Answer) -> tuple:
 
 
 def answer_words(block: Block, answer: Answer) -> list[str]:
-    """`hitl answer` there: the block's file, the answer, and the bytes it must still have."""
+    """`hitl answer` there: the block's file, the answer, and the bytes it must still have.
+    Each value rides in its option's word (`--note=-x`): a value that starts with a dash is
+    still a value to the far side's argparse."""
     words = ["answer", str(block.meta["remote_path"])]
     if answer.choice is not None:
-        words += ["--choice", answer.choice.key]
-    for text in answer.texts:
-        words += ["--text", text]
+        words.append(f"--choice={answer.choice.key}")
+    words += [f"--text={text}" for text in answer.texts]
     if answer.note:
-        words += ["--note", answer.note]
+        words.append(f"--note={answer.note}")
     if answer.decision_override is not None:
-        words += ["--decision", answer.decision_override]
+        words.append(f"--decision={answer.decision_override}")
     if answer.operator:
-        words += ["--operator", answer.operator]
-    return [*words, "--expect", block.fingerprint]
+        words.append(f"--operator={answer.operator}")
+    return [*words, f"--expect={block.fingerprint}"]
 
 
 def ssh_reason(err: str) -> str:
