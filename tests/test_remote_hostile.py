@@ -166,3 +166,34 @@ def test_answer_words_that_look_like_options_reach_the_far_hitl_as_values(shop: 
     ran = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=60)
     assert ran.returncode == 0, ran.stderr
     assert f"{word}" in json.loads(ran.stdout)["diff"]
+
+
+def test_did_it_resume_asks_only_that_machines_files(tmp_path: Path, monkeypatch):
+    """`resumed()` runs `hitl status --json` there: that hitl must not poll its own config's
+    remotes (its [[remote]] could be this machine, or a host that hangs)."""
+    from types import SimpleNamespace
+
+    from hitl_tui.sources import ssh as ssh_module
+
+    polled = tmp_path / "polled"
+    marker_ssh = tmp_path / "marker-ssh"
+    marker_ssh.write_text(f"#!/bin/sh\ntouch {shell_word(str(polled))}\nexit 255\n")
+    marker_ssh.chmod(0o755)
+    far_config = tmp_path / "far-config.toml"
+    far_config.write_text(
+        f'[[remote]]\nhost = "back-home"\npaths = ["/x"]\nssh = [{json.dumps(str(marker_ssh))}]\n'
+    )
+    far_hitl = tmp_path / "far-hitl"
+    far_hitl.write_text(
+        f"#!/bin/sh\nHITL_CONFIG={shell_word(str(far_config))} exec "
+        f'{shell_word(sys.executable)} -m hitl_tui "$@"\n'
+    )
+    far_hitl.chmod(0o755)
+    repo = tmp_path / "far" / "shop"
+    (repo / ".git").mkdir(parents=True)
+    backend = SshBackend([Host("h1", (str(repo),), (str(far_hitl),), (_fake_ssh(tmp_path),))])
+    backend._control = None
+    monkeypatch.setattr(ssh_module, "_far_entry", lambda waiting: "20261201T090000Z-abcd")
+    waiting = SimpleNamespace(signs={"host": "h1", "repo": str(repo)}, entry="e")
+    assert backend.resumed(waiting) is None
+    assert not polled.exists()

@@ -517,7 +517,7 @@ class SshBackend(Source):
         if host is None or not isinstance(repo, str) or far is None:
             return None
         try:
-            ran = self._run(host, ["status", "--json", repo])
+            ran = self._run(host, ["status", "--json", "--local", repo])
         except HitlError:
             return None
         if ran.code not in (0, 4):
