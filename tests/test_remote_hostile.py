@@ -197,3 +197,48 @@ def test_did_it_resume_asks_only_that_machines_files(tmp_path: Path, monkeypatch
     waiting = SimpleNamespace(signs={"host": "h1", "repo": str(repo)}, entry="e")
     assert backend.resumed(waiting) is None
     assert not polled.exists()
+
+
+def _dropping(tmp_path: Path, status: str) -> tuple[SshBackend, object]:
+    """A far side whose `answer` loses the connection (ssh's 255) and whose journal then has
+    an entry of that answer with `status`."""
+    from datetime import UTC, datetime
+
+    from hitl_tui.model import Plan
+
+    entry = {
+        "id": "20261201T090000Z-far1",
+        "time": datetime.now(UTC).isoformat(),
+        "kind": "answer",
+        "block": {"fingerprint": FP},
+        "status": status,
+    }
+    body = (
+        "if sys.argv[1] == 'answer': sys.exit(255)\n"
+        f"if sys.argv[1] == 'history': print(json.dumps([{entry!r}]))\n"
+    )
+    backend = _far(tmp_path, body)
+    backend.settle_waits = (0.01, 0.01)
+    block = wire.block_from_wire(_block(), "h1")
+    plan = Plan(block, Answer(choice=block.choices[0]), (), {}, "s")
+    return backend, plan
+
+
+def test_an_answer_still_in_progress_there_is_not_called_unwritten(tmp_path: Path):
+    from hitl_tui.model import HitlError
+
+    backend, plan = _dropping(tmp_path, "in progress")
+    with pytest.raises(HitlError) as err:
+        backend.send(plan)
+    assert "whether the answer was written is not known yet" in str(err.value)
+    assert backend._pending["h1"] == [(plan, backend._pending["h1"][0][1])]
+
+
+def test_an_answer_rolled_back_there_was_not_written(tmp_path: Path):
+    from hitl_tui.model import HitlError
+
+    backend, plan = _dropping(tmp_path, "rolled back")
+    with pytest.raises(HitlError) as err:
+        backend.send(plan)
+    assert str(err.value).endswith("nothing was written there (answer again)")
+    assert not backend._pending

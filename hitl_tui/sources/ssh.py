@@ -353,7 +353,8 @@ class SshBackend(Source):
         )
 
     def _find_sent(self, host: Host, plan: Plan, began: datetime) -> str | None:
-        """The far side's journal entry of this answer, or None (Unreached: cannot tell)."""
+        """The far side's journal entry of this answer, or None (Unreached: cannot tell, as
+        when its entry there is still in progress)."""
         data = self._run(host, ["history", "--json", "-n", "50"])
         if data.code != 0:
             raise far_error(host.host, data, "the journal")
@@ -375,8 +376,12 @@ class SshBackend(Source):
                 continue
             if when.tzinfo is None:
                 when = when.replace(tzinfo=UTC)
-            if when >= began - SKEW and item.get("status") == "done":
-                return str(item.get("id"))
+            if when < began - SKEW:
+                continue
+            if item.get("status") == "done":
+                return printable(one_line(str(item.get("id"))))[:200]
+            if item.get("status") == "in progress":  # still writing there, or it will recover
+                raise Unreached(f"{host.host}: the answer is still in progress there")
         return None
 
     def settle_pending(self, host: Host) -> list[str]:
