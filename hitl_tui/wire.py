@@ -48,7 +48,9 @@ MAX_LINE = 8 * MAX_PARSE_BYTES  # one event line: a block's raw text and its pan
 #: What one host may list at once: so many blocks, so many characters of their text in all
 #: (`weight`); what is over is not listed, and the host's state says how many.
 MAX_BLOCKS = 10_000
-MAX_HOST_TEXT = 64 * MAX_PARSE_BYTES
+MAX_HOST_TEXT = 32 * MAX_PARSE_BYTES
+#: The first line (`list`) carries every block at once: it may be as long as their text.
+MAX_LIST_LINE = 2 * MAX_HOST_TEXT
 
 _FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
 

@@ -242,3 +242,16 @@ def test_an_answer_rolled_back_there_was_not_written(tmp_path: Path):
         backend.send(plan)
     assert str(err.value).endswith("nothing was written there (answer again)")
     assert not backend._pending
+
+
+async def test_a_list_of_large_blocks_longer_than_one_block_line_is_read(tmp_path: Path):
+    """The first line carries every block: a few large (legitimate) files make it longer than
+    the bound on one block's line, and the host must still be listed."""
+    text = "y" * 400_000
+    blocks = [
+        _block(f"r{n}", path=f"/far/r{n}/BLOCKED.md", raw=text, question=text) for n in range(12)
+    ]
+    backend = _far(tmp_path, _lines({**LIST, "blocks": blocks}))
+    (state, message, _retry), inbox, _ = await _session(backend)
+    assert (state, message) == ("unreachable", "the watch ended")
+    assert len(inbox.blocks) == 12

@@ -705,14 +705,15 @@ class Session:
                 if not chunk:
                     return None
                 patience = 3 * self.backend.alive_every + 5
+                longest = wire.MAX_LINE if self.listed else wire.MAX_LIST_LINE
                 if b"\n" not in chunk:  # a long line, still coming: not split again and again
                     buffer += chunk
-                    if len(buffer) > wire.MAX_LINE:
+                    if len(buffer) > longest:
                         return "error", "its hitl sent a line too long to be the protocol", None
                     continue
                 lines = (buffer + chunk).split(b"\n")
                 buffer = bytearray(lines.pop())
-                if len(buffer) > wire.MAX_LINE or any(len(x) > wire.MAX_LINE for x in lines):
+                if len(buffer) > longest or any(len(x) > longest for x in lines):
                     return "error", "its hitl sent a line too long to be the protocol", None
                 ended = await self._lines(lines)
                 if ended is not None:
