@@ -50,12 +50,12 @@ def _fake_ssh(tmp_path: Path) -> str:
     return str(ssh)
 
 
-def _far(tmp_path: Path, body: str, name: str = "far-hitl") -> SshBackend:
+def _far(tmp_path: Path, body: str, name: str = "far-hitl", host: str = "h1") -> SshBackend:
     """A backend whose far hitl is the Python program `body` (stdout: sys.stdout.buffer)."""
     script = tmp_path / name
     script.write_text(f"#!{sys.executable}\nimport sys, json, time, os\n{body}\n")
     script.chmod(0o755)
-    backend = SshBackend([Host("h1", ("/far",), (str(script),), (_fake_ssh(tmp_path),))])
+    backend = SshBackend([Host(host, ("/far",), (str(script),), (_fake_ssh(tmp_path),))])
     backend._control = None
     backend.alive_every = 0.5
     return backend
@@ -255,3 +255,49 @@ async def test_a_list_of_large_blocks_longer_than_one_block_line_is_read(tmp_pat
     (state, message, _retry), inbox, _ = await _session(backend)
     assert (state, message) == ("unreachable", "the watch ended")
     assert len(inbox.blocks) == 12
+
+
+async def test_a_session_that_fails_unexpectedly_is_that_hosts_error_and_is_retried(
+    tmp_path: Path, monkeypatch
+):
+    """Whatever a far side makes this code trip on ends that session, not every host's
+    watch: the host shows an error in one line and is tried again."""
+    backend = _far(tmp_path, _lines({**LIST, "blocks": [_block()]}))
+
+    async def trips(self, lines):
+        raise KeyError("surprise")
+
+    monkeypatch.setattr(Session, "_lines", trips)
+    monkeypatch.setattr("hitl_tui.sources.ssh.BACKOFF", (0.2,))
+    inbox = Inbox(Workspace.discover([]))
+    updates: list = []
+
+    async def on_update(scope, state, message, delta) -> None:
+        updates.append((state, message))
+
+    stop = asyncio.Event()
+    task = asyncio.ensure_future(backend.watch(inbox, on_update, stop))
+    deadline = time.monotonic() + 10
+    while len(updates) < 2 and time.monotonic() < deadline and not task.done():
+        await asyncio.sleep(0.05)
+    stop.set()
+    await asyncio.wait_for(task, 10)
+    assert (
+        updates[:2]
+        == [("error", "this hitl could not read what its hitl sent (KeyError), retrying in 0.2 s")]
+        * 2
+    )
+
+
+@pytest.mark.parametrize("name", ["build-1", "ada@10.0.0.7", "[::1]", "fe80::1%eth0"])
+def test_hitl_answer_host_id_names_a_block_on_any_configured_host(tmp_path: Path, name: str):
+    body = (
+        "if sys.argv[1] == 'list':\n"
+        f"    print(json.dumps([{_block('billing/T-007')!r}, {_block('shop', path='/far/s')!r}]))\n"
+    )
+    backend = _far(tmp_path, body)
+    backend = _far(tmp_path, body, host=name)
+    assert backend.owns(f"{name}:shop") and backend.owns(f"{name}:T-007")
+    assert not backend.owns(f"{name}:") and not backend.owns("elsewhere:shop")
+    assert backend.read(f"{name}:shop").id == f"{name}:shop"
+    assert backend.read(f"{name}:T-007").id == f"{name}:billing/T-007"

@@ -424,13 +424,23 @@ class SshBackend(Source):
 
     # -- listing --------------------------------------------------------------------------------
 
+    def _split(self, target: str) -> tuple[str, str] | None:
+        """(host, id there) of `build-1:shop`: the longest configured host before a colon (a
+        host may hold colons itself: `[::1]:shop`), or None."""
+        for name in sorted(self.hosts, key=len, reverse=True):
+            if target.startswith(name + ":") and len(target) > len(name) + 1:
+                return name, target[len(name) + 1 :]
+        return None
+
     def owns(self, target: str) -> bool:
         """`build-1:shop` (a configured host, then an id there), and no such file here."""
-        head, sep, rest = target.partition(":")
-        return bool(sep and rest) and head in self.hosts and not os.path.exists(target)
+        return self._split(target) is not None and not os.path.exists(target)
 
     def read(self, target: str) -> Block:
-        head, _, rest = target.partition(":")
+        split = self._split(target)
+        if split is None:
+            raise UsageError(f"{target!r} names no host of [[remote]] (HOST:ID)")
+        head, rest = split
         host = self.hosts[head]
         blocks = self._read_host(host)
         found = [b for b in blocks if b.meta["remote_id"] == rest] or [
@@ -495,7 +505,15 @@ class SshBackend(Source):
         tries = 0
         while not stop.is_set():
             began = time.monotonic()
-            state, message, retry = await Session(self, host, inbox, on_update, stop).run()
+            try:
+                state, message, retry = await Session(self, host, inbox, on_update, stop).run()
+            except Exception as exc:  # a bug this far side trips: its error, not every host's
+                kind = type(exc).__name__
+                state, message, retry = (
+                    "error",
+                    f"this hitl could not read what its hitl sent ({kind})",
+                    None,
+                )
             if stop.is_set():
                 return
             tries = 1 if time.monotonic() - began > STEADY else tries + 1
