@@ -301,3 +301,13 @@ def test_hitl_answer_host_id_names_a_block_on_any_configured_host(tmp_path: Path
     assert not backend.owns(f"{name}:") and not backend.owns("elsewhere:shop")
     assert backend.read(f"{name}:shop").id == f"{name}:shop"
     assert backend.read(f"{name}:T-007").id == f"{name}:billing/T-007"
+
+
+def test_an_answer_with_a_nul_is_one_line_not_a_crash(tmp_path: Path):
+    from hitl_tui.model import HitlError
+
+    backend = _far(tmp_path, "print('{}')")
+    block = wire.block_from_wire(_block(), "h1")
+    with pytest.raises(HitlError) as err:
+        backend.plan(block, Answer(choice=block.choices[0], note="a\0b"))
+    assert str(err.value) == "h1: a NUL character cannot be sent over ssh"

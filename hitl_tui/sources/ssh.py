@@ -244,6 +244,8 @@ class SshBackend(Source):
             raise Unreached(f"{host.host}: no answer within {timeout:g} s") from None
         except OSError as exc:
             raise HitlError(f"{host.host}: cannot run ssh: {exc.strerror}") from None
+        except ValueError:  # a NUL in a word: no command line can carry it
+            raise HitlError(f"{host.host}: a NUL character cannot be sent over ssh") from None
         err = proc.stderr[-STDERR_KEEP:].decode("utf-8", "replace")
         if proc.returncode == 255:
             raise Unreached(f"{host.host}: {ssh_reason(err)}")
