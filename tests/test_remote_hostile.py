@@ -311,3 +311,23 @@ def test_an_answer_with_a_nul_is_one_line_not_a_crash(tmp_path: Path):
     with pytest.raises(HitlError) as err:
         backend.plan(block, Answer(choice=block.choices[0], note="a\0b"))
     assert str(err.value) == "h1: a NUL character cannot be sent over ssh"
+
+
+async def test_the_far_sides_warnings_are_shown_in_its_state(tmp_path: Path):
+    said = "cannot read /far/x/BLOCKED.md:\n[bold]denied\x1b[2J"
+    backend = _far(
+        tmp_path,
+        _lines({**LIST, "blocks": [_block()], "warnings": [said, 7]})
+        + "\ntime.sleep(0.3)\n"
+        + _lines(
+            {"event": "added", "block": _block("api", path="/far/api/BLOCKED.md")},
+            {"event": "warnings", "warnings": "not a list"},
+            {"event": "warnings", "warnings": []},
+        ),
+    )
+    _ended, _inbox, updates = await _session(backend)
+    states = [message for _scope, state, message in updates if state == "ok"]
+    assert states[0] == (
+        "connected, 1 block (1 warning there: cannot read /far/x/BLOCKED.md: [bold]denied␛[2J)"
+    )
+    assert states[-1] == "connected, 2 blocks"

@@ -670,6 +670,7 @@ class Session:
         self.listed = False
         self.skipped = 0
         self.over = 0  # blocks not listed: over MAX_BLOCKS or MAX_HOST_TEXT
+        self.warnings: list[str] = []  # the far side's (its `list` and `warnings` lines)
         self.err = bytearray()
 
     async def run(self) -> tuple[str, str, int | None]:
@@ -769,12 +770,15 @@ class Session:
                 self.blocks, self.weights, self.total, self.over = {}, {}, 0, 0
                 for item in items:
                     self._put(item)
+                self._warn(event.get("warnings"))
                 self.listed = touched = True
             elif not self.listed:
                 continue  # nothing counts before the list
             elif kind in ("added", "changed"):
                 self._put(event.get("block"))
                 touched = True
+            elif kind == "warnings":
+                touched = self._warn(event.get("warnings")) or touched
             elif kind == "removed":
                 key = wire.remote_key(self.host.host, event.get("source"), event.get("path"))
                 if key is not None and self.blocks.pop(key, None) is not None:
@@ -809,6 +813,15 @@ class Session:
         self.weights[key] = weight
         self.total = total
 
+    def _warn(self, value: object) -> bool:
+        """Keep the far side's warnings (a list of strings; anything else is not one)."""
+        if not isinstance(value, list):
+            return False
+        said = [printable(one_line(w))[:300] for w in value[:100] if isinstance(w, str)]
+        changed = said != self.warnings
+        self.warnings = said
+        return changed
+
     def _state(self) -> str:
         count = len(self.blocks)
         text = f"connected, {count} block{'' if count == 1 else 's'}"
@@ -816,6 +829,9 @@ class Session:
             text += f" ({self.skipped} lines that were not blocks skipped)"
         if self.over:
             text += f" ({self.over} more were not listed: over the limit)"
+        if self.warnings:
+            many = len(self.warnings)
+            text += f" ({many} warning{'' if many == 1 else 's'} there: {self.warnings[0]})"
         return text
 
     async def _why(self, proc) -> tuple[str, str, int | None]:
