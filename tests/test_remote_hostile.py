@@ -331,3 +331,30 @@ async def test_the_far_sides_warnings_are_shown_in_its_state(tmp_path: Path):
         "connected, 1 block (1 warning there: cannot read /far/x/BLOCKED.md: [bold]denied␛[2J)"
     )
     assert states[-1] == "connected, 2 blocks"
+
+
+async def test_stop_ends_a_far_side_that_floods_and_ignores_stdin_and_sigterm(tmp_path: Path):
+    body = (
+        "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        + _lines({**LIST, "blocks": [_block()]})
+        + "\nwhile True:\n"
+        "    sys.stderr.write('e' * 65536)\n"
+        "    sys.stdout.write(json.dumps({'event': 'alive', 'time': 'x'}) * 50 + '\\n')\n"
+    )
+    backend = _far(tmp_path, body)
+    inbox = Inbox(Workspace.discover([]))
+    updates: list = []
+
+    async def on_update(scope, state, message, delta) -> None:
+        updates.append((state, message))
+
+    stop = asyncio.Event()
+    session = Session(backend, backend.hosts["h1"], inbox, on_update, stop)
+    task = asyncio.ensure_future(session.run())
+    await asyncio.sleep(1)
+    assert updates and updates[0] == ("ok", "connected, 1 block")
+    stop.set()
+    began = time.monotonic()
+    assert await asyncio.wait_for(task, 15) == ("ok", "stopped", None)
+    assert time.monotonic() - began < 10
+    assert len(session.err) <= 4096
