@@ -358,3 +358,13 @@ async def test_stop_ends_a_far_side_that_floods_and_ignores_stdin_and_sigterm(tm
     assert await asyncio.wait_for(task, 15) == ("ok", "stopped", None)
     assert time.monotonic() - began < 10
     assert len(session.err) <= 4096
+
+
+async def test_a_far_side_that_chatters_but_never_lists_is_given_up_on(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr("hitl_tui.sources.ssh.FIRST_LINE", 2.0)
+    body = "while True:\n    print('not the list', flush=True); time.sleep(0.1)\n"
+    backend = _far(tmp_path, body)
+    began = time.monotonic()
+    (state, message, _retry), _inbox, _ = await _session(backend)
+    assert (state, message) == ("unreachable", "no list for 2 s (the host hangs?)")
+    assert time.monotonic() - began < 8

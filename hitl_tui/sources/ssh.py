@@ -708,6 +708,10 @@ class Session:
         """Read lines until EOF (None: ask the exit code why) or a reason to stop."""
         buffer = bytearray()
         patience = FIRST_LINE
+        #: The list must have come by then, whatever else the far side says meanwhile; while
+        #: its own line keeps coming (a long list, a slow link), ten times that at most.
+        began = time.monotonic()
+        list_by = began + FIRST_LINE
         waiter_stop = asyncio.ensure_future(self.stop.wait())
         try:
             while True:
@@ -720,12 +724,21 @@ class Session:
                     return "ok", "stopped", None
                 if read not in done:
                     read.cancel()
-                    what = "the list" if not self.listed else "a sign of life"
-                    return "unreachable", f"no {what} for {patience:g} s (the host hangs?)", None
+                    if not self.listed:
+                        waited = time.monotonic() - began
+                        return "unreachable", f"no list for {waited:.0f} s (the host hangs?)", None
+                    return (
+                        "unreachable",
+                        f"no sign of life for {patience:g} s (the host hangs?)",
+                        None,
+                    )
                 chunk = read.result()
                 if not chunk:
                     return None
                 patience = 3 * self.backend.alive_every + 5
+                if not self.listed:
+                    limit = list_by if b"\n" in chunk else list_by + 9 * FIRST_LINE
+                    patience = max(0.0, min(patience, limit - time.monotonic()))
                 longest = wire.MAX_LINE if self.listed else wire.MAX_LIST_LINE
                 if b"\n" not in chunk:  # a long line, still coming: not split again and again
                     buffer += chunk
@@ -739,6 +752,8 @@ class Session:
                 ended = await self._lines(lines)
                 if ended is not None:
                     return ended
+                if self.listed:
+                    patience = 3 * self.backend.alive_every + 5
         finally:
             waiter_stop.cancel()
 
