@@ -199,7 +199,7 @@ def test_did_it_resume_asks_only_that_machines_files(tmp_path: Path, monkeypatch
     assert not polled.exists()
 
 
-def _dropping(tmp_path: Path, status: str) -> tuple[SshBackend, object]:
+def _dropping(tmp_path: Path, status: str, undone: bool = False) -> tuple[SshBackend, object]:
     """A far side whose `answer` loses the connection (ssh's 255) and whose journal then has
     an entry of that answer with `status`."""
     from datetime import UTC, datetime
@@ -212,6 +212,7 @@ def _dropping(tmp_path: Path, status: str) -> tuple[SshBackend, object]:
         "kind": "answer",
         "block": {"fingerprint": FP},
         "status": status,
+        "undone": undone,
     }
     body = (
         "if sys.argv[1] == 'answer': sys.exit(255)\n"
@@ -368,3 +369,14 @@ async def test_a_far_side_that_chatters_but_never_lists_is_given_up_on(tmp_path:
     (state, message, _retry), _inbox, _ = await _session(backend)
     assert (state, message) == ("unreachable", "no list for 2 s (the host hangs?)")
     assert time.monotonic() - began < 8
+
+
+def test_an_earlier_answer_undone_there_is_not_taken_for_this_one(tmp_path: Path):
+    """Answered, undone (the same bytes are back), answered again and the connection drops:
+    the undone entry of the first answer does not say that this one was written."""
+    from hitl_tui.model import HitlError
+
+    backend, plan = _dropping(tmp_path, "done", undone=True)
+    with pytest.raises(HitlError) as err:
+        backend.send(plan)
+    assert str(err.value).endswith("nothing was written there (answer again)")

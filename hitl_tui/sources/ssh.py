@@ -378,8 +378,8 @@ class SshBackend(Source):
                 continue
             if when.tzinfo is None:
                 when = when.replace(tzinfo=UTC)
-            if when < began - SKEW:
-                continue
+            if when < began - SKEW or item.get("undone") is True:
+                continue  # before this send, or an earlier answer undone since (same bytes)
             if item.get("status") == "done":
                 return printable(one_line(str(item.get("id"))))[:200]
             if item.get("status") == "in progress":  # still writing there, or it will recover
