@@ -380,3 +380,17 @@ def test_an_earlier_answer_undone_there_is_not_taken_for_this_one(tmp_path: Path
     with pytest.raises(HitlError) as err:
         backend.send(plan)
     assert str(err.value).endswith("nothing was written there (answer again)")
+
+
+def test_a_far_command_that_prints_without_end_is_cut_off(tmp_path: Path):
+    """A preview whose far side prints forever: stopped at a bound, one line, no memory
+    growing for the whole COMMAND_TIMEOUT."""
+    from hitl_tui.model import HitlError
+
+    backend = _far(tmp_path, "chunk = b'x' * 65536\nwhile True: sys.stdout.buffer.write(chunk)\n")
+    block = wire.block_from_wire(_block(), "h1")
+    began = time.monotonic()
+    with pytest.raises(HitlError) as err:
+        backend.plan(block, Answer(choice=block.choices[0]))
+    assert str(err.value) == "h1: its hitl printed more than this hitl reads for one command"
+    assert time.monotonic() - began < 10

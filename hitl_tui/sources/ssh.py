@@ -226,30 +226,74 @@ class SshBackend(Source):
         command = " ".join(shell_word(w) for w in (*host.hitl, *words))
         return [*host.ssh, *options, "--", host.host, command]
 
-    def _run(self, host: Host, words: Sequence[str], timeout: float = COMMAND_TIMEOUT) -> Ran:
-        """Run hitl `words` on `host` and wait; Unreached when ssh could not (exit 255)."""
+    def _run(
+        self,
+        host: Host,
+        words: Sequence[str],
+        timeout: float = COMMAND_TIMEOUT,
+        limit: int = wire.MAX_LINE,
+    ) -> Ran:
+        """Run hitl `words` on `host` and wait; Unreached when ssh could not (exit 255).
+        At most `limit` bytes of its output are read: a far side that prints more is ended."""
         argv = self.argv(host, words)
         try:
-            proc = subprocess.run(
+            proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=timeout,
-                check=False,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 start_new_session=True,
             )
         except FileNotFoundError:
             raise HitlError(f"{host.host}: no ssh command {host.ssh[0]!r} here") from None
-        except subprocess.TimeoutExpired:
-            raise Unreached(f"{host.host}: no answer within {timeout:g} s") from None
         except OSError as exc:
             raise HitlError(f"{host.host}: cannot run ssh: {exc.strerror}") from None
         except ValueError:  # a NUL in a word: no command line can carry it
             raise HitlError(f"{host.host}: a NUL character cannot be sent over ssh") from None
-        err = proc.stderr[-STDERR_KEEP:].decode("utf-8", "replace")
+        out, err = bytearray(), bytearray()
+        over = threading.Event()
+
+        def read_out() -> None:
+            with contextlib.suppress(OSError, ValueError):
+                while chunk := proc.stdout.read1(1 << 16):
+                    out.extend(chunk)
+                    if len(out) > limit:
+                        over.set()
+                        _kill_group(proc)
+                        return
+
+        def read_err() -> None:
+            with contextlib.suppress(OSError, ValueError):
+                while chunk := proc.stderr.read1(1 << 16):
+                    err.extend(chunk)
+                    del err[:-STDERR_KEEP]
+
+        readers = [threading.Thread(target=f, daemon=True) for f in (read_out, read_err)]
+        for reader in readers:
+            reader.start()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise Unreached(f"{host.host}: no answer within {timeout:g} s") from None
+        finally:
+            if proc.poll() is None:
+                _kill_group(proc)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(5)
+            for reader in readers:
+                reader.join(5)
+            for stream in (proc.stdout, proc.stderr):
+                with contextlib.suppress(OSError):
+                    stream.close()
+        if over.is_set():
+            raise HitlError(
+                f"{host.host}: its hitl printed more than this hitl reads for one command"
+            )
+        text = bytes(err).decode("utf-8", "replace")
         if proc.returncode == 255:
-            raise Unreached(f"{host.host}: {ssh_reason(err)}")
-        return Ran(proc.returncode, proc.stdout, err)
+            raise Unreached(f"{host.host}: {ssh_reason(text)}")
+        return Ran(proc.returncode, bytes(out), text)
 
     def _json(self, host: Host, ran: Ran, what: str) -> dict:
         """The far side's one JSON object, or HitlError mapping its exit code and line."""
@@ -455,7 +499,9 @@ class SshBackend(Source):
         raise UsageError(f"no open block {rest!r} on {head} (see 'hitl list')")
 
     def _read_host(self, host: Host) -> list[Block]:
-        ran = self._run(host, ["list", "--json", "--all", "--local", *host.paths])
+        ran = self._run(
+            host, ["list", "--json", "--all", "--local", *host.paths], limit=wire.MAX_LIST_LINE
+        )
         if ran.code != 0:
             raise far_error(host.host, ran, "the list")
         try:
@@ -877,6 +923,12 @@ class Session:
             return "(version unknown)"
         words = ran.out.decode("utf-8", "replace").split()
         return printable(words[-1])[:40] if ran.code == 0 and words else "(version unknown)"
+
+
+def _kill_group(proc) -> None:
+    """End ssh and what it started (its own process group: `start_new_session`)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 async def _end(proc) -> None:
