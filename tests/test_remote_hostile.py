@@ -394,3 +394,15 @@ def test_a_far_command_that_prints_without_end_is_cut_off(tmp_path: Path):
         backend.plan(block, Answer(choice=block.choices[0]))
     assert str(err.value) == "h1: its hitl printed more than this hitl reads for one command"
     assert time.monotonic() - began < 10
+
+
+@pytest.mark.parametrize("done", [5, "abc", {"k": 1}, None, ["wrote\x1b[2J\n x", 3]])
+def test_an_answers_reply_with_wrong_types_is_read_safely(tmp_path: Path, done):
+    from hitl_tui.model import Plan
+
+    reply = {"protocol": 1, "done": done, "entry": 7}
+    backend = _far(tmp_path, f"print(json.dumps({reply!r}))")
+    block = wire.block_from_wire(_block(), "h1")
+    said = backend.send(Plan(block, Answer(choice=block.choices[0]), (), {}, "s"))
+    expected = ["on h1: wrote␛[2J x"] if isinstance(done, list) else []
+    assert list(said) == expected

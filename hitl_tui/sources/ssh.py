@@ -356,8 +356,10 @@ class SshBackend(Source):
         except Unreached as exc:
             return self._settle(host, plan, began, str(exc))
         data = self._json(host, ran, "the answer")
-        done = [str(d) for d in data.get("done", []) if isinstance(d, str)]
+        said = data.get("done") if isinstance(data.get("done"), list) else []
+        done = [printable(one_line(d))[:300] for d in said[:100] if isinstance(d, str)]
         entry = data.get("entry") if isinstance(data.get("entry"), str) else None
+        entry = entry if entry and len(entry) <= 200 else None
         return self._journal(host, plan, done, entry)
 
     def _journal(self, host: Host, plan: Plan, done: list[str], entry: str | None) -> list[str]:
@@ -466,7 +468,7 @@ class SshBackend(Source):
         message = data.get("message") if isinstance(data.get("message"), str) else "undone"
         if self._wake is not None and self._loop is not None:
             self.refresh_soon()
-        return printable(one_line(f"on {host.host}: {message}"))
+        return printable(one_line(f"on {host.host}: {message}"))[:500]
 
     # -- listing --------------------------------------------------------------------------------
 
