@@ -53,6 +53,8 @@ MAX_HOST_TEXT = 32 * MAX_PARSE_BYTES
 MAX_LIST_LINE = 2 * MAX_HOST_TEXT
 
 _FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
+#: The states a block has (a row's `waiting` and `not-resumed` are hitl's own, never a file's).
+BLOCK_STATES = ("blocked", "needs_context")
 
 
 def block_to_wire(block: Block) -> dict:
@@ -178,7 +180,7 @@ def block_from_wire(data: object, host: str) -> Block:
         source=REMOTE_SOURCE,
         repo=f"{host}:{repo}",
         path=f"{host}:{path}",
-        state=_text(data.get("state"), 64) or "blocked",
+        state=state if (state := _text(data.get("state"), 64)) in BLOCK_STATES else "blocked",
         question=_text(data.get("question")),
         context=_text(data.get("context")),
         attempted=attempted,

@@ -406,3 +406,19 @@ def test_an_answers_reply_with_wrong_types_is_read_safely(tmp_path: Path, done):
     said = backend.send(Plan(block, Answer(choice=block.choices[0]), (), {}, "s"))
     expected = ["on h1: wrote␛[2J x"] if isinstance(done, list) else []
     assert list(said) == expected
+
+
+@pytest.mark.parametrize(
+    ("state", "listed"),
+    [
+        ("waiting", "blocked"),
+        ("not-resumed", "blocked"),
+        ("needs_context", "needs_context"),
+        ("[b]x", "blocked"),
+        (None, "blocked"),
+    ],
+)
+def test_a_remote_block_is_in_a_state_a_block_can_have(state, listed):
+    """A far side cannot disguise its block as an answer waiting for its loop (quiet, at the
+    bottom of the list)."""
+    assert wire.block_from_wire(_block(state=state), "h1").state == listed
