@@ -30,7 +30,7 @@ Nothing here imports Textual.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from hitl_tui import __version__
 from hitl_tui.model import MAX_PARSE_BYTES, Block, Choice, Plan, Section
@@ -53,6 +53,7 @@ MAX_HOST_TEXT = 32 * MAX_PARSE_BYTES
 MAX_LIST_LINE = 2 * MAX_HOST_TEXT
 
 _FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: The states a block has (a row's `waiting` and `not-resumed` are hitl's own, never a file's).
 BLOCK_STATES = ("blocked", "needs_context")
 
@@ -146,9 +147,13 @@ def _since(value: object) -> datetime:
         raise WireError("since is not a time")
     try:
         when = datetime.fromisoformat(value[:64])
-    except ValueError:
+        # in UTC: a time at the edge of the calendar with an offset cannot be shown locally
+        when = (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
+    except (ValueError, OverflowError):
         raise WireError("since is not a time") from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
+    if not _EPOCH <= when <= datetime.now(UTC) + timedelta(days=2):  # clocks differ a little
+        raise WireError("since is not a time")
+    return when
 
 
 def block_from_wire(data: object, host: str) -> Block:

@@ -422,3 +422,19 @@ def test_a_remote_block_is_in_a_state_a_block_can_have(state, listed):
     """A far side cannot disguise its block as an answer waiting for its loop (quiet, at the
     bottom of the list)."""
     assert wire.block_from_wire(_block(state=state), "h1").state == listed
+
+
+@pytest.mark.parametrize(
+    "since",
+    ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-12:00", "9999-12-31T23:59:59+00:00"],
+)
+def test_a_since_at_the_edge_of_time_is_not_a_block_or_is_one_that_shows(since):
+    from hitl_tui.timefmt import age
+
+    try:
+        block = wire.block_from_wire(_block(since=since), "h1")
+    except wire.WireError as exc:
+        assert str(exc) == "since is not a time"
+        return
+    block.since.astimezone()  # what showing its time does
+    age(block.since)
