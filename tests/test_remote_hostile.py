@@ -438,3 +438,17 @@ def test_a_since_at_the_edge_of_time_is_not_a_block_or_is_one_that_shows(since):
         return
     block.since.astimezone()  # what showing its time does
     age(block.since)
+
+
+def test_previews_kept_for_their_editable_decision_are_bounded(tmp_path: Path, monkeypatch):
+    from hitl_tui.sources.ssh import Ran
+
+    backend = _far(tmp_path, "")
+    reply = json.dumps({"protocol": 1, "diff": "", "decision_text": "x" * 1000}).encode()
+    monkeypatch.setattr(backend, "_run", lambda host, words, *a, **k: Ran(0, reply, ""))
+    block = wire.block_from_wire(_block(), "h1")
+    for n in range(1000):
+        backend.plan(block, Answer(choice=block.choices[0], note=f"note {n}"))
+    assert len(backend._editable) <= 256
+    last = Answer(choice=block.choices[0], note="note 999")
+    assert backend.decision_text(block, last) == "x" * 1000

@@ -72,6 +72,8 @@ COMMAND_TIMEOUT = 60.0
 SEND_TIMEOUT = 120.0
 #: Seconds for the first line (the whole list: the far side scans its repositories first).
 FIRST_LINE = 120.0
+#: The previews whose editable decision is kept (the last ones: one is confirmed soon after).
+EDITABLE_KEEP = 256
 #: Most of ssh's and the far side's stderr kept, to explain a failure in one line.
 STDERR_KEEP = 4096
 #: How an answer whose connection dropped is looked for in that machine's journal: an entry
@@ -328,7 +330,12 @@ class SshBackend(Source):
         summary = data.get("summary") if isinstance(data.get("summary"), str) else "answered"
         hint = data.get("hint") if isinstance(data.get("hint"), str) else None
         editable = data.get("decision_text")
-        self._editable[_answer_key(block, answer)] = editable if isinstance(editable, str) else None
+        with self._lock:
+            self._editable[_answer_key(block, answer)] = (
+                editable if isinstance(editable, str) else None
+            )
+            while len(self._editable) > EDITABLE_KEEP:  # the oldest previews go first
+                del self._editable[next(iter(self._editable))]
         then = data.get("then_runs")
         what = f"written on {host.host} by its hitl (its own lock, journal and checks)"
         if isinstance(then, str):
