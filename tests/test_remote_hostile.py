@@ -452,3 +452,30 @@ def test_previews_kept_for_their_editable_decision_are_bounded(tmp_path: Path, m
     assert len(backend._editable) <= 256
     last = Answer(choice=block.choices[0], note="note 999")
     assert backend.decision_text(block, last) == "x" * 1000
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"repos": 5},
+        {"repos": [{"resumed": 5}]},
+        {"repos": [{"resumed": [{"entry": "F1", "how": 7}]}]},
+        [1, 2],
+        {"repos": [{"resumed": [{"entry": "F1", "how": "a new commit\x1b[2J\nabc"}]}]},
+    ],
+)
+def test_did_it_resume_reads_a_broken_status_safely(tmp_path: Path, monkeypatch, reply):
+    from types import SimpleNamespace
+
+    from hitl_tui.sources import ssh as ssh_module
+
+    backend = _far(tmp_path, f"print(json.dumps({reply!r}))")
+    monkeypatch.setattr(ssh_module, "_far_entry", lambda waiting: "F1")
+    waiting = SimpleNamespace(signs={"host": "h1", "repo": "/far/shop"}, entry="e")
+    said = backend.resumed(waiting)
+    if isinstance(reply, dict) and "new commit" in str(reply):
+        assert said == "a new commit␛[2J abc (on h1)"
+    elif isinstance(reply, dict) and "F1" in str(reply):
+        assert said == "it acted (on h1)"
+    else:
+        assert said is None

@@ -608,8 +608,10 @@ class SshBackend(Source):
             data = orjson.loads(ran.out)
         except ValueError:
             return None
-        for row in data.get("repos", []) if isinstance(data, dict) else []:
-            for answer in row.get("resumed", []) if isinstance(row, dict) else []:
+        rows = data.get("repos") if isinstance(data, dict) else None
+        for row in rows if isinstance(rows, list) else []:
+            answers = row.get("resumed") if isinstance(row, dict) else None
+            for answer in answers if isinstance(answers, list) else []:
                 if isinstance(answer, dict) and answer.get("entry") == far:
                     how = answer.get("how") if isinstance(answer.get("how"), str) else "it acted"
                     return printable(one_line(f"{how} (on {host.host})"))[:200]
