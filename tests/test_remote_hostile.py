@@ -479,3 +479,19 @@ def test_did_it_resume_reads_a_broken_status_safely(tmp_path: Path, monkeypatch,
         assert said == "it acted (on h1)"
     else:
         assert said is None
+
+
+def test_a_dropped_send_outside_the_app_says_where_to_look(tmp_path: Path):
+    """`hitl answer` from the command line has no watch to ask again later: the error says
+    where the truth is instead of promising a reconnect that never comes."""
+    from hitl_tui.model import HitlError, Plan
+
+    backend = _far(tmp_path, "sys.exit(255)")
+    backend.settle_waits = (0.01,)
+    block = wire.block_from_wire(_block(), "h1")
+    with pytest.raises(HitlError) as err:
+        backend.send(Plan(block, Answer(choice=block.choices[0]), (), {}, "s"))
+    assert str(err.value) == (
+        "h1: unreachable while sending: whether the answer was written is not known yet; "
+        "'hitl history' on h1 says (an answer is never applied twice)"
+    )

@@ -402,9 +402,14 @@ class SshBackend(Source):
             ]
         with self._lock:
             self._pending.setdefault(host.host, []).append((plan, began))
+        unknown = f"{why} while sending: whether the answer was written is not known yet"
+        if self._loop is None:  # no watch in this process (the command line): none asks later
+            raise HitlError(
+                f"{unknown}; 'hitl history' on {host.host} says (an answer is never applied twice)"
+            )
         raise HitlError(
-            f"{why} while sending: whether the answer was written is not known yet; hitl "
-            f"asks {host.host}'s journal when it reconnects (it is never applied twice)"
+            f"{unknown}; hitl asks {host.host}'s journal when it reconnects (it is never "
+            "applied twice)"
         )
 
     def _find_sent(self, host: Host, plan: Plan, began: datetime) -> str | None:
