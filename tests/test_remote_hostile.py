@@ -220,6 +220,7 @@ def _dropping(tmp_path: Path, status: str, undone: bool = False) -> tuple[SshBac
     )
     backend = _far(tmp_path, body)
     backend.settle_waits = (0.01, 0.01)
+    backend.far_lifetime = 0  # the hitl there has ended: what its journal says is final
     block = wire.block_from_wire(_block(), "h1")
     plan = Plan(block, Answer(choice=block.choices[0]), (), {}, "s")
     return backend, plan
@@ -495,3 +496,48 @@ def test_a_dropped_send_outside_the_app_says_where_to_look(tmp_path: Path):
         "h1: unreachable while sending: whether the answer was written is not known yet; "
         "'hitl history' on h1 says (an answer is never applied twice)"
     )
+
+
+def test_a_far_answer_that_lands_after_the_drop_is_not_called_unwritten(tmp_path: Path):
+    """ssh dropped, but the hitl there (waiting for its lock, say) goes on and writes a moment
+    later: its journal's silence at the first look does not mean 'nothing was written'."""
+    from datetime import UTC, datetime
+
+    from hitl_tui.model import Plan
+
+    mark = tmp_path / "sent-at"
+    entry = {"id": "F9", "kind": "answer", "block": {"fingerprint": FP}, "status": "done"}
+    body = (
+        f"mark = {str(mark)!r}\n"
+        "if sys.argv[1] == 'answer':\n"
+        "    open(mark, 'w').write(str(time.time())); sys.exit(255)\n"
+        "if sys.argv[1] == 'history':\n"
+        "    lands = float(open(mark).read()) + 1.0\n"
+        f"    entry = {entry!r}\n"
+        f"    entry['time'] = {datetime.now(UTC).isoformat()!r}\n"
+        "    print(json.dumps([entry] if time.time() > lands else []))\n"
+    )
+    backend = _far(tmp_path, body)
+    backend.settle_waits = (0.3, 0.3, 0.3, 0.3, 0.3, 0.3)
+    backend.far_lifetime = 1.5
+    block = wire.block_from_wire(_block(), "h1")
+    said = backend.send(Plan(block, Answer(choice=block.choices[0]), (), {}, "s"))
+    assert said[-1] == "confirmed from h1's journal after the connection dropped"
+    assert said[0] == "on h1: written (F9)"
+
+
+def test_after_a_reconnect_an_answer_the_far_side_may_still_write_stays_pending(tmp_path: Path):
+    from datetime import UTC, datetime
+
+    from hitl_tui.model import Plan
+
+    backend = _far(tmp_path, "print('[]')")
+    block = wire.block_from_wire(_block(), "h1")
+    plan = Plan(block, Answer(choice=block.choices[0]), (), {}, "s")
+    backend._pending["h1"] = [(plan, datetime.now(UTC))]
+    assert backend.settle_pending(backend.hosts["h1"]) == []
+    assert len(backend._pending["h1"]) == 1  # asked again at the next line from there
+    backend.far_lifetime = 0
+    said = backend.settle_pending(backend.hosts["h1"])
+    assert said == ["the answer to h1:shop was not written (answer again)"]
+    assert not backend._pending.get("h1")

@@ -286,6 +286,7 @@ def test_an_answer_whose_connection_drops_says_what_is_known(
     shop = loop_repo(loops)
     [backend] = load_config(config).remotes
     backend.settle_waits = (0.2, 0.2)
+    backend.far_lifetime = 0  # the hitl there was killed with the server: it writes no more
     [block] = backend._read_host(backend.hosts["build-1"])
     plan = backend.plan(block, Answer(choice=block.choices[1], operator="Ada"))
 

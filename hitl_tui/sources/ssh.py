@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from hitl_tui import __version__, wire
+from hitl_tui.locks import LOCK_TIMEOUT
 from hitl_tui.model import (
     Answer,
     Block,
@@ -182,7 +183,11 @@ class SshBackend(Source):
     #: Seconds between the far side's `alive` lines (a hang shows after three missed).
     alive_every: float = wire.ALIVE_EVERY
     #: After a connection dropped mid-answer: the waits before each look at its journal.
-    settle_waits: tuple[float, ...] = (1, 2, 4)
+    settle_waits: tuple[float, ...] = (1, 2, 4, 8)
+    #: Seconds after a send began that the hitl there may still write it (ssh gone, it goes
+    #: on: its wait for the repository's lock, then the write): till then, an answer missing
+    #: from its journal is "not known yet", not "not written".
+    far_lifetime: float = LOCK_TIMEOUT + 5.0
 
     def __init__(self, hosts: Sequence[Host]) -> None:
         self.hosts = {h.host: h for h in hosts}
@@ -392,6 +397,8 @@ class SshBackend(Source):
             except Unreached:
                 continue
             if found is None:
+                if self._may_write_yet(began):
+                    continue
                 raise HitlError(
                     f"{why} while sending; {host.host}'s journal has no such answer: nothing "
                     "was written there (answer again)"
@@ -411,6 +418,9 @@ class SshBackend(Source):
             f"{unknown}; hitl asks {host.host}'s journal when it reconnects (it is never "
             "applied twice)"
         )
+
+    def _may_write_yet(self, began: datetime) -> bool:
+        return datetime.now(UTC) - began < timedelta(seconds=self.far_lifetime)
 
     def _find_sent(self, host: Host, plan: Plan, began: datetime) -> str | None:
         """The far side's journal entry of this answer, or None (Unreached: cannot tell, as
@@ -446,13 +456,15 @@ class SshBackend(Source):
 
     def settle_pending(self, host: Host) -> list[str]:
         """After a reconnect: what became of the answers whose connection dropped (one line
-        each; a written one is journaled here then)."""
+        each; a written one is journaled here then). One that cannot be told yet stays."""
         with self._lock:
             pending = self._pending.pop(host.host, [])
         said = []
         for plan, began in pending:
             try:
                 found = self._find_sent(host, plan, began)
+                if found is None and self._may_write_yet(began):
+                    raise Unreached("not yet")
             except HitlError:
                 with self._lock:
                     self._pending.setdefault(host.host, []).append((plan, began))
@@ -861,14 +873,17 @@ class Session:
                 if key is not None and self.blocks.pop(key, None) is not None:
                     self.total -= self.weights.pop(key, 0)
                     touched = True
+        delta = None
         if touched:
             delta = self.inbox.replace_remote(
                 self.backend.name, self.host.host, list(self.blocks.values())
             )
-            if self.listed and self.backend._pending.get(self.host.host):
-                said = await asyncio.to_thread(self.backend.settle_pending, self.host)
-                for line in said:
-                    await self.on_update(self.host.host, "answer", line, None)
+        said: list[str] = []
+        if self.listed and self.backend._pending.get(self.host.host):  # at each line: alive too
+            said = await asyncio.to_thread(self.backend.settle_pending, self.host)
+            for line in said:
+                await self.on_update(self.host.host, "answer", line, None)
+        if touched or said:
             await self.on_update(self.host.host, "ok", self._state(), delta)
         return None
 
