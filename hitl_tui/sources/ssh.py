@@ -288,11 +288,11 @@ class SshBackend(Source):
                 _kill_group(proc)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(5)
-            for reader in readers:
+            for reader, stream in zip(readers, (proc.stdout, proc.stderr), strict=True):
                 reader.join(5)
-            for stream in (proc.stdout, proc.stderr):
-                with contextlib.suppress(OSError):
-                    stream.close()
+                if not reader.is_alive():  # else a straggler holds the pipe: closing would wait
+                    with contextlib.suppress(OSError):
+                        stream.close()
         if over.is_set():
             raise HitlError(
                 f"{host.host}: its hitl printed more than this hitl reads for one command"
