@@ -485,7 +485,7 @@ class SshBackend(Source):
         if not isinstance(far, str) or not far:
             raise UsageError(f"cannot undo {entry.id}: {host.host} gave no journal entry for it")
         try:
-            ran = self._run(host, ["undo", far, "--json"])
+            ran = self._run(host, ["undo", far, "--json", f"--operator={operator}"])
         except Unreached as exc:
             raise HitlError(f"cannot undo {entry.id}: {exc}; nothing was undone") from None
         data = self._json(host, ran, "the undo")
