@@ -66,6 +66,7 @@ def build_undo() -> argparse.ArgumentParser:
         action="store_true",
         help='print one JSON object: {"protocol", "undone": the entry undone, "message"}',
     )
+    p.add_argument("--operator", metavar="NAME", help="who undoes (default: the config's operator)")
     return p
 
 
@@ -123,6 +124,7 @@ def repo_matcher(paths: list[str]) -> Callable[[Entry], bool]:
 def run_undo(args: argparse.Namespace) -> int:
     from hitl_tui import journal
     from hitl_tui.config import load_config
+    from hitl_tui.model import UsageError
     from hitl_tui.textio import printable
 
     config = load_config(args.config)
@@ -132,7 +134,11 @@ def run_undo(args: argparse.Namespace) -> int:
     from hitl_tui.resume import forget_undone
     from hitl_tui.similar import remember_recent
 
-    message = journal.undo(args.id, operator=config.operator_name(), sources=config.remotes)
+    named = getattr(args, "operator", None)
+    if named is not None and not named.strip():
+        raise UsageError("--operator is empty")
+    operator = named.strip() if named else config.operator_name()
+    message = journal.undo(args.id, operator=operator, sources=config.remotes)
     forget_undone(message)
     if args.json:
         from hitl_tui.textio import json_encoder

@@ -65,6 +65,11 @@ def build_status() -> argparse.ArgumentParser:
         help="repositories, or folders of repositories (default: config, else .)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="only the blocks in files: no remote backend of the config (GitHub, [[remote]])",
+    )
     p.add_argument("--config", metavar="FILE", help="TOML config file")
     return p
 
@@ -138,7 +143,7 @@ def _answers(row: dict) -> bool:
 
 def run_status(args: argparse.Namespace) -> int:
     _config, inbox = open_inbox(args)
-    for remote in inbox.remotes:
+    for remote in () if args.local else inbox.remotes:
         remote.read_into(inbox, lambda text: print(f"hitl: {printable(text)}", file=sys.stderr))
     print_warnings(inbox)
     now = datetime.now(UTC)

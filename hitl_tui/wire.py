@@ -30,7 +30,7 @@ Nothing here imports Textual.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from hitl_tui import __version__
 from hitl_tui.model import MAX_PARSE_BYTES, Block, Choice, Plan, Section
@@ -45,8 +45,17 @@ ALIVE_EVERY = 10.0
 MAX_TEXT = MAX_PARSE_BYTES + 4096
 MAX_ITEMS = 1000
 MAX_LINE = 8 * MAX_PARSE_BYTES  # one event line: a block's raw text and its panes, escaped
+#: What one host may list at once: so many blocks, so many characters of their text in all
+#: (`weight`); what is over is not listed, and the host's state says how many.
+MAX_BLOCKS = 10_000
+MAX_HOST_TEXT = 32 * MAX_PARSE_BYTES
+#: The first line (`list`) carries every block at once: it may be as long as their text.
+MAX_LIST_LINE = 2 * MAX_HOST_TEXT
 
 _FINGERPRINT = re.compile(r"sha256:[0-9a-f]{64}")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: The states a block has (a row's `waiting` and `not-resumed` are hitl's own, never a file's).
+BLOCK_STATES = ("blocked", "needs_context")
 
 
 def block_to_wire(block: Block) -> dict:
@@ -138,9 +147,13 @@ def _since(value: object) -> datetime:
         raise WireError("since is not a time")
     try:
         when = datetime.fromisoformat(value[:64])
-    except ValueError:
+        # in UTC: a time at the edge of the calendar with an offset cannot be shown locally
+        when = (when if when.tzinfo else when.replace(tzinfo=UTC)).astimezone(UTC)
+    except (ValueError, OverflowError):
         raise WireError("since is not a time") from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
+    if not _EPOCH <= when <= datetime.now(UTC) + timedelta(days=2):  # clocks differ a little
+        raise WireError("since is not a time")
+    return when
 
 
 def block_from_wire(data: object, host: str) -> Block:
@@ -172,7 +185,7 @@ def block_from_wire(data: object, host: str) -> Block:
         source=REMOTE_SOURCE,
         repo=f"{host}:{repo}",
         path=f"{host}:{path}",
-        state=_text(data.get("state"), 64) or "blocked",
+        state=state if (state := _text(data.get("state"), 64)) in BLOCK_STATES else "blocked",
         question=_text(data.get("question")),
         context=_text(data.get("context")),
         attempted=attempted,
@@ -197,6 +210,14 @@ def block_from_wire(data: object, host: str) -> Block:
             "remote_path": path,
         },
     )
+
+
+def weight(block: Block) -> int:
+    """About how much text `block` holds (what `MAX_HOST_TEXT` bounds)."""
+    texts = [block.raw, block.question, block.context, *block.attempted, *block.questions]
+    texts += [s.title + s.body for s in block.extra]
+    texts += [c.option + (c.consequence or "") for c in block.choices]
+    return sum(map(len, texts)) + len(block.id) + len(str(block.path))
 
 
 #: The `source` of every block read from another machine (`src:remote` in a filter).

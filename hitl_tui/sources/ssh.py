@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from hitl_tui import __version__, wire
+from hitl_tui.locks import LOCK_TIMEOUT
 from hitl_tui.model import (
     Answer,
     Block,
@@ -72,6 +73,8 @@ COMMAND_TIMEOUT = 60.0
 SEND_TIMEOUT = 120.0
 #: Seconds for the first line (the whole list: the far side scans its repositories first).
 FIRST_LINE = 120.0
+#: The previews whose editable decision is kept (the last ones: one is confirmed soon after).
+EDITABLE_KEEP = 256
 #: Most of ssh's and the far side's stderr kept, to explain a failure in one line.
 STDERR_KEEP = 4096
 #: How an answer whose connection dropped is looked for in that machine's journal: an entry
@@ -180,7 +183,11 @@ class SshBackend(Source):
     #: Seconds between the far side's `alive` lines (a hang shows after three missed).
     alive_every: float = wire.ALIVE_EVERY
     #: After a connection dropped mid-answer: the waits before each look at its journal.
-    settle_waits: tuple[float, ...] = (1, 2, 4)
+    settle_waits: tuple[float, ...] = (1, 2, 4, 8)
+    #: Seconds after a send began that the hitl there may still write it (ssh gone, it goes
+    #: on: its wait for the repository's lock, then the write): till then, an answer missing
+    #: from its journal is "not known yet", not "not written".
+    far_lifetime: float = LOCK_TIMEOUT + 5.0
 
     def __init__(self, hosts: Sequence[Host]) -> None:
         self.hosts = {h.host: h for h in hosts}
@@ -235,28 +242,74 @@ class SshBackend(Source):
         command = f'cd {shlex.quote(repo)} && exec "${{SHELL:-/bin/sh}}" -l'
         return [*host.ssh, "-t", "--", host.host, command]
 
-    def _run(self, host: Host, words: Sequence[str], timeout: float = COMMAND_TIMEOUT) -> Ran:
-        """Run hitl `words` on `host` and wait; Unreached when ssh could not (exit 255)."""
+    def _run(
+        self,
+        host: Host,
+        words: Sequence[str],
+        timeout: float = COMMAND_TIMEOUT,
+        limit: int = wire.MAX_LINE,
+    ) -> Ran:
+        """Run hitl `words` on `host` and wait; Unreached when ssh could not (exit 255).
+        At most `limit` bytes of its output are read: a far side that prints more is ended."""
         argv = self.argv(host, words)
         try:
-            proc = subprocess.run(
+            proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=timeout,
-                check=False,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 start_new_session=True,
             )
         except FileNotFoundError:
             raise HitlError(f"{host.host}: no ssh command {host.ssh[0]!r} here") from None
-        except subprocess.TimeoutExpired:
-            raise Unreached(f"{host.host}: no answer within {timeout:g} s") from None
         except OSError as exc:
             raise HitlError(f"{host.host}: cannot run ssh: {exc.strerror}") from None
-        err = proc.stderr[-STDERR_KEEP:].decode("utf-8", "replace")
+        except ValueError:  # a NUL in a word: no command line can carry it
+            raise HitlError(f"{host.host}: a NUL character cannot be sent over ssh") from None
+        out, err = bytearray(), bytearray()
+        over = threading.Event()
+
+        def read_out() -> None:
+            with contextlib.suppress(OSError, ValueError):
+                while chunk := proc.stdout.read1(1 << 16):
+                    out.extend(chunk)
+                    if len(out) > limit:
+                        over.set()
+                        _kill_group(proc)
+                        return
+
+        def read_err() -> None:
+            with contextlib.suppress(OSError, ValueError):
+                while chunk := proc.stderr.read1(1 << 16):
+                    err.extend(chunk)
+                    del err[:-STDERR_KEEP]
+
+        readers = [threading.Thread(target=f, daemon=True) for f in (read_out, read_err)]
+        for reader in readers:
+            reader.start()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise Unreached(f"{host.host}: no answer within {timeout:g} s") from None
+        finally:
+            if proc.poll() is None:
+                _kill_group(proc)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(5)
+            for reader, stream in zip(readers, (proc.stdout, proc.stderr), strict=True):
+                reader.join(5)
+                if not reader.is_alive():  # else a straggler holds the pipe: closing would wait
+                    with contextlib.suppress(OSError):
+                        stream.close()
+        if over.is_set():
+            raise HitlError(
+                f"{host.host}: its hitl printed more than this hitl reads for one command"
+            )
+        text = bytes(err).decode("utf-8", "replace")
         if proc.returncode == 255:
-            raise Unreached(f"{host.host}: {ssh_reason(err)}")
-        return Ran(proc.returncode, proc.stdout, err)
+            raise Unreached(f"{host.host}: {ssh_reason(text)}")
+        return Ran(proc.returncode, bytes(out), text)
 
     def _json(self, host: Host, ran: Ran, what: str) -> dict:
         """The far side's one JSON object, or HitlError mapping its exit code and line."""
@@ -291,7 +344,12 @@ class SshBackend(Source):
         summary = data.get("summary") if isinstance(data.get("summary"), str) else "answered"
         hint = data.get("hint") if isinstance(data.get("hint"), str) else None
         editable = data.get("decision_text")
-        self._editable[_answer_key(block, answer)] = editable if isinstance(editable, str) else None
+        with self._lock:
+            self._editable[_answer_key(block, answer)] = (
+                editable if isinstance(editable, str) else None
+            )
+            while len(self._editable) > EDITABLE_KEEP:  # the oldest previews go first
+                del self._editable[next(iter(self._editable))]
         then = data.get("then_runs")
         what = f"written on {host.host} by its hitl (its own lock, journal and checks)"
         if isinstance(then, str):
@@ -319,8 +377,10 @@ class SshBackend(Source):
         except Unreached as exc:
             return self._settle(host, plan, began, str(exc))
         data = self._json(host, ran, "the answer")
-        done = [str(d) for d in data.get("done", []) if isinstance(d, str)]
+        said = data.get("done") if isinstance(data.get("done"), list) else []
+        done = [printable(one_line(d))[:300] for d in said[:100] if isinstance(d, str)]
         entry = data.get("entry") if isinstance(data.get("entry"), str) else None
+        entry = entry if entry and len(entry) <= 200 else None
         return self._journal(host, plan, done, entry)
 
     def _journal(self, host: Host, plan: Plan, done: list[str], entry: str | None) -> list[str]:
@@ -346,6 +406,8 @@ class SshBackend(Source):
             except Unreached:
                 continue
             if found is None:
+                if self._may_write_yet(began):
+                    continue
                 raise HitlError(
                     f"{why} while sending; {host.host}'s journal has no such answer: nothing "
                     "was written there (answer again)"
@@ -356,13 +418,22 @@ class SshBackend(Source):
             ]
         with self._lock:
             self._pending.setdefault(host.host, []).append((plan, began))
+        unknown = f"{why} while sending: whether the answer was written is not known yet"
+        if self._loop is None:  # no watch in this process (the command line): none asks later
+            raise HitlError(
+                f"{unknown}; 'hitl history' on {host.host} says (an answer is never applied twice)"
+            )
         raise HitlError(
-            f"{why} while sending: whether the answer was written is not known yet; hitl "
-            f"asks {host.host}'s journal when it reconnects (it is never applied twice)"
+            f"{unknown}; hitl asks {host.host}'s journal when it reconnects (it is never "
+            "applied twice)"
         )
 
+    def _may_write_yet(self, began: datetime) -> bool:
+        return datetime.now(UTC) - began < timedelta(seconds=self.far_lifetime)
+
     def _find_sent(self, host: Host, plan: Plan, began: datetime) -> str | None:
-        """The far side's journal entry of this answer, or None (Unreached: cannot tell)."""
+        """The far side's journal entry of this answer, or None (Unreached: cannot tell, as
+        when its entry there is still in progress)."""
         data = self._run(host, ["history", "--json", "-n", "50"])
         if data.code != 0:
             raise far_error(host.host, data, "the journal")
@@ -384,19 +455,25 @@ class SshBackend(Source):
                 continue
             if when.tzinfo is None:
                 when = when.replace(tzinfo=UTC)
-            if when >= began - SKEW and item.get("status") == "done":
-                return str(item.get("id"))
+            if when < began - SKEW or item.get("undone") is True:
+                continue  # before this send, or an earlier answer undone since (same bytes)
+            if item.get("status") == "done":
+                return printable(one_line(str(item.get("id"))))[:200]
+            if item.get("status") == "in progress":  # still writing there, or it will recover
+                raise Unreached(f"{host.host}: the answer is still in progress there")
         return None
 
     def settle_pending(self, host: Host) -> list[str]:
         """After a reconnect: what became of the answers whose connection dropped (one line
-        each; a written one is journaled here then)."""
+        each; a written one is journaled here then). One that cannot be told yet stays."""
         with self._lock:
             pending = self._pending.pop(host.host, [])
         said = []
         for plan, began in pending:
             try:
                 found = self._find_sent(host, plan, began)
+                if found is None and self._may_write_yet(began):
+                    raise Unreached("not yet")
             except HitlError:
                 with self._lock:
                     self._pending.setdefault(host.host, []).append((plan, began))
@@ -417,24 +494,34 @@ class SshBackend(Source):
         if not isinstance(far, str) or not far:
             raise UsageError(f"cannot undo {entry.id}: {host.host} gave no journal entry for it")
         try:
-            ran = self._run(host, ["undo", far, "--json"])
+            ran = self._run(host, ["undo", far, "--json", f"--operator={operator}"])
         except Unreached as exc:
             raise HitlError(f"cannot undo {entry.id}: {exc}; nothing was undone") from None
         data = self._json(host, ran, "the undo")
         message = data.get("message") if isinstance(data.get("message"), str) else "undone"
         if self._wake is not None and self._loop is not None:
             self.refresh_soon()
-        return printable(one_line(f"on {host.host}: {message}"))
+        return printable(one_line(f"on {host.host}: {message}"))[:500]
 
     # -- listing --------------------------------------------------------------------------------
 
+    def _split(self, target: str) -> tuple[str, str] | None:
+        """(host, id there) of `build-1:shop`: the longest configured host before a colon (a
+        host may hold colons itself: `[::1]:shop`), or None."""
+        for name in sorted(self.hosts, key=len, reverse=True):
+            if target.startswith(name + ":") and len(target) > len(name) + 1:
+                return name, target[len(name) + 1 :]
+        return None
+
     def owns(self, target: str) -> bool:
         """`build-1:shop` (a configured host, then an id there), and no such file here."""
-        head, sep, rest = target.partition(":")
-        return bool(sep and rest) and head in self.hosts and not os.path.exists(target)
+        return self._split(target) is not None and not os.path.exists(target)
 
     def read(self, target: str) -> Block:
-        head, _, rest = target.partition(":")
+        split = self._split(target)
+        if split is None:
+            raise UsageError(f"{target!r} names no host of [[remote]] (HOST:ID)")
+        head, rest = split
         host = self.hosts[head]
         blocks = self._read_host(host)
         found = [b for b in blocks if b.meta["remote_id"] == rest] or [
@@ -447,7 +534,9 @@ class SshBackend(Source):
         raise UsageError(f"no open block {rest!r} on {head} (see 'hitl list')")
 
     def _read_host(self, host: Host) -> list[Block]:
-        ran = self._run(host, ["list", "--json", "--all", "--local", *host.paths])
+        ran = self._run(
+            host, ["list", "--json", "--all", "--local", *host.paths], limit=wire.MAX_LIST_LINE
+        )
         if ran.code != 0:
             raise far_error(host.host, ran, "the list")
         try:
@@ -499,7 +588,15 @@ class SshBackend(Source):
         tries = 0
         while not stop.is_set():
             began = time.monotonic()
-            state, message, retry = await Session(self, host, inbox, on_update, stop).run()
+            try:
+                state, message, retry = await Session(self, host, inbox, on_update, stop).run()
+            except Exception as exc:  # a bug this far side trips: its error, not every host's
+                kind = type(exc).__name__
+                state, message, retry = (
+                    "error",
+                    f"this hitl could not read what its hitl sent ({kind})",
+                    None,
+                )
             if stop.is_set():
                 return
             tries = 1 if time.monotonic() - began > STEADY else tries + 1
@@ -526,7 +623,7 @@ class SshBackend(Source):
         if host is None or not isinstance(repo, str) or far is None:
             return None
         try:
-            ran = self._run(host, ["status", "--json", repo])
+            ran = self._run(host, ["status", "--json", "--local", repo])
         except HitlError:
             return None
         if ran.code not in (0, 4):
@@ -537,8 +634,10 @@ class SshBackend(Source):
             data = orjson.loads(ran.out)
         except ValueError:
             return None
-        for row in data.get("repos", []) if isinstance(data, dict) else []:
-            for answer in row.get("resumed", []) if isinstance(row, dict) else []:
+        rows = data.get("repos") if isinstance(data, dict) else None
+        for row in rows if isinstance(rows, list) else []:
+            answers = row.get("resumed") if isinstance(row, dict) else None
+            for answer in answers if isinstance(answers, list) else []:
                 if isinstance(answer, dict) and answer.get("entry") == far:
                     how = answer.get("how") if isinstance(answer.get("how"), str) else "it acted"
                     return printable(one_line(f"{how} (on {host.host})"))[:200]
@@ -571,19 +670,20 @@ def _answer_key(block: Block, answer: Answer) -> tuple:
 
 
 def answer_words(block: Block, answer: Answer) -> list[str]:
-    """`hitl answer` there: the block's file, the answer, and the bytes it must still have."""
+    """`hitl answer` there: the block's file, the answer, and the bytes it must still have.
+    Each value rides in its option's word (`--note=-x`): a value that starts with a dash is
+    still a value to the far side's argparse."""
     words = ["answer", str(block.meta["remote_path"])]
     if answer.choice is not None:
-        words += ["--choice", answer.choice.key]
-    for text in answer.texts:
-        words += ["--text", text]
+        words.append(f"--choice={answer.choice.key}")
+    words += [f"--text={text}" for text in answer.texts]
     if answer.note:
-        words += ["--note", answer.note]
+        words.append(f"--note={answer.note}")
     if answer.decision_override is not None:
-        words += ["--decision", answer.decision_override]
+        words.append(f"--decision={answer.decision_override}")
     if answer.operator:
-        words += ["--operator", answer.operator]
-    return [*words, "--expect", block.fingerprint]
+        words.append(f"--operator={answer.operator}")
+    return [*words, f"--expect={block.fingerprint}"]
 
 
 def ssh_reason(err: str) -> str:
@@ -648,8 +748,12 @@ class Session:
             stop,
         )
         self.blocks: dict[tuple, Block] = {}
+        self.weights: dict[tuple, int] = {}
+        self.total = 0  # the sum of `weights`
         self.listed = False
         self.skipped = 0
+        self.over = 0  # blocks not listed: over MAX_BLOCKS or MAX_HOST_TEXT
+        self.warnings: list[str] = []  # the far side's (its `list` and `warnings` lines)
         self.err = bytearray()
 
     async def run(self) -> tuple[str, str, int | None]:
@@ -687,6 +791,10 @@ class Session:
         """Read lines until EOF (None: ask the exit code why) or a reason to stop."""
         buffer = bytearray()
         patience = FIRST_LINE
+        #: The list must have come by then, whatever else the far side says meanwhile; while
+        #: its own line keeps coming (a long list, a slow link), ten times that at most.
+        began = time.monotonic()
+        list_by = began + FIRST_LINE
         waiter_stop = asyncio.ensure_future(self.stop.wait())
         try:
             while True:
@@ -699,20 +807,36 @@ class Session:
                     return "ok", "stopped", None
                 if read not in done:
                     read.cancel()
-                    what = "the list" if not self.listed else "a sign of life"
-                    return "unreachable", f"no {what} for {patience:g} s (the host hangs?)", None
+                    if not self.listed:
+                        waited = time.monotonic() - began
+                        return "unreachable", f"no list for {waited:.0f} s (the host hangs?)", None
+                    return (
+                        "unreachable",
+                        f"no sign of life for {patience:g} s (the host hangs?)",
+                        None,
+                    )
                 chunk = read.result()
                 if not chunk:
                     return None
-                buffer += chunk
-                lines = buffer.split(b"\n")
+                patience = 3 * self.backend.alive_every + 5
+                if not self.listed:
+                    limit = list_by if b"\n" in chunk else list_by + 9 * FIRST_LINE
+                    patience = max(0.0, min(patience, limit - time.monotonic()))
+                longest = wire.MAX_LINE if self.listed else wire.MAX_LIST_LINE
+                if b"\n" not in chunk:  # a long line, still coming: not split again and again
+                    buffer += chunk
+                    if len(buffer) > longest:
+                        return "error", "its hitl sent a line too long to be the protocol", None
+                    continue
+                lines = (buffer + chunk).split(b"\n")
                 buffer = bytearray(lines.pop())
-                if len(buffer) > wire.MAX_LINE:
+                if len(buffer) > longest or any(len(x) > longest for x in lines):
                     return "error", "its hitl sent a line too long to be the protocol", None
                 ended = await self._lines(lines)
                 if ended is not None:
                     return ended
-                patience = 3 * self.backend.alive_every + 5
+                if self.listed:
+                    patience = 3 * self.backend.alive_every + 5
         finally:
             waiter_stop.cancel()
 
@@ -738,27 +862,37 @@ class Session:
                         self.host.host, event.get("protocol"), event.get("hitl")
                     )
                     return "error", message, VERSION_RETRY
-                self.blocks = {}
-                for item in event.get("blocks") or []:
+                items = event.get("blocks")
+                if not isinstance(items, list):
+                    return "error", "its hitl sent a list that is not the protocol", None
+                self.blocks, self.weights, self.total, self.over = {}, {}, 0, 0
+                for item in items:
                     self._put(item)
+                self._warn(event.get("warnings"))
                 self.listed = touched = True
             elif not self.listed:
                 continue  # nothing counts before the list
             elif kind in ("added", "changed"):
                 self._put(event.get("block"))
                 touched = True
+            elif kind == "warnings":
+                touched = self._warn(event.get("warnings")) or touched
             elif kind == "removed":
                 key = wire.remote_key(self.host.host, event.get("source"), event.get("path"))
                 if key is not None and self.blocks.pop(key, None) is not None:
+                    self.total -= self.weights.pop(key, 0)
                     touched = True
+        delta = None
         if touched:
             delta = self.inbox.replace_remote(
                 self.backend.name, self.host.host, list(self.blocks.values())
             )
-            if self.listed and self.backend._pending.get(self.host.host):
-                said = await asyncio.to_thread(self.backend.settle_pending, self.host)
-                for line in said:
-                    await self.on_update(self.host.host, "answer", line, None)
+        said: list[str] = []
+        if self.listed and self.backend._pending.get(self.host.host):  # at each line: alive too
+            said = await asyncio.to_thread(self.backend.settle_pending, self.host)
+            for line in said:
+                await self.on_update(self.host.host, "answer", line, None)
+        if touched or said:
             await self.on_update(self.host.host, "ok", self._state(), delta)
         return None
 
@@ -768,13 +902,37 @@ class Session:
         except wire.WireError:
             self.skipped += 1
             return
-        self.blocks[(block.source, block.path)] = block
+        key = (block.source, block.path)
+        weight = wire.weight(block)
+        total = self.total - self.weights.get(key, 0) + weight
+        if (key not in self.blocks and len(self.blocks) >= wire.MAX_BLOCKS) or (
+            total > wire.MAX_HOST_TEXT
+        ):
+            self.over += 1
+            return
+        self.blocks[key] = block
+        self.weights[key] = weight
+        self.total = total
+
+    def _warn(self, value: object) -> bool:
+        """Keep the far side's warnings (a list of strings; anything else is not one)."""
+        if not isinstance(value, list):
+            return False
+        said = [printable(one_line(w))[:300] for w in value[:100] if isinstance(w, str)]
+        changed = said != self.warnings
+        self.warnings = said
+        return changed
 
     def _state(self) -> str:
         count = len(self.blocks)
         text = f"connected, {count} block{'' if count == 1 else 's'}"
         if self.skipped:
             text += f" ({self.skipped} lines that were not blocks skipped)"
+        if self.over:
+            text += f" ({self.over} more were not listed: over the limit)"
+        if self.warnings:
+            many = len(self.warnings)
+            text += f" ({many} warning{'' if many == 1 else 's'} there: {self.warnings[0]})"
         return text
 
     async def _why(self, proc) -> tuple[str, str, int | None]:
@@ -807,10 +965,33 @@ class Session:
         return printable(words[-1])[:40] if ran.code == 0 and words else "(version unknown)"
 
 
+def _kill_group(proc) -> None:
+    """End ssh and what it started (its own process group: `start_new_session`)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
 async def _end(proc) -> None:
-    """Close the far side's stdin (it stops), then make sure ssh is gone."""
+    """Close the far side's stdin (it stops), then make sure ssh is gone; what it still prints
+    is read and dropped meanwhile (a far side blocked on a full pipe can finish, and the pipe
+    is closed, not left for the garbage collector)."""
     with contextlib.suppress(Exception):
         proc.stdin.close()
+    rest = asyncio.ensure_future(_discard(proc.stdout))
+    try:
+        await _gone(proc)
+    finally:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(rest, 2)
+
+
+async def _discard(stream) -> None:
+    with contextlib.suppress(Exception):
+        while await stream.read(1 << 16):
+            pass
+
+
+async def _gone(proc) -> None:
     try:
         await asyncio.wait_for(proc.wait(), 3)
         return

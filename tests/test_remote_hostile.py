@@ -1,0 +1,543 @@
+"""A hostile or broken far side: a `hitl` there that prints garbage, wrong types, floods or
+never ends. The ssh here is a stand-in that runs the far command with `sh -c` (what ssh does
+with it on the far side), so each case is a real process and a real pipe, and fast."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hitl_tui import wire
+from hitl_tui.inbox import Inbox
+from hitl_tui.model import Answer
+from hitl_tui.sources.ssh import Host, Session, SshBackend, answer_words, shell_word
+from hitl_tui.workspace import Workspace
+
+#: A session leaves no pipe open behind it (an unclosed transport warns when collected).
+pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+
+FP = "sha256:" + "a" * 64
+
+
+def _block(rid: str = "shop", **kw) -> dict:
+    data = {
+        "id": rid,
+        "source": "loopkit",
+        "repo": f"/far/{rid}",
+        "path": f"/far/{rid}/BLOCKED.md",
+        "question": "Ship?",
+        "since": "2026-12-01T09:00:00+00:00",
+        "fingerprint": FP,
+        "choices": [{"key": "A", "option": "yes"}],
+    }
+    data.update(kw)
+    return data
+
+
+def _fake_ssh(tmp_path: Path) -> str:
+    """An `ssh` that skips its options and the host and runs the command with sh -c."""
+    ssh = tmp_path / "fake-ssh"
+    ssh.write_text(
+        '#!/bin/sh\nwhile [ "$1" != "--" ]; do shift; done\nshift; shift\nexec sh -c "$1"\n'
+    )
+    ssh.chmod(0o755)
+    return str(ssh)
+
+
+def _far(tmp_path: Path, body: str, name: str = "far-hitl", host: str = "h1") -> SshBackend:
+    """A backend whose far hitl is the Python program `body` (stdout: sys.stdout.buffer)."""
+    script = tmp_path / name
+    script.write_text(f"#!{sys.executable}\nimport sys, json, time, os\n{body}\n")
+    script.chmod(0o755)
+    backend = SshBackend([Host(host, ("/far",), (str(script),), (_fake_ssh(tmp_path),))])
+    backend._control = None
+    backend.alive_every = 0.5
+    return backend
+
+
+def _lines(*events: dict) -> str:
+    text = "".join(json.dumps(e) + "\n" for e in events)
+    return f"sys.stdout.write({text!r}); sys.stdout.flush()"
+
+
+LIST = {"event": "list", "protocol": 1, "hitl": "0.1.0", "warnings": []}
+
+
+async def _session(backend: SshBackend, seconds: float = 15) -> tuple[tuple, Inbox, list]:
+    inbox = Inbox(Workspace.discover([]))
+    updates: list = []
+
+    async def on_update(scope, state, message, delta) -> None:
+        updates.append((scope, state, message))
+
+    stop = asyncio.Event()
+    began = time.monotonic()
+    ended = await asyncio.wait_for(
+        Session(backend, backend.hosts["h1"], inbox, on_update, stop).run(), seconds
+    )
+    assert time.monotonic() - began < seconds
+    return ended, inbox, updates
+
+
+@pytest.mark.parametrize("blocks", [5, True, 1.5, "abc", {"a": 1}])
+async def test_a_list_whose_blocks_are_not_a_list_ends_in_one_line(tmp_path: Path, blocks):
+    backend = _far(tmp_path, _lines({**LIST, "blocks": blocks}))
+    (state, message, _retry), inbox, _ = await _session(backend)
+    assert (state, message) == ("error", "its hitl sent a list that is not the protocol")
+    assert inbox.blocks == {}
+
+
+async def test_a_flood_of_new_blocks_is_bounded(tmp_path: Path):
+    flood = (
+        "out = sys.stdout\n"
+        f"out.write(json.dumps({{**{LIST!r}, 'blocks': []}}) + '\\n')\n"
+        f"block = {_block()!r}\n"
+        "for n in range(12000):\n"
+        "    block['id'] = f'r{n}'; block['path'] = f'/far/r{n}/BLOCKED.md'\n"
+        "    out.write(json.dumps({'event': 'added', 'block': block}) + '\\n')\n"
+        "out.flush()\n"
+    )
+    backend = _far(tmp_path, flood)
+    (_state, _message, _retry), inbox, updates = await _session(backend)
+    assert len(inbox.blocks) == wire.MAX_BLOCKS
+    assert updates[-1][2] == (
+        f"connected, {wire.MAX_BLOCKS} blocks (2000 more were not listed: over the limit)"
+    )
+
+
+async def test_the_text_one_host_may_list_is_bounded(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(wire, "MAX_HOST_TEXT", 3_500_000)
+    big = [_block(f"r{n}", path=f"/far/r{n}/BLOCKED.md", raw="x" * 1_000_000) for n in range(5)]
+    backend = _far(
+        tmp_path,
+        _lines({**LIST, "blocks": big[:2]}, *[{"event": "added", "block": b} for b in big[2:]]),
+    )
+    _ended, inbox, updates = await _session(backend)
+    assert sorted(b.id for b in inbox.blocks.values()) == ["h1:r0", "h1:r1", "h1:r2"]
+    assert updates[-1][2] == "connected, 3 blocks (2 more were not listed: over the limit)"
+
+
+async def test_a_line_of_100_mb_ends_the_session_in_one_line_and_in_bounded_time(tmp_path: Path):
+    body = (
+        _lines({**LIST, "blocks": [_block()]})
+        + "\nchunk = b'x' * (1 << 20)\n"
+        + "for _ in range(100): sys.stdout.buffer.write(chunk)\n"
+    )
+    backend = _far(tmp_path, body)
+    began = time.monotonic()
+    (state, message, _retry), inbox, _ = await _session(backend)
+    assert (state, message) == ("error", "its hitl sent a line too long to be the protocol")
+    assert time.monotonic() - began < 8  # read to the limit, then the far side is ended
+    assert [b.id for b in inbox.blocks.values()] == ["h1:shop"]  # as last seen
+
+
+async def test_binary_and_garbage_lines_are_skipped_and_counted(tmp_path: Path):
+    body = (
+        "out = sys.stdout.buffer\n"
+        "out.write(b'\\xff\\xfe\\x00binary\\n{not json\\n[1,2]\\n\\x1b[31mred\\n')\n"
+        f"out.write(json.dumps({{**{LIST!r}, 'blocks': [{_block()!r}, 7]}}).encode() + b'\\n')\n"
+        'out.write(b\'{"event": "added", "block": {"id": [1]}}\\n\\x00\\x01\\n\')\n'
+        "out.flush()\n"
+    )
+    backend = _far(tmp_path, body)
+    (state, message, _retry), inbox, updates = await _session(backend)
+    assert (state, message) == ("unreachable", "the watch ended")
+    assert [b.id for b in inbox.blocks.values()] == ["h1:shop"]
+    assert updates[-1][2] == "connected, 1 block (7 lines that were not blocks skipped)"
+
+
+@pytest.mark.parametrize("word", ["--force", "-x", "--dry-run"])
+def test_answer_words_that_look_like_options_reach_the_far_hitl_as_values(shop: Path, word: str):
+    """What the operator typed is a value, even when it starts with a dash: the far hitl
+    (here the real one, through sh -c as ssh runs it) previews exactly that."""
+    inbox = Inbox(Workspace.discover([shop]))
+    inbox.scan()
+    [local] = inbox.sorted_blocks()
+    block = wire.block_from_wire(wire.block_to_wire(local), "h1")
+    answer = Answer(choice=block.choices[0], note=word, operator=word)
+    words = [*answer_words(block, answer), "--dry-run", "--json"]
+    command = " ".join(shell_word(w) for w in [sys.executable, "-m", "hitl_tui", *words])
+    ran = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert f"{word}" in json.loads(ran.stdout)["diff"]
+
+
+def test_did_it_resume_asks_only_that_machines_files(tmp_path: Path, monkeypatch):
+    """`resumed()` runs `hitl status --json` there: that hitl must not poll its own config's
+    remotes (its [[remote]] could be this machine, or a host that hangs)."""
+    from types import SimpleNamespace
+
+    from hitl_tui.sources import ssh as ssh_module
+
+    polled = tmp_path / "polled"
+    marker_ssh = tmp_path / "marker-ssh"
+    marker_ssh.write_text(f"#!/bin/sh\ntouch {shell_word(str(polled))}\nexit 255\n")
+    marker_ssh.chmod(0o755)
+    far_config = tmp_path / "far-config.toml"
+    far_config.write_text(
+        f'[[remote]]\nhost = "back-home"\npaths = ["/x"]\nssh = [{json.dumps(str(marker_ssh))}]\n'
+    )
+    far_hitl = tmp_path / "far-hitl"
+    far_hitl.write_text(
+        f"#!/bin/sh\nHITL_CONFIG={shell_word(str(far_config))} exec "
+        f'{shell_word(sys.executable)} -m hitl_tui "$@"\n'
+    )
+    far_hitl.chmod(0o755)
+    repo = tmp_path / "far" / "shop"
+    (repo / ".git").mkdir(parents=True)
+    backend = SshBackend([Host("h1", (str(repo),), (str(far_hitl),), (_fake_ssh(tmp_path),))])
+    backend._control = None
+    monkeypatch.setattr(ssh_module, "_far_entry", lambda waiting: "20261201T090000Z-abcd")
+    waiting = SimpleNamespace(signs={"host": "h1", "repo": str(repo)}, entry="e")
+    assert backend.resumed(waiting) is None
+    assert not polled.exists()
+
+
+def _dropping(tmp_path: Path, status: str, undone: bool = False) -> tuple[SshBackend, object]:
+    """A far side whose `answer` loses the connection (ssh's 255) and whose journal then has
+    an entry of that answer with `status`."""
+    from datetime import UTC, datetime
+
+    from hitl_tui.model import Plan
+
+    entry = {
+        "id": "20261201T090000Z-far1",
+        "time": datetime.now(UTC).isoformat(),
+        "kind": "answer",
+        "block": {"fingerprint": FP},
+        "status": status,
+        "undone": undone,
+    }
+    body = (
+        "if sys.argv[1] == 'answer': sys.exit(255)\n"
+        f"if sys.argv[1] == 'history': print(json.dumps([{entry!r}]))\n"
+    )
+    backend = _far(tmp_path, body)
+    backend.settle_waits = (0.01, 0.01)
+    backend.far_lifetime = 0  # the hitl there has ended: what its journal says is final
+    block = wire.block_from_wire(_block(), "h1")
+    plan = Plan(block, Answer(choice=block.choices[0]), (), {}, "s")
+    return backend, plan
+
+
+def test_an_answer_still_in_progress_there_is_not_called_unwritten(tmp_path: Path):
+    from hitl_tui.model import HitlError
+
+    backend, plan = _dropping(tmp_path, "in progress")
+    with pytest.raises(HitlError) as err:
+        backend.send(plan)
+    assert "whether the answer was written is not known yet" in str(err.value)
+    assert backend._pending["h1"] == [(plan, backend._pending["h1"][0][1])]
+
+
+def test_an_answer_rolled_back_there_was_not_written(tmp_path: Path):
+    from hitl_tui.model import HitlError
+
+    backend, plan = _dropping(tmp_path, "rolled back")
+    with pytest.raises(HitlError) as err:
+        backend.send(plan)
+    assert str(err.value).endswith("nothing was written there (answer again)")
+    assert not backend._pending
+
+
+async def test_a_list_of_large_blocks_longer_than_one_block_line_is_read(tmp_path: Path):
+    """The first line carries every block: a few large (legitimate) files make it longer than
+    the bound on one block's line, and the host must still be listed."""
+    text = "y" * 400_000
+    blocks = [
+        _block(f"r{n}", path=f"/far/r{n}/BLOCKED.md", raw=text, question=text) for n in range(12)
+    ]
+    backend = _far(tmp_path, _lines({**LIST, "blocks": blocks}))
+    (state, message, _retry), inbox, _ = await _session(backend)
+    assert (state, message) == ("unreachable", "the watch ended")
+    assert len(inbox.blocks) == 12
+
+
+async def test_a_session_that_fails_unexpectedly_is_that_hosts_error_and_is_retried(
+    tmp_path: Path, monkeypatch
+):
+    """Whatever a far side makes this code trip on ends that session, not every host's
+    watch: the host shows an error in one line and is tried again."""
+    backend = _far(tmp_path, _lines({**LIST, "blocks": [_block()]}))
+
+    async def trips(self, lines):
+        raise KeyError("surprise")
+
+    monkeypatch.setattr(Session, "_lines", trips)
+    monkeypatch.setattr("hitl_tui.sources.ssh.BACKOFF", (0.2,))
+    inbox = Inbox(Workspace.discover([]))
+    updates: list = []
+
+    async def on_update(scope, state, message, delta) -> None:
+        updates.append((state, message))
+
+    stop = asyncio.Event()
+    task = asyncio.ensure_future(backend.watch(inbox, on_update, stop))
+    deadline = time.monotonic() + 10
+    while len(updates) < 2 and time.monotonic() < deadline and not task.done():
+        await asyncio.sleep(0.05)
+    stop.set()
+    await asyncio.wait_for(task, 10)
+    assert (
+        updates[:2]
+        == [("error", "this hitl could not read what its hitl sent (KeyError), retrying in 0.2 s")]
+        * 2
+    )
+
+
+@pytest.mark.parametrize("name", ["build-1", "ada@10.0.0.7", "[::1]", "fe80::1%eth0"])
+def test_hitl_answer_host_id_names_a_block_on_any_configured_host(tmp_path: Path, name: str):
+    body = (
+        "if sys.argv[1] == 'list':\n"
+        f"    print(json.dumps([{_block('billing/T-007')!r}, {_block('shop', path='/far/s')!r}]))\n"
+    )
+    backend = _far(tmp_path, body)
+    backend = _far(tmp_path, body, host=name)
+    assert backend.owns(f"{name}:shop") and backend.owns(f"{name}:T-007")
+    assert not backend.owns(f"{name}:") and not backend.owns("elsewhere:shop")
+    assert backend.read(f"{name}:shop").id == f"{name}:shop"
+    assert backend.read(f"{name}:T-007").id == f"{name}:billing/T-007"
+
+
+def test_an_answer_with_a_nul_is_one_line_not_a_crash(tmp_path: Path):
+    from hitl_tui.model import HitlError
+
+    backend = _far(tmp_path, "print('{}')")
+    block = wire.block_from_wire(_block(), "h1")
+    with pytest.raises(HitlError) as err:
+        backend.plan(block, Answer(choice=block.choices[0], note="a\0b"))
+    assert str(err.value) == "h1: a NUL character cannot be sent over ssh"
+
+
+async def test_the_far_sides_warnings_are_shown_in_its_state(tmp_path: Path):
+    said = "cannot read /far/x/BLOCKED.md:\n[bold]denied\x1b[2J"
+    backend = _far(
+        tmp_path,
+        _lines({**LIST, "blocks": [_block()], "warnings": [said, 7]})
+        + "\ntime.sleep(0.3)\n"
+        + _lines(
+            {"event": "added", "block": _block("api", path="/far/api/BLOCKED.md")},
+            {"event": "warnings", "warnings": "not a list"},
+            {"event": "warnings", "warnings": []},
+        ),
+    )
+    _ended, _inbox, updates = await _session(backend)
+    states = [message for _scope, state, message in updates if state == "ok"]
+    assert states[0] == (
+        "connected, 1 block (1 warning there: cannot read /far/x/BLOCKED.md: [bold]denied␛[2J)"
+    )
+    assert states[-1] == "connected, 2 blocks"
+
+
+async def test_stop_ends_a_far_side_that_floods_and_ignores_stdin_and_sigterm(tmp_path: Path):
+    body = (
+        "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        + _lines({**LIST, "blocks": [_block()]})
+        + "\nwhile True:\n"
+        "    sys.stderr.write('e' * 65536)\n"
+        "    sys.stdout.write(json.dumps({'event': 'alive', 'time': 'x'}) * 50 + '\\n')\n"
+    )
+    backend = _far(tmp_path, body)
+    inbox = Inbox(Workspace.discover([]))
+    updates: list = []
+
+    async def on_update(scope, state, message, delta) -> None:
+        updates.append((state, message))
+
+    stop = asyncio.Event()
+    session = Session(backend, backend.hosts["h1"], inbox, on_update, stop)
+    task = asyncio.ensure_future(session.run())
+    await asyncio.sleep(1)
+    assert updates and updates[0] == ("ok", "connected, 1 block")
+    stop.set()
+    began = time.monotonic()
+    assert await asyncio.wait_for(task, 15) == ("ok", "stopped", None)
+    assert time.monotonic() - began < 10
+    assert len(session.err) <= 4096
+
+
+async def test_a_far_side_that_chatters_but_never_lists_is_given_up_on(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr("hitl_tui.sources.ssh.FIRST_LINE", 2.0)
+    body = "while True:\n    print('not the list', flush=True); time.sleep(0.1)\n"
+    backend = _far(tmp_path, body)
+    began = time.monotonic()
+    (state, message, _retry), _inbox, _ = await _session(backend)
+    assert (state, message) == ("unreachable", "no list for 2 s (the host hangs?)")
+    assert time.monotonic() - began < 8
+
+
+def test_an_earlier_answer_undone_there_is_not_taken_for_this_one(tmp_path: Path):
+    """Answered, undone (the same bytes are back), answered again and the connection drops:
+    the undone entry of the first answer does not say that this one was written."""
+    from hitl_tui.model import HitlError
+
+    backend, plan = _dropping(tmp_path, "done", undone=True)
+    with pytest.raises(HitlError) as err:
+        backend.send(plan)
+    assert str(err.value).endswith("nothing was written there (answer again)")
+
+
+def test_a_far_command_that_prints_without_end_is_cut_off(tmp_path: Path):
+    """A preview whose far side prints forever: stopped at a bound, one line, no memory
+    growing for the whole COMMAND_TIMEOUT."""
+    from hitl_tui.model import HitlError
+
+    backend = _far(tmp_path, "chunk = b'x' * 65536\nwhile True: sys.stdout.buffer.write(chunk)\n")
+    block = wire.block_from_wire(_block(), "h1")
+    began = time.monotonic()
+    with pytest.raises(HitlError) as err:
+        backend.plan(block, Answer(choice=block.choices[0]))
+    assert str(err.value) == "h1: its hitl printed more than this hitl reads for one command"
+    assert time.monotonic() - began < 10
+
+
+@pytest.mark.parametrize("done", [5, "abc", {"k": 1}, None, ["wrote\x1b[2J\n x", 3]])
+def test_an_answers_reply_with_wrong_types_is_read_safely(tmp_path: Path, done):
+    from hitl_tui.model import Plan
+
+    reply = {"protocol": 1, "done": done, "entry": 7}
+    backend = _far(tmp_path, f"print(json.dumps({reply!r}))")
+    block = wire.block_from_wire(_block(), "h1")
+    said = backend.send(Plan(block, Answer(choice=block.choices[0]), (), {}, "s"))
+    expected = ["on h1: wrote␛[2J x"] if isinstance(done, list) else []
+    assert list(said) == expected
+
+
+@pytest.mark.parametrize(
+    ("state", "listed"),
+    [
+        ("waiting", "blocked"),
+        ("not-resumed", "blocked"),
+        ("needs_context", "needs_context"),
+        ("[b]x", "blocked"),
+        (None, "blocked"),
+    ],
+)
+def test_a_remote_block_is_in_a_state_a_block_can_have(state, listed):
+    """A far side cannot disguise its block as an answer waiting for its loop (quiet, at the
+    bottom of the list)."""
+    assert wire.block_from_wire(_block(state=state), "h1").state == listed
+
+
+@pytest.mark.parametrize(
+    "since",
+    ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-12:00", "9999-12-31T23:59:59+00:00"],
+)
+def test_a_since_at_the_edge_of_time_is_not_a_block_or_is_one_that_shows(since):
+    from hitl_tui.timefmt import age
+
+    try:
+        block = wire.block_from_wire(_block(since=since), "h1")
+    except wire.WireError as exc:
+        assert str(exc) == "since is not a time"
+        return
+    block.since.astimezone()  # what showing its time does
+    age(block.since)
+
+
+def test_previews_kept_for_their_editable_decision_are_bounded(tmp_path: Path, monkeypatch):
+    from hitl_tui.sources.ssh import Ran
+
+    backend = _far(tmp_path, "")
+    reply = json.dumps({"protocol": 1, "diff": "", "decision_text": "x" * 1000}).encode()
+    monkeypatch.setattr(backend, "_run", lambda host, words, *a, **k: Ran(0, reply, ""))
+    block = wire.block_from_wire(_block(), "h1")
+    for n in range(1000):
+        backend.plan(block, Answer(choice=block.choices[0], note=f"note {n}"))
+    assert len(backend._editable) <= 256
+    last = Answer(choice=block.choices[0], note="note 999")
+    assert backend.decision_text(block, last) == "x" * 1000
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        {"repos": 5},
+        {"repos": [{"resumed": 5}]},
+        {"repos": [{"resumed": [{"entry": "F1", "how": 7}]}]},
+        [1, 2],
+        {"repos": [{"resumed": [{"entry": "F1", "how": "a new commit\x1b[2J\nabc"}]}]},
+    ],
+)
+def test_did_it_resume_reads_a_broken_status_safely(tmp_path: Path, monkeypatch, reply):
+    from types import SimpleNamespace
+
+    from hitl_tui.sources import ssh as ssh_module
+
+    backend = _far(tmp_path, f"print(json.dumps({reply!r}))")
+    monkeypatch.setattr(ssh_module, "_far_entry", lambda waiting: "F1")
+    waiting = SimpleNamespace(signs={"host": "h1", "repo": "/far/shop"}, entry="e")
+    said = backend.resumed(waiting)
+    if isinstance(reply, dict) and "new commit" in str(reply):
+        assert said == "a new commit␛[2J abc (on h1)"
+    elif isinstance(reply, dict) and "F1" in str(reply):
+        assert said == "it acted (on h1)"
+    else:
+        assert said is None
+
+
+def test_a_dropped_send_outside_the_app_says_where_to_look(tmp_path: Path):
+    """`hitl answer` from the command line has no watch to ask again later: the error says
+    where the truth is instead of promising a reconnect that never comes."""
+    from hitl_tui.model import HitlError, Plan
+
+    backend = _far(tmp_path, "sys.exit(255)")
+    backend.settle_waits = (0.01,)
+    block = wire.block_from_wire(_block(), "h1")
+    with pytest.raises(HitlError) as err:
+        backend.send(Plan(block, Answer(choice=block.choices[0]), (), {}, "s"))
+    assert str(err.value) == (
+        "h1: unreachable while sending: whether the answer was written is not known yet; "
+        "'hitl history' on h1 says (an answer is never applied twice)"
+    )
+
+
+def test_a_far_answer_that_lands_after_the_drop_is_not_called_unwritten(tmp_path: Path):
+    """ssh dropped, but the hitl there (waiting for its lock, say) goes on and writes a moment
+    later: its journal's silence at the first look does not mean 'nothing was written'."""
+    from datetime import UTC, datetime
+
+    from hitl_tui.model import Plan
+
+    mark = tmp_path / "sent-at"
+    entry = {"id": "F9", "kind": "answer", "block": {"fingerprint": FP}, "status": "done"}
+    body = (
+        f"mark = {str(mark)!r}\n"
+        "if sys.argv[1] == 'answer':\n"
+        "    open(mark, 'w').write(str(time.time())); sys.exit(255)\n"
+        "if sys.argv[1] == 'history':\n"
+        "    lands = float(open(mark).read()) + 1.0\n"
+        f"    entry = {entry!r}\n"
+        f"    entry['time'] = {datetime.now(UTC).isoformat()!r}\n"
+        "    print(json.dumps([entry] if time.time() > lands else []))\n"
+    )
+    backend = _far(tmp_path, body)
+    backend.settle_waits = (0.3, 0.3, 0.3, 0.3, 0.3, 0.3)
+    backend.far_lifetime = 1.5
+    block = wire.block_from_wire(_block(), "h1")
+    said = backend.send(Plan(block, Answer(choice=block.choices[0]), (), {}, "s"))
+    assert said[-1] == "confirmed from h1's journal after the connection dropped"
+    assert said[0] == "on h1: written (F9)"
+
+
+def test_after_a_reconnect_an_answer_the_far_side_may_still_write_stays_pending(tmp_path: Path):
+    from datetime import UTC, datetime
+
+    from hitl_tui.model import Plan
+
+    backend = _far(tmp_path, "print('[]')")
+    block = wire.block_from_wire(_block(), "h1")
+    plan = Plan(block, Answer(choice=block.choices[0]), (), {}, "s")
+    backend._pending["h1"] = [(plan, datetime.now(UTC))]
+    assert backend.settle_pending(backend.hosts["h1"]) == []
+    assert len(backend._pending["h1"]) == 1  # asked again at the next line from there
+    backend.far_lifetime = 0
+    said = backend.settle_pending(backend.hosts["h1"])
+    assert said == ["the answer to h1:shop was not written (answer again)"]
+    assert not backend._pending.get("h1")
