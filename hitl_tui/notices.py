@@ -258,6 +258,11 @@ def send(notice: Notice, cfg: NoticeConfig, env: Mapping[str, str] | None = None
     return [r for r in results if r]
 
 
+def stop_all() -> None:
+    """End the notices still being sent (notify-send, a command), as the app exits."""
+    notify.kill_running()
+
+
 def _desktop(notice: Notice, cfg: NoticeConfig, env: Mapping[str, str]) -> None:
     program = shutil.which("notify-send", path=env.get("PATH"))
     if program is None:

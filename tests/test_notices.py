@@ -611,3 +611,53 @@ def test_the_app_writes_the_osc_escape_to_its_real_terminal(tmp_path: Path) -> N
             proc.kill()
             proc.wait()
         os.close(leader)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pty")
+def test_quitting_does_not_wait_for_a_notice_command_nor_leave_it_running(tmp_path: Path) -> None:
+    """A notice command that ignores SIGTERM and has a long timeout: `q` exits at once (it
+    held the process until the timeout: asyncio.run waits for worker threads), and the command
+    is killed, not left behind."""
+    import pty
+    import subprocess
+    import time
+
+    root = tmp_path / "loops"
+    (root / "shop" / ".git").mkdir(parents=True)
+    marker = tmp_path / "still-running"
+    script = f"trap '' TERM; sleep 40; touch '{marker}'"
+    config = tmp_path / "config.toml"
+    config.write_text(
+        "bell = false\n[notify]\ndesktop = false\nterminal = false\ntimeout = 40\n"
+        f"command = {json.dumps(['sh', '-c', script])}\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TERM_PROGRAM")}
+    env.update(TERM="xterm-256color", HITL_CONFIG=str(config), COLUMNS="100", LINES="30")
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hitl_tui", str(root)],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env=env,
+        start_new_session=True,
+    )
+    os.close(follower)
+    try:
+        assert b"watching 1 repo" in _read_until(leader, b"watching 1 repo", 30)
+        time.sleep(0.5)
+        (root / "shop" / "BLOCKED.md").write_text("## Question\nShip it?\n")
+        time.sleep(3)  # the burst ends, the command starts
+        began = time.monotonic()
+        os.write(leader, b"q")
+        while proc.poll() is None and time.monotonic() - began < 60:
+            _read_until(leader, b"\0never", 0.3)
+        assert proc.poll() == 0
+        assert time.monotonic() - began < 15
+        alive = subprocess.run(["pgrep", "-f", str(marker)], capture_output=True, text=True)
+        assert alive.stdout == ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(leader)
