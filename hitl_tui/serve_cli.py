@@ -44,6 +44,9 @@ examples:
   hitl serve --port 8080 shop infra
   hitl serve --host 0.0.0.0 --allow-remote ~/loops   # a trusted network only
 
+The page answers only to an address, this machine's name, or the name given to --host: any
+other name could be a web site's, pointed at this machine (DNS rebinding).
+
 Ctrl+C stops the server and every app it runs.
 exit codes: 0 stopped, 2 bad usage, 1 anything else (the port is taken)."""
 

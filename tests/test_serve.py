@@ -535,3 +535,41 @@ def test_host_in_brackets_listens(loops: Path, serve):
         served.first_line() == f"hitl: serving 1 repository at http://[::1]:{port} (Ctrl+C stops)\n"
     )
     assert served.stop() == (0, "hitl: stopped\n")
+
+
+def test_sigterm_with_two_sessions_open_leaves_no_app_running(loops: Path, serve):
+    """Two websocket sessions (as two tabs open them) run two apps; SIGTERM (a service
+    manager's stop) ends the server and both apps, as Ctrl+C does."""
+    import aiohttp
+
+    port = free_port()
+    served = serve(loops, "--port", port, cwd=loops)
+    served.first_line()
+    url = f"ws://127.0.0.1:{port}/ws?width=80&height=24"
+    origin = f"http://127.0.0.1:{port}"
+
+    async def two_sessions() -> tuple[int, list[str]]:
+        async with aiohttp.ClientSession() as session:
+            tabs = [await session.ws_connect(url, headers={"Origin": origin}) for _ in range(2)]
+            for tab in tabs:
+                await tab.send_json(["resize", {"width": 80, "height": 24}])
+            ends = time.monotonic() + WAIT
+            while len(apps_running(loops)) < 2 and time.monotonic() < ends:
+                await asyncio.sleep(0.2)
+            running = apps_running(loops)
+            served.proc.send_signal(signal.SIGTERM)
+            for tab in tabs:  # the server closes each session's websocket
+                while not tab.closed and time.monotonic() < ends:
+                    try:
+                        await asyncio.wait_for(tab.receive(), 1)
+                    except TimeoutError:
+                        pass
+            return await asyncio.to_thread(served.proc.wait, WAIT), running
+
+    code, running = asyncio.run(two_sessions())
+    assert len(running) == 2, running
+    assert code == 0
+    ends = time.monotonic() + 10
+    while apps_running(loops) and time.monotonic() < ends:
+        time.sleep(0.2)
+    assert apps_running(loops) == []
