@@ -24,8 +24,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -253,9 +253,27 @@ def send(notice: Notice, cfg: NoticeConfig, env: Mapping[str, str] | None = None
             return f"{name}: unexpected {type(exc).__name__}"
         return None
 
-    with ThreadPoolExecutor(max_workers=len(wanted), thread_name_prefix="hitl-notice") as pool:
-        results = list(pool.map(one, wanted))
+    # Daemon threads, not an executor's (the interpreter's exit waits for those): each channel
+    # is bounded by its timeout, and the app's exit must not wait for one still running.
+    results: list[str | None] = [None] * len(wanted)
+
+    def run(index: int) -> None:
+        results[index] = one(wanted[index])
+
+    threads = [
+        threading.Thread(target=run, args=(i,), name="hitl-notice", daemon=True)
+        for i in range(len(wanted))
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     return [r for r in results if r]
+
+
+def stop_all() -> None:
+    """End the notices still being sent (notify-send, a command), as the app exits."""
+    notify.kill_running()
 
 
 def _desktop(notice: Notice, cfg: NoticeConfig, env: Mapping[str, str]) -> None:

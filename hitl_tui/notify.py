@@ -19,6 +19,8 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit
 from hitl_tui.textio import one_line, printable
 
 DEFAULT_TIMEOUT = 5.0
+#: The commands `run_with_stdin` is running now (`kill_running` ends them).
+RUNNING: set[subprocess.Popen] = set()
 TELEGRAM_API = "https://api.telegram.org"
 
 
@@ -175,13 +177,27 @@ def run_with_stdin(command: str | Sequence[str], text: str, timeout: float, what
         raise ChannelFailed(
             f"{what} could not start: {exc.strerror or type(exc).__name__}"
         ) from None
+    RUNNING.add(proc)
     try:
         proc.communicate((text + "\n").encode("utf-8", "replace"), timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         raise ChannelFailed(f"{what} did not finish within {timeout:g} s") from None
+    finally:
+        RUNNING.discard(proc)
     if proc.returncode != 0:
         raise ChannelFailed(f"{what} exited with status {proc.returncode}")
+
+
+def kill_running() -> None:
+    """Kill every command `run_with_stdin` is still running, with all it started (a process
+    that exits does not leave one behind for its timeout to end)."""
+    for proc in list(RUNNING):
+        if proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import ipaddress
 import os
+import re
 import shlex
 import signal
 import socket
@@ -24,6 +25,7 @@ from urllib.parse import urlsplit
 
 from hitl_tui.cli_base import PROG, Parser
 from hitl_tui.model import HitlError, UsageError
+from hitl_tui.textio import one_line, printable
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -41,6 +43,9 @@ examples:
   hitl serve ~/loops                  # http://127.0.0.1:8000
   hitl serve --port 8080 shop infra
   hitl serve --host 0.0.0.0 --allow-remote ~/loops   # a trusted network only
+
+The page answers only to an address, this machine's name, or the name given to --host: any
+other name could be a web site's, pointed at this machine (DNS rebinding).
 
 Ctrl+C stops the server and every app it runs.
 exit codes: 0 stopped, 2 bad usage, 1 anything else (the port is taken)."""
@@ -103,6 +108,38 @@ def is_loopback(host: str) -> bool:
         return False  # a host name: it may resolve to anything
 
 
+def listens_on_loopback(host: str) -> bool:
+    """Only this machine can reach what listening on `host` binds: every address the name
+    resolves to (the server binds them all) is a loopback one. `127.1` is; `0` (0.0.0.0) and
+    a name that resolves to another address are not. A name that does not resolve is judged
+    by its form (listening on it then fails, with its own error)."""
+    try:
+        found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError):
+        return is_loopback(host)
+    addresses = {info[4][0].split("%")[0] for info in found}
+    return bool(addresses) and all(ipaddress.ip_address(a).is_loopback for a in addresses)
+
+
+#: A Host header as a browser sends it: a name or an address, then maybe a port. Nothing else
+#: (`evil.example@127.0.0.1`, spaces, a path) is a host a browser could have been sent to.
+_HOST_HEADER = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(?::[0-9]{1,5})?\Z")
+
+
+def host_name(header: str) -> str | None:
+    """The host of a Host header, lowercased and without brackets, or None if it is not one."""
+    match = _HOST_HEADER.match(header)
+    return match.group(1).strip("[]").lower() if match else None
+
+
+def is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
 def app_command(args: argparse.Namespace) -> str:
     """The shell command textual-serve runs per browser session: this hitl, on these paths."""
     argv = [sys.executable, "-m", "hitl_tui"]
@@ -127,7 +164,10 @@ def run_serve(args: argparse.Namespace) -> int:
     from hitl_tui.paths import check_state_dir
     from hitl_tui.workspace import Workspace
 
-    if not is_loopback(args.host) and not args.allow_remote:
+    if args.host.startswith("[") and args.host.endswith("]"):
+        args.host = args.host[1:-1]  # [::1], as in a URL: the address to listen on is ::1
+    loopback = listens_on_loopback(args.host)
+    if not loopback and not args.allow_remote:
         raise UsageError(
             f"--host {args.host}: other machines could answer blocks; add --allow-remote "
             "to mean it, or use an SSH tunnel (see 'hitl serve --help')"
@@ -136,7 +176,7 @@ def run_serve(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     repos = Workspace.discover(repo_paths(args, config)).repos
     check_state_dir()  # every session journals its answers there: refuse a broken one now
-    if not is_loopback(args.host):
+    if not loopback:
         print(
             f"hitl: warning: serving on {args.host}: anyone who can reach this address can "
             "answer blocks and write to the repositories (there is no password)",
@@ -144,7 +184,7 @@ def run_serve(args: argparse.Namespace) -> int:
             flush=True,
         )
     count = f"{len(repos)} repositor{'y' if len(repos) == 1 else 'ies'}"
-    server = _server_class()(app_command(args), args.host, args.port, count)
+    server = _server_class()(app_command(args), args.host, args.port, count, loopback)
     try:
         asyncio.run(server.run())
     except OSError as exc:
@@ -162,18 +202,37 @@ def _server_class():
     from textual_serve.server import Server
 
     class HitlServer(Server):
-        def __init__(self, command: str, host: str, port: int, what: str) -> None:
+        def __init__(self, command: str, host: str, port: int, what: str, loopback: bool) -> None:
             super().__init__(command, host=host, port=port, title="hitl")
             self.what = what
             #: The running sessions (their websocket handlers), ended first on stop.
             self.sessions: set[asyncio.Task] = set()
-            self.loopback = is_loopback(host)
+            self.loopback = loopback
+            #: The names a browser may use besides an address (DNS rebinding: any other name
+            #: may be a site's, resolved to this machine): --host's, and this machine's own.
+            self.names = {host.lower().rstrip(".")}
+            if not loopback:
+                for name in (socket.gethostname(), socket.getfqdn()):
+                    self.names.add(name.lower().rstrip("."))
+
+        def serves(self, name: str) -> bool:
+            """`name` (of a Host header) is this server: never a name a site may control."""
+            if name in self.names or is_loopback(name):
+                return True
+            return not self.loopback and is_address(name)
 
         def _refused(self, request: web.Request) -> str | None:
             """Why this request is not served, or None."""
-            hostname = urlsplit(f"//{request.host}").hostname or ""
-            if self.loopback and not is_loopback(hostname):
-                return f"hitl serves 127.0.0.1:{self.port} only, not {request.host}"
+            header = request.headers.get("Host", "")
+            name = host_name(header)
+            if name is None or not self.serves(name):
+                shown = printable(one_line(header))[:100] or "no Host"
+                if self.loopback:
+                    return f"hitl serves 127.0.0.1:{self.port} only, not {shown}"
+                return (
+                    f"hitl serves this machine by its address or as {socket.gethostname()}, "
+                    f"not {shown}"
+                )
             origin = request.headers.get("Origin")
             if origin is not None and urlsplit(origin).netloc != request.host:
                 return "a page of another site cannot drive hitl"

@@ -611,3 +611,64 @@ def test_the_app_writes_the_osc_escape_to_its_real_terminal(tmp_path: Path) -> N
             proc.kill()
             proc.wait()
         os.close(leader)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pty")
+@pytest.mark.parametrize("channel", ["command", "webhook"])
+def test_quitting_does_not_wait_for_a_notice_nor_leave_its_command_running(
+    tmp_path: Path, channel: str
+) -> None:
+    """A notice command that ignores SIGTERM, or a webhook that never answers, with a long
+    timeout: `q` exits at once (it held the process until the timeout: the interpreter waits
+    for worker and executor threads), and the command is killed, not left behind."""
+    import pty
+    import socket
+    import subprocess
+    import time
+
+    root = tmp_path / "loops"
+    (root / "shop" / ".git").mkdir(parents=True)
+    marker = tmp_path / "still-running"
+    script = f"trap '' TERM; sleep 40; touch '{marker}'"
+    silent = socket.socket()  # listens, never accepts: the POST waits for its answer
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()
+    if channel == "command":
+        setting = f"command = {json.dumps(['sh', '-c', script])}\n"
+    else:
+        setting = f'webhook = "http://127.0.0.1:{silent.getsockname()[1]}/hook"\n'
+    config = tmp_path / "config.toml"
+    config.write_text(
+        "bell = false\n[notify]\ndesktop = false\nterminal = false\ntimeout = 40\n" + setting
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TERM_PROGRAM")}
+    env.update(TERM="xterm-256color", HITL_CONFIG=str(config), COLUMNS="100", LINES="30")
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "hitl_tui", str(root)],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env=env,
+        start_new_session=True,
+    )
+    os.close(follower)
+    try:
+        assert b"watching 1 repo" in _read_until(leader, b"watching 1 repo", 30)
+        time.sleep(0.5)
+        (root / "shop" / "BLOCKED.md").write_text("## Question\nShip it?\n")
+        time.sleep(3)  # the burst ends, the command starts
+        began = time.monotonic()
+        os.write(leader, b"q")
+        while proc.poll() is None and time.monotonic() - began < 60:
+            _read_until(leader, b"\0never", 0.3)
+        assert proc.poll() == 0
+        assert time.monotonic() - began < 15
+        alive = subprocess.run(["pgrep", "-f", str(marker)], capture_output=True, text=True)
+        assert alive.stdout == ""
+    finally:
+        silent.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(leader)

@@ -467,3 +467,109 @@ def test_a_block_answered_in_the_browser(
     assert seconds < 8, f"Ctrl+C took {seconds:.1f} s with a session open"
     assert apps_running(loops) == []
     assert not ran.exists(), ran.read_text()  # no shell, no editor ran blind behind the page
+
+
+# -- the guards, request by request (no server process) ----------------------------------------
+
+
+def refusal(bind: str, headers: dict[str, str]) -> str | None:
+    """Why a server listening on `bind` refuses a request with `headers`, or None."""
+    from aiohttp.test_utils import make_mocked_request
+
+    from hitl_tui import serve_cli
+
+    server = serve_cli._server_class()(
+        "true", bind, 8000, "1 repository", serve_cli.listens_on_loopback(bind)
+    )
+    return server._refused(make_mocked_request("GET", "/ws", headers=headers))
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.0.0.1.evil.example:8000",
+        "localhost.evil.example:8000",
+        "evil.example@127.0.0.1:8000",  # no browser sends it; a parser could be fooled by it
+        "127.0.0.1:8000/x",
+        "0.0.0.0:8000",
+        "",
+    ],
+)
+def test_a_foreign_host_is_refused_on_loopback(host: str):
+    assert (refusal("127.0.0.1", {"Host": host}) or "").startswith("hitl serves 127.0.0.1:8000")
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:8000", "LOCALHOST:9000", "[::1]:8000", "localhost"])
+def test_this_machine_is_served_on_loopback(host: str):
+    assert refusal("127.0.0.1", {"Host": host}) is None
+
+
+def test_dns_rebinding_is_refused_with_allow_remote_too():
+    """A site's name resolved to this machine's address, its page's own Origin: with
+    --allow-remote the Host is still checked (it was not: any site could drive the app)."""
+    why = refusal("0.0.0.0", {"Host": "evil.example:8000", "Origin": "http://evil.example:8000"})
+    assert why is not None and "evil.example" in why
+    assert refusal("0.0.0.0", {"Host": "10.0.0.5:8000", "Origin": "http://10.0.0.5:8000"}) is None
+    name = socket.gethostname().upper()  # the name the URL line shows, in any case
+    assert refusal("0.0.0.0", {"Host": f"{name}:8000", "Origin": f"http://{name}:8000"}) is None
+
+
+@pytest.mark.parametrize("origin", ["null", "http://evil.example", "http://127.0.0.1:9999"])
+def test_a_foreign_origin_is_refused(origin: str):
+    assert refusal("127.0.0.1", {"Host": "127.0.0.1:8000", "Origin": origin}) == (
+        "a page of another site cannot drive hitl"
+    )
+
+
+@pytest.mark.parametrize(("host", "loopback"), [("127.1", True), ("0", False), ("::1", True)])
+def test_what_host_listens_on_decides(host: str, loopback: bool):
+    from hitl_tui.serve_cli import listens_on_loopback
+
+    assert listens_on_loopback(host) is loopback
+
+
+def test_host_in_brackets_listens(loops: Path, serve):
+    port = free_port()
+    served = serve("--host", "[::1]", "--port", port, cwd=loops)
+    assert (
+        served.first_line() == f"hitl: serving 1 repository at http://[::1]:{port} (Ctrl+C stops)\n"
+    )
+    assert served.stop() == (0, "hitl: stopped\n")
+
+
+def test_sigterm_with_two_sessions_open_leaves_no_app_running(loops: Path, serve):
+    """Two websocket sessions (as two tabs open them) run two apps; SIGTERM (a service
+    manager's stop) ends the server and both apps, as Ctrl+C does."""
+    import aiohttp
+
+    port = free_port()
+    served = serve(loops, "--port", port, cwd=loops)
+    served.first_line()
+    url = f"ws://127.0.0.1:{port}/ws?width=80&height=24"
+    origin = f"http://127.0.0.1:{port}"
+
+    async def two_sessions() -> tuple[int, list[str]]:
+        async with aiohttp.ClientSession() as session:
+            tabs = [await session.ws_connect(url, headers={"Origin": origin}) for _ in range(2)]
+            for tab in tabs:
+                await tab.send_json(["resize", {"width": 80, "height": 24}])
+            ends = time.monotonic() + WAIT
+            while len(apps_running(loops)) < 2 and time.monotonic() < ends:
+                await asyncio.sleep(0.2)
+            running = apps_running(loops)
+            served.proc.send_signal(signal.SIGTERM)
+            for tab in tabs:  # the server closes each session's websocket
+                while not tab.closed and time.monotonic() < ends:
+                    try:
+                        await asyncio.wait_for(tab.receive(), 1)
+                    except TimeoutError:
+                        pass
+            return await asyncio.to_thread(served.proc.wait, WAIT), running
+
+    code, running = asyncio.run(two_sessions())
+    assert len(running) == 2, running
+    assert code == 0
+    ends = time.monotonic() + 10
+    while apps_running(loops) and time.monotonic() < ends:
+        time.sleep(0.2)
+    assert apps_running(loops) == []

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -52,7 +53,6 @@ WORKER_TASKS = {
     "seen": "Saving which blocks were seen",
     "asked": "Reading the journal's answers (asked again, asked before)",
     "preview": "Preparing the first preview",
-    "notice": "Sending a notice ([notify])",
 }
 
 #: A burst of arrivals ends after this many seconds without a new block ...
@@ -339,7 +339,13 @@ class HitlApp(App[int]):
         if escape is not None:
             self.write_terminal(escape)
         if notices.channels(cfg, os.environ):
-            self._send_notice(notice)
+            # A daemon thread, not a worker: asyncio.run waits for its executor's threads as
+            # the app exits, so a channel still running (a command that ignores SIGTERM, a
+            # webhook that trickles) held the process until its timeout. At exit the commands
+            # still running are killed instead (on_unmount).
+            threading.Thread(
+                target=self._send_notice, args=(notice,), name="hitl-notice", daemon=True
+            ).start()
 
     def write_terminal(self, data: str) -> None:
         """Raw bytes to the real terminal, as `App.bell` writes its BEL (none when headless,
@@ -347,10 +353,12 @@ class HitlApp(App[int]):
         if not self.is_headless and self._driver is not None:
             self._driver.write(data)
 
-    @work(thread=True, group="notice", exit_on_error=False, description="send_notice")
     def _send_notice(self, notice: notices.Notice) -> None:
         for line in notices.send(notice, self.config.notify):
-            self.call_from_thread(self._notice_failed, line)
+            try:
+                self.call_from_thread(self._notice_failed, line)
+            except RuntimeError:  # the app has exited meanwhile
+                return
 
     def _notice_failed(self, line: str) -> None:
         """One toast per failure of a channel: one that keeps failing says so once."""
@@ -407,6 +415,7 @@ class HitlApp(App[int]):
 
     def on_unmount(self) -> None:
         self.stop_event.set()
+        notices.stop_all()  # a notice command still running is not left behind
         if self.loaded:
             self.inbox_screen.save_seen_now()  # the marks learnt since the last save
         gc.unfreeze()  # what start-up froze can be collected again (an embedding process)
