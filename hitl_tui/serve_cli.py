@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import ipaddress
 import os
 import re
@@ -146,7 +147,9 @@ def app_command(args: argparse.Namespace) -> str:
     argv += [os.path.abspath(p) for p in args.paths]
     if args.config:
         argv += ["--config", os.path.abspath(args.config)]
-    return shlex.join(argv)
+    # `exec`: the session's process is this hitl itself, not a shell above it, so that ending
+    # it (see HitlServer.run) ends the app.
+    return "exec " + shlex.join(argv)
 
 
 def shown_url(host: str, port: int) -> str:
@@ -199,7 +202,34 @@ def _server_class():
     """textual-serve's Server, listening where it was told and guarding its two doors."""
     import aiohttp_jinja2
     from aiohttp import web
+    from textual_serve import server as served
+    from textual_serve.app_service import AppService
     from textual_serve.server import Server
+
+    #: Every session's app process, so that none outlives the server.
+    processes: set[asyncio.subprocess.Process] = set()
+
+    class TrackedAppService(AppService):
+        async def _open_app_process(self, width: int = 80, height: int = 24):
+            process = await super()._open_app_process(width, height)
+            processes.add(process)
+            return process
+
+    served.AppService = TrackedAppService  # what Server.handle_websocket builds per session
+
+    async def end_apps(grace: float = 3.0) -> None:
+        """Every session app still running after the sessions ended: terminated, then killed."""
+        left = [p for p in processes if p.returncode is None]
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for process in left:
+                # os.kill, not Process.terminate: that polls, and a poll reaping the child
+                # before asyncio's watcher does makes it warn of an unknown child on stderr.
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(process.pid, sig)
+            if left:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.gather(*(p.wait() for p in left)), timeout=grace)
+            left = [p for p in left if p.returncode is None]
 
     class HitlServer(Server):
         def __init__(self, command: str, host: str, port: int, what: str, loopback: bool) -> None:
@@ -300,6 +330,7 @@ def _server_class():
                 if self.sessions:
                     await asyncio.wait(list(self.sessions), timeout=10)
             finally:
+                await end_apps()  # an app that did not quit when told is ended, never left
                 await runner.cleanup()
 
     return HitlServer
