@@ -29,6 +29,7 @@ from hitl_tui import (
 from hitl_tui.cli_base import (
     PROG,
     Parser,
+    add_common,
     open_inbox,
     print_warnings,
     repo_paths,
@@ -66,17 +67,6 @@ Run 'hitl COMMAND --help' for a command's options.
 """
 
 
-def _add_common(parser: argparse.ArgumentParser, paths: bool = True) -> None:
-    if paths:
-        parser.add_argument(
-            "paths",
-            nargs="*",
-            metavar="PATH",
-            help="repositories, or folders of repositories (default: config, else .)",
-        )
-    parser.add_argument("--config", metavar="FILE", help="TOML config file")
-
-
 def build_parsers() -> dict[str, argparse.ArgumentParser]:
     fmt = argparse.RawDescriptionHelpFormatter
     parsers: dict[str, argparse.ArgumentParser] = {}
@@ -87,7 +77,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         epilog=EPILOG,
         formatter_class=fmt,
     )
-    _add_common(main)
+    add_common(main)
     main.add_argument("--version", action="version", version=f"hitl {__version__}")
     parsers[""] = main
 
@@ -105,7 +95,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         "  hitl list --json --filter 'cat:credentials age:>1h'",
         formatter_class=fmt,
     )
-    _add_common(p)
+    add_common(p)
     p.add_argument("--json", action="store_true", help="print one JSON array")
     p.add_argument(
         "--watch",
@@ -170,7 +160,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         action="store_true",
         help="do not run the [[loop]] restart of the block's repository after writing",
     )
-    _add_common(p)
+    add_common(p)
     parsers["answer"] = p
 
     p = Parser(

@@ -23,6 +23,18 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
+def add_common(parser: argparse.ArgumentParser, paths: bool = True) -> None:
+    """The PATH... every command that reads repositories takes, and --config."""
+    if paths:
+        parser.add_argument(
+            "paths",
+            nargs="*",
+            metavar="PATH",
+            help="repositories, or folders of repositories (default: config, else .)",
+        )
+    parser.add_argument("--config", metavar="FILE", help="TOML config file")
+
+
 def use_config(config) -> None:
     """What the rest of the command takes from the config beyond its arguments."""
     from hitl_tui import retention

@@ -24,7 +24,7 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
-from hitl_tui.cli_base import PROG, Parser
+from hitl_tui.cli_base import PROG, Parser, add_common
 from hitl_tui.model import HitlError, UsageError
 from hitl_tui.textio import one_line, printable
 
@@ -59,13 +59,7 @@ def build_serve() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "paths",
-        nargs="*",
-        metavar="PATH",
-        help="repositories, or folders of repositories (default: config, else .)",
-    )
-    p.add_argument("--config", metavar="FILE", help="TOML config file")
+    add_common(p)
     p.add_argument(
         "--host",
         default=DEFAULT_HOST,
@@ -311,6 +305,11 @@ def _server_class():
             runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=5)
             await runner.setup()
             try:
+                # Before the line that says it is up: a Ctrl+C right after it stops cleanly.
+                stop = asyncio.Event()
+                loop = asyncio.get_running_loop()
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.add_signal_handler(sig, stop.set)
                 site = web.TCPSite(runner, self.host, self.port)
                 await site.start()
                 print(
@@ -318,10 +317,6 @@ def _server_class():
                     "(Ctrl+C stops)",
                     flush=True,
                 )
-                stop = asyncio.Event()
-                loop = asyncio.get_running_loop()
-                for sig in (signal.SIGINT, signal.SIGTERM):
-                    loop.add_signal_handler(sig, stop.set)
                 await stop.wait()
                 # Each session's app is told to quit and its page shows "Session ended" (else
                 # aiohttp would wait for the open websockets before closing them).

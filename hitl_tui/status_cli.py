@@ -15,7 +15,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hitl_tui.cli_base import PROG, Parser, open_inbox, print_warnings
+from hitl_tui.cli_base import PROG, Parser, add_common, open_inbox, print_warnings
 from hitl_tui.textio import json_text, printable
 from hitl_tui.timefmt import age
 
@@ -58,19 +58,13 @@ def build_status() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument(
-        "paths",
-        nargs="*",
-        metavar="PATH",
-        help="repositories, or folders of repositories (default: config, else .)",
-    )
+    add_common(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
         "--local",
         action="store_true",
         help="only the blocks in files: no remote backend of the config (GitHub, [[remote]])",
     )
-    p.add_argument("--config", metavar="FILE", help="TOML config file")
     return p
 
 

@@ -571,17 +571,11 @@ def _read_until(fd: int, wanted: bytes, seconds: float) -> bytes:
     return seen
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="needs a pty")
-def test_the_app_writes_the_osc_escape_to_its_real_terminal(tmp_path: Path) -> None:
-    """`hitl` in a real pseudo-terminal: a new block writes OSC 9 there, between frames."""
+def _hitl_in_pty(root: Path, config: Path):
+    """`hitl ROOT` in a real pseudo-terminal of 100x30, outside tmux: (process, pty leader)."""
     import pty
     import subprocess
-    import time
 
-    root = tmp_path / "loops"
-    (root / "shop" / ".git").mkdir(parents=True)
-    config = tmp_path / "config.toml"
-    config.write_text('bell = false\n[notify]\ndesktop = false\nterminal = "osc9"\n')
     env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TERM_PROGRAM")}
     env.update(TERM="xterm-256color", HITL_CONFIG=str(config), COLUMNS="100", LINES="30")
     leader, follower = pty.openpty()
@@ -594,6 +588,20 @@ def test_the_app_writes_the_osc_escape_to_its_real_terminal(tmp_path: Path) -> N
         start_new_session=True,
     )
     os.close(follower)
+    return proc, leader
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pty")
+def test_the_app_writes_the_osc_escape_to_its_real_terminal(tmp_path: Path) -> None:
+    """`hitl` in a real pseudo-terminal: a new block writes OSC 9 there, between frames."""
+    import subprocess
+    import time
+
+    root = tmp_path / "loops"
+    (root / "shop" / ".git").mkdir(parents=True)
+    config = tmp_path / "config.toml"
+    config.write_text('bell = false\n[notify]\ndesktop = false\nterminal = "osc9"\n')
+    proc, leader = _hitl_in_pty(root, config)
     try:
         # The first scan is over and the watcher starts: what is written now is new.
         assert b"watching 1 repo" in _read_until(leader, b"watching 1 repo", 30)
@@ -621,7 +629,6 @@ def test_quitting_does_not_wait_for_a_notice_nor_leave_its_command_running(
     """A notice command that ignores SIGTERM, or a webhook that never answers, with a long
     timeout: `q` exits at once (it held the process until the timeout: the interpreter waits
     for worker and executor threads), and the command is killed, not left behind."""
-    import pty
     import socket
     import subprocess
     import time
@@ -641,18 +648,7 @@ def test_quitting_does_not_wait_for_a_notice_nor_leave_its_command_running(
     config.write_text(
         "bell = false\n[notify]\ndesktop = false\nterminal = false\ntimeout = 40\n" + setting
     )
-    env = {k: v for k, v in os.environ.items() if k not in ("TMUX", "TERM_PROGRAM")}
-    env.update(TERM="xterm-256color", HITL_CONFIG=str(config), COLUMNS="100", LINES="30")
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "hitl_tui", str(root)],
-        stdin=follower,
-        stdout=follower,
-        stderr=follower,
-        env=env,
-        start_new_session=True,
-    )
-    os.close(follower)
+    proc, leader = _hitl_in_pty(root, config)
     try:
         assert b"watching 1 repo" in _read_until(leader, b"watching 1 repo", 30)
         time.sleep(0.5)

@@ -311,16 +311,21 @@ class SshBackend(Source):
             raise Unreached(f"{host.host}: {ssh_reason(text)}")
         return Ran(proc.returncode, bytes(out), text)
 
-    def _json(self, host: Host, ran: Ran, what: str) -> dict:
-        """The far side's one JSON object, or HitlError mapping its exit code and line."""
-        if ran.code != 0:
+    def _reply(self, host: Host, ran: Ran, what: str, ok: tuple[int, ...] = (0,)) -> Any:
+        """The far side's JSON reply (any value: the caller checks its shape), or HitlError
+        mapping its exit code and its line."""
+        if ran.code not in ok:
             raise far_error(host.host, ran, what)
-        try:
-            import orjson
+        import orjson
 
-            data = orjson.loads(ran.out)
+        try:
+            return orjson.loads(ran.out)
         except ValueError:
             raise HitlError(f"{host.host}: its hitl printed no JSON for {what}") from None
+
+    def _json(self, host: Host, ran: Ran, what: str) -> dict:
+        """The far side's one JSON object, or HitlError mapping its exit code and line."""
+        data = self._reply(host, ran, what)
         if not isinstance(data, dict):
             raise HitlError(f"{host.host}: its hitl printed no JSON object for {what}")
         if wire.too_new(data.get("protocol")):
@@ -434,15 +439,9 @@ class SshBackend(Source):
     def _find_sent(self, host: Host, plan: Plan, began: datetime) -> str | None:
         """The far side's journal entry of this answer, or None (Unreached: cannot tell, as
         when its entry there is still in progress)."""
-        data = self._run(host, ["history", "--json", "-n", "50"])
-        if data.code != 0:
-            raise far_error(host.host, data, "the journal")
-        try:
-            import orjson
-
-            entries = orjson.loads(data.out)
-        except ValueError:
-            raise HitlError(f"{host.host}: its hitl printed no journal") from None
+        entries = self._reply(
+            host, self._run(host, ["history", "--json", "-n", "50"]), "the journal"
+        )
         for item in entries if isinstance(entries, list) else []:
             if not isinstance(item, dict) or item.get("kind") != "answer":
                 continue
@@ -537,14 +536,7 @@ class SshBackend(Source):
         ran = self._run(
             host, ["list", "--json", "--all", "--local", *host.paths], limit=wire.MAX_LIST_LINE
         )
-        if ran.code != 0:
-            raise far_error(host.host, ran, "the list")
-        try:
-            import orjson
-
-            items = orjson.loads(ran.out)
-        except ValueError:
-            raise HitlError(f"{host.host}: its hitl printed no list") from None
+        items = self._reply(host, ran, "the list")
         blocks = []
         for item in items if isinstance(items, list) else []:
             with contextlib.suppress(wire.WireError):
@@ -622,17 +614,10 @@ class SshBackend(Source):
         far = _far_entry(waiting)
         if host is None or not isinstance(repo, str) or far is None:
             return None
-        try:
+        try:  # exit 4: something did not resume there (not this one, maybe)
             ran = self._run(host, ["status", "--json", "--local", repo])
+            data = self._reply(host, ran, "the status", ok=(0, 4))
         except HitlError:
-            return None
-        if ran.code not in (0, 4):
-            return None
-        try:
-            import orjson
-
-            data = orjson.loads(ran.out)
-        except ValueError:
             return None
         rows = data.get("repos") if isinstance(data, dict) else None
         for row in rows if isinstance(rows, list) else []:
