@@ -479,19 +479,13 @@ async def test_a_loop_that_did_not_resume_is_a_notice(
 
     from hitl_tui.tui.inbox_screen import InboxScreen
     from tests.test_tui import _preview_of
-    from tests.test_tui_waiting import _app, _rows, git
+    from tests.test_tui_waiting import _app, _rows, git_loops
     from tests.tui_support import SIZE
 
     if shutil.which("git") is None:
         pytest.skip("needs git")
     monkeypatch.setattr(InboxScreen, "LOOK_EVERY", 0.2)
-    root = tmp_path / "loops"
-    for name in ("shop", "api"):
-        repo = root / name
-        shutil.copytree(FIXTURES / "loopkit-shop", repo)
-        git(repo, "init", "-q", "-b", "main")
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", "start")
+    root = git_loops(tmp_path / "loops")
     out = tmp_path / "stdin.txt"
     app = _app(root, tmp_path / "calls.jsonl", within=timedelta(seconds=1))
     app.config = dataclasses.replace(app.config, notify=NoticeConfig(command=_capture(out)))

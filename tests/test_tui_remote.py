@@ -3,7 +3,6 @@ ones, answered with the same keys, the host's state in the header when it goes a
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from hitl_tui.config import load_config
@@ -14,16 +13,8 @@ from hitl_tui.tui.widgets import BlockList
 from hitl_tui.workspace import Workspace
 from tests.sshd import Sshd
 from tests.test_remote_ssh import QUESTION, blocked, loop_repo, write_config
+from tests.test_tui_github import _until
 from tests.tui_support import SIZE
-
-
-async def _until(pilot, condition, seconds: float = 30) -> None:
-    for _ in range(int(seconds / 0.05)):
-        await pilot.pause()
-        if condition():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not met in time")
 
 
 def _app(config_path: Path) -> HitlApp:

@@ -25,9 +25,8 @@ def git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *IDENTITY, *args], cwd=repo, capture_output=True, check=True)
 
 
-@pytest.fixture
-def loops(tmp_path: Path) -> Path:
-    root = tmp_path / "loops"
+def git_loops(root: Path) -> Path:
+    """`root` with two loopkit repos, shop and api, each a real git repository at one commit."""
     for name in ("shop", "api"):
         repo = root / name
         shutil.copytree(FIXTURES / "loopkit-shop", repo)
@@ -35,6 +34,11 @@ def loops(tmp_path: Path) -> Path:
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "-m", "start")
     return root
+
+
+@pytest.fixture
+def loops(tmp_path: Path) -> Path:
+    return git_loops(tmp_path / "loops")
 
 
 def _app(root: Path, calls: Path, within: timedelta = timedelta(minutes=10)):
