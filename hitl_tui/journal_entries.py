@@ -420,12 +420,7 @@ def _begin(
             FileStep(change.path, change.action, old_sha, new_sha, _mode_of(change.path), None)
         )
     block, answer = plan.block, plan.answer
-    if answer.decision_override is not None:
-        decided = answer.decision_override
-    elif answer.choice is not None:
-        decided = answer.choice.label()
-    else:
-        decided = " | ".join(answer.texts)
+    decided = answer.decided(" | ")
     choice = answer.choice
     record = {
         "type": "begin",

@@ -178,6 +178,15 @@ class Answer:
     def date(self) -> str:
         return self.when.astimezone(UTC).strftime("%Y-%m-%d")
 
+    def decided(self, between: str = " | ") -> str:
+        """What was decided, as it reads: the decision as edited, else the choice's label, else
+        the operator's words (several joined by `between`)."""
+        if self.decision_override is not None:
+            return self.decision_override
+        if self.choice is not None:
+            return self.choice.label()
+        return between.join(self.texts)
+
 
 @dataclass(frozen=True, slots=True)
 class FileChange:

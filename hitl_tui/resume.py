@@ -82,14 +82,7 @@ def loop_word(record: Waiting) -> str:
 
 def answered_text(plan: Plan) -> str:
     """What was answered, in one line: the choice, the decision as edited, or the own words."""
-    answer = plan.answer
-    if answer.decision_override is not None:
-        text = answer.decision_override
-    elif answer.choice is not None:
-        text = answer.choice.label()
-    else:
-        text = " / ".join(answer.texts)
-    line = " ".join(text.split())
+    line = " ".join(plan.answer.decided(" / ").split())
     return line if len(line) <= 200 else line[:199] + "…"
 
 

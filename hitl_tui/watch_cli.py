@@ -43,18 +43,16 @@ async def _stream(inbox: Inbox, write, flush, alive_every: float) -> int:
     encode = _encoder()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    lock = threading.Lock()
     gone = False
 
     def send(*events: dict) -> None:
         nonlocal gone
         if gone:
             return
-        try:
-            with lock:
-                for event in events:
-                    write(encode(event))
-                flush()
+        try:  # only ever called on the loop: one writer
+            for event in events:
+                write(encode(event))
+            flush()
         except (BrokenPipeError, OSError, ValueError):
             gone = True  # the reader is gone: stop watching
             loop.call_soon_threadsafe(stop.set)
