@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,30 +21,18 @@ import pytest
 
 from tests.conftest import FIXTURES
 from tests.hostile_cases import run_hitl
+from tests.test_tui_waiting import git, git_shop
 
 LOOPS = Path(__file__).resolve().parent / "loops"
-IDENTITY = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
 pytestmark = pytest.mark.skipif(
     shutil.which("git") is None or shutil.which("bash") is None or shutil.which("setsid") is None,
     reason="needs git, bash and setsid",
 )
 
 
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", *IDENTITY, *args], cwd=repo, capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
-
-
 @pytest.fixture
 def shop(tmp_path: Path) -> Path:
-    repo = tmp_path / "loops" / "shop"
-    shutil.copytree(FIXTURES / "loopkit-shop", repo)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "start")
-    return repo
+    return git_shop(tmp_path / "loops" / "shop")
 
 
 @pytest.fixture
