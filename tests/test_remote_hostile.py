@@ -335,7 +335,9 @@ async def test_the_far_sides_warnings_are_shown_in_its_state(tmp_path: Path):
     assert states[-1] == "connected, 2 blocks"
 
 
-async def test_stop_ends_a_far_side_that_floods_and_ignores_stdin_and_sigterm(tmp_path: Path):
+async def test_stop_ends_a_far_side_that_floods_and_ignores_stdin_and_sigterm(
+    tmp_path: Path, monkeypatch
+):
     body = (
         "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
         + _lines({**LIST, "blocks": [_block()]})
@@ -350,16 +352,33 @@ async def test_stop_ends_a_far_side_that_floods_and_ignores_stdin_and_sigterm(tm
     async def on_update(scope, state, message, delta) -> None:
         updates.append((state, message))
 
+    started: list = []
+    spawn = asyncio.create_subprocess_exec
+
+    async def recorded(*argv, **kwargs):
+        started.append(await spawn(*argv, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", recorded)
     stop = asyncio.Event()
     session = Session(backend, backend.hosts["h1"], inbox, on_update, stop)
     task = asyncio.ensure_future(session.run())
-    await asyncio.sleep(1)
-    assert updates and updates[0] == ("ok", "connected, 1 block")
-    stop.set()
-    began = time.monotonic()
-    assert await asyncio.wait_for(task, 15) == ("ok", "stopped", None)
+    try:
+        await asyncio.sleep(1)
+        # The list, and (in the same read, or not) the flood's lines, none of them a block.
+        assert updates
+        state, message = updates[0]
+        assert state == "ok" and message.startswith("connected, 1 block"), message
+    finally:
+        stop.set()
+        began = time.monotonic()
+        ended = await asyncio.wait_for(task, 15)
+    assert ended == ("ok", "stopped", None)
     assert time.monotonic() - began < 10
     assert len(session.err) <= 4096
+    # Both pipes read to their end: none is left open (paused on a full buffer) for the
+    # garbage collector, which closed it after the test's loop was gone.
+    assert started and started[0].stdout.at_eof() and started[0].stderr.at_eof()
 
 
 async def test_a_far_side_that_chatters_but_never_lists_is_given_up_on(tmp_path: Path, monkeypatch):

@@ -762,7 +762,10 @@ class Session:
             ended = await self._read(proc)
         finally:
             await _end(proc)
-            errors.cancel()
+            # Read stderr to its end (ssh is gone, so it comes at once): a cancelled reader
+            # leaves a full pipe paused and open for the garbage collector.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(errors, 2)
         if ended is not None:
             return ended
         return await self._why(proc)
@@ -912,7 +915,9 @@ class Session:
         count = len(self.blocks)
         text = f"connected, {count} block{'' if count == 1 else 's'}"
         if self.skipped:
-            text += f" ({self.skipped} lines that were not blocks skipped)"
+            many = self.skipped
+            what = "line that was not a block" if many == 1 else "lines that were not blocks"
+            text += f" ({many} {what} skipped)"
         if self.over:
             text += f" ({self.over} more were not listed: over the limit)"
         if self.warnings:
