@@ -3,6 +3,7 @@ ones, answered with the same keys, the host's state in the header when it goes a
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from hitl_tui.config import load_config
@@ -47,8 +48,9 @@ async def test_a_remote_block_is_listed_answered_and_its_host_state_shown(
                 break
             await pilot.press(key)
         assert app.inbox_screen.current.id == "build-1:shop"
-        detail = str(app.screen.query_one("#question").render())
-        assert QUESTION in detail
+        question = app.screen.query_one("#question")
+        assert QUESTION in str(question.render())
+        assert str(question.border_subtitle) == "build-1:shop · loopkit on build-1 · blocked"
         await pilot.press("2")
         await _until(pilot, lambda: app.screen.id == "preview" or len(app.screen_stack) > 1)
         await pilot.press("enter")
@@ -90,3 +92,45 @@ def test_the_header_names_the_hosts_in_trouble(tmp_path: Path) -> None:
         " · SSH 1/4 ok (build-2: unreachable (connection refused), retrying in 30 s; "
         "build-3: the connection dropped, retrying in 4 s; +1 more)"
     )
+
+
+async def test_a_host_whose_far_side_warns_is_named_in_the_header(
+    tmp_path: Path, sshd: Sshd, monkeypatch
+) -> None:
+    """Connected, but a repo there cannot be read as it should: the operator sees that host
+    and why in the header (it still counts as read), and one toast says so."""
+    started: list = []
+    spawn = asyncio.create_subprocess_exec
+
+    async def recorded(*argv, **kwargs):
+        started.append(await spawn(*argv, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", recorded)
+    config, loops = write_config(tmp_path, sshd)
+    loop_repo(loops)
+    broken = loops / "proj"
+    (broken / ".git").mkdir(parents=True)
+    (broken / ".agenticloop" / "tasks").mkdir(parents=True)
+    (broken / ".agenticloop" / "project.md").write_text("---\ntask_backend: [files\n---\n")
+    app = _app(config)
+    async with app.run_test(size=SIZE) as pilot:
+        rows = app.query_one(BlockList)
+        await _until(pilot, lambda: len(rows.blocks) == 1)
+        await _until(pilot, lambda: "warning there" in str(app.query_one("#topbar").render()))
+        bar = str(app.query_one("#topbar").render())
+        assert "SSH 1/1 ok (build-1: connected, 1 block (1 warning there: proj: " in bar
+        assert ".agenticloop/project.md could not be read" in bar
+        toasts = [n for n in app._notifications if "warning there" in n.message]
+        assert len(toasts) == 1 and toasts[0].title == "SSH source"
+
+        # fixed there: the warning leaves the header
+        (broken / ".agenticloop" / "project.md").write_text("---\ntask_backend: files\n---\n")
+        await _until(pilot, lambda: "warning there" not in str(app.query_one("#topbar").render()))
+        assert "SSH 1/1 ok" in str(app.query_one("#topbar").render())
+    # Quitting ended the live connection: its ssh has exited and both pipes were read to
+    # the end (none left open for the garbage collector, after the event loop is gone).
+    assert started
+    for proc in started:
+        assert proc.returncode is not None
+        assert proc.stdout.at_eof() and proc.stderr.at_eof()

@@ -27,7 +27,9 @@ from hitl_tui.model import Answer, Block, HitlError, Plan, UsageError
 
 #: What a remote backend reports after reading one of its scopes (see `Source.watch`):
 #: (scope, state, one-line message, the inbox Delta or None when the scope was not read).
-#: `state` is "ok" or why not ("rate-limited", "unreachable", "unauthorised", "error").
+#: `state` is "ok", "warning" (read, but the message says what the operator should know: the
+#: far side could not read a repo, say), or why not ("rate-limited", "unreachable",
+#: "unauthorised", "error").
 OnUpdate = Callable[[str, str, str, Any], Awaitable[None]]
 
 

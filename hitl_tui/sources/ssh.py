@@ -569,6 +569,8 @@ class SshBackend(Source):
         finally:
             for task in tasks:
                 task.cancel()
+            # Each host's ssh is ended, its pipes closed, before this returns (cancelled too).
+            await _uncancelled(asyncio.gather(*tasks, return_exceptions=True))
 
     def refresh_soon(self) -> None:
         """Reconnect a host that waits to be retried, now (thread-safe)."""
@@ -761,11 +763,7 @@ class Session:
         try:
             ended = await self._read(proc)
         finally:
-            await _end(proc)
-            # Read stderr to its end (ssh is gone, so it comes at once): a cancelled reader
-            # leaves a full pipe paused and open for the garbage collector.
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(errors, 2)
+            await _uncancelled(_close(proc, errors))
         if ended is not None:
             return ended
         return await self._why(proc)
@@ -881,7 +879,8 @@ class Session:
             for line in said:
                 await self.on_update(self.host.host, "answer", line, None)
         if touched or said:
-            await self.on_update(self.host.host, "ok", self._state(), delta)
+            noted = self.skipped or self.over or self.warnings
+            await self.on_update(self.host.host, "warning" if noted else "ok", self._state(), delta)
         return None
 
     def _put(self, item: object) -> None:
@@ -959,6 +958,30 @@ def _kill_group(proc) -> None:
     """End ssh and what it started (its own process group: `start_new_session`)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+async def _uncancelled(awaitable) -> Any:
+    """Await `awaitable` to its end even when cancelled meanwhile, then pass the cancel on:
+    ending a far side's ssh is bounded (`_gone`), and left half done it leaves a process and
+    open pipes behind (the app cancels its workers as it quits)."""
+    task = asyncio.ensure_future(awaitable)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+    return task.result()
+
+
+async def _close(proc, errors: asyncio.Future) -> None:
+    """End the watch's ssh, then read its stderr to the end (ssh is gone, so that comes at
+    once): a cancelled reader would leave a full pipe paused, open for the garbage collector."""
+    await _end(proc)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(errors, 2)
 
 
 async def _end(proc) -> None:

@@ -11,6 +11,7 @@ the same code the CLI uses, in worker threads, so that no keypress waits on the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import os
 import threading
@@ -61,6 +62,9 @@ ARRIVAL_QUIET = 0.5
 ARRIVAL_MAX = 2.0
 #: Blocks named in the toast of a burst; the rest are counted.
 ARRIVAL_NAMES = 5
+#: Seconds the app waits, as it quits, for its ssh connections to end (they take
+#: milliseconds; a hung host's is killed within seconds, and hitl does not wait for that).
+STOP_WAIT = 1.0
 
 
 class HitlApp(App[int]):
@@ -234,6 +238,19 @@ class HitlApp(App[int]):
                 severity="warning",
                 markup=False,
             )
+
+    async def _remote_stopped(self) -> None:
+        """Wait (STOP_WAIT s at most) for the remote backends to end their connections: an
+        ssh left running would outlive the app, and its pipes the event loop."""
+        running = [
+            w for w in self.workers if w.group == "remote" and w.state != WorkerState.PENDING
+        ]
+        if running:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    asyncio.gather(*(w.wait() for w in running), return_exceptions=True),
+                    STOP_WAIT,
+                )
 
     def _watch_error(self, exc: Exception) -> None:
         self.notify(
@@ -413,9 +430,10 @@ class HitlApp(App[int]):
         self.stop_event.set()
         self.exit(0)
 
-    def on_unmount(self) -> None:
+    async def on_unmount(self) -> None:
         self.stop_event.set()
         notices.stop_all()  # a notice command still running is not left behind
         if self.loaded:
             self.inbox_screen.save_seen_now()  # the marks learnt since the last save
+        await self._remote_stopped()
         gc.unfreeze()  # what start-up froze can be collected again (an embedding process)

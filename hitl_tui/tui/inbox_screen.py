@@ -94,10 +94,14 @@ class ViewState:
     late: int = 0
 
 
+#: The states of a remote scope that was read (a "warning" one is named with its message).
+READ = ("ok", "warning")
+
+
 def header_parts(inbox: Inbox, source_states: SourceStates) -> HeaderParts:
     tail = ""
     for title, scopes in source_states.items():
-        ok = sum(state == "ok" for state, _ in scopes.values())
+        ok = sum(state in READ for state, _ in scopes.values())
         tail += f" · {title} {ok}/{len(scopes)} ok"
         trouble = [f"{scope}: {msg}" for scope, (st, msg) in scopes.items() if st != "ok"]
         if trouble:

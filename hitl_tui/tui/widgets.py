@@ -650,7 +650,11 @@ class BlockDetail(Horizontal):
         header = block.title and f"{printable(block.title)}\n"
         question = self.query_one("#question", Static)
         question.update(Content((header or "") + _clip(block.question, self.PANE_LIMIT)))
-        source = f"{block.source} · {block.state}"
+        source = block.source
+        far, host = block.meta.get("remote_source"), block.meta.get("host")
+        if isinstance(far, str) and isinstance(host, str):  # a block on another machine
+            source = f"{far} on {host}"
+        source += f" · {block.state}"
         if block.category:
             source += f" · {block.category}"
         question.border_subtitle = Content(printable(f"{block.id} · {source}"))
