@@ -568,3 +568,100 @@ def test_after_a_reconnect_an_answer_the_far_side_may_still_write_stays_pending(
     said = backend.settle_pending(backend.hosts["h1"])
     assert said == ["the answer to h1:shop was not written (answer again)"]
     assert not backend._pending.get("h1")
+
+
+def _undo_dropping(tmp_path: Path, history: list[dict]) -> tuple[SshBackend, object]:
+    """A far side whose `undo` loses the connection (ssh's 255), and whose journal of the
+    far repo then lists `history` (it fails the test if asked of another repo)."""
+    from types import SimpleNamespace
+
+    body = (
+        "if sys.argv[1] == 'undo': sys.exit(255)\n"
+        "if sys.argv[1] == 'history':\n"
+        "    assert sys.argv[-1] == '/far/shop', sys.argv\n"
+        f"    print(json.dumps({history!r}))\n"
+    )
+    backend = _far(tmp_path, body)
+    backend.settle_waits = (0.01, 0.01)
+    backend.far_lifetime = 0  # the hitl there has ended: what its journal says is final
+    entry = SimpleNamespace(id="L1", repo=Path("h1:/far/shop"), sent={"host": "h1", "entry": "F1"})
+    return backend, entry
+
+
+ANSWER_THERE = {"id": "F1", "kind": "answer", "status": "done", "undoes": None}
+
+
+def test_an_undo_whose_connection_drops_but_that_was_done_there_is_confirmed(tmp_path: Path):
+    backend, entry = _undo_dropping(
+        tmp_path,
+        [
+            {"id": "F2", "kind": "undo", "undoes": "F1", "status": "done"},
+            {**ANSWER_THERE, "undone": True},
+        ],
+    )
+    said = backend.undo_sent(entry, "Ada")
+    assert said == "on h1: undone (confirmed from its journal after the connection dropped)"
+
+
+def test_an_undo_whose_connection_drops_before_it_ran_says_nothing_was_undone(tmp_path: Path):
+    from hitl_tui.model import HitlError
+
+    backend, entry = _undo_dropping(tmp_path, [{**ANSWER_THERE, "undone": False}])
+    with pytest.raises(HitlError) as err:
+        backend.undo_sent(entry, "Ada")
+    assert str(err.value) == (
+        "cannot undo L1: h1: unreachable; h1's journal says F1 is not undone: nothing was "
+        "undone (undo again)"
+    )
+
+
+@pytest.mark.parametrize(
+    "history",
+    [
+        [
+            {"id": "F2", "kind": "undo", "undoes": "F1", "status": "in progress"},
+            {**ANSWER_THERE, "undone": False},
+        ],
+        [],  # the answer is not listed there: nothing can be told from it
+        "garbage",
+    ],
+)
+def test_an_undo_whose_outcome_cannot_be_told_says_where_to_look(tmp_path: Path, history):
+    from hitl_tui.model import HitlError
+
+    backend, entry = _undo_dropping(tmp_path, history)
+    with pytest.raises(HitlError) as err:
+        backend.undo_sent(entry, "Ada")
+    assert str(err.value) == (
+        "cannot undo L1: h1: unreachable; whether F1 was undone there is not known yet: "
+        "'hitl history' on h1 says (undoing again is safe)"
+    )
+
+
+def test_undoing_again_an_answer_undone_there_records_the_undo_here(tmp_path: Path):
+    """After a drop left it unknown, the operator undoes again: the far hitl says nothing is
+    left to undo (exit 2), its journal says undone, so this one is told and journals it."""
+    backend, entry = _undo_dropping(tmp_path, [{**ANSWER_THERE, "undone": True}])
+    script = Path(backend.hosts["h1"].hitl[0])
+    script.write_text(
+        script.read_text().replace(
+            "sys.exit(255)",
+            "sys.stderr.write('hitl: F1 was already undone (by F2)\\n'); sys.exit(2)",
+        )
+    )
+    assert backend.undo_sent(entry, "Ada") == "on h1: it was already undone there"
+
+
+def test_a_far_undo_refused_for_another_reason_is_its_error(tmp_path: Path):
+    from hitl_tui.model import HitlError
+
+    backend, entry = _undo_dropping(tmp_path, [{**ANSWER_THERE, "undone": False}])
+    script = Path(backend.hosts["h1"].hitl[0])
+    script.write_text(
+        script.read_text().replace(
+            "sys.exit(255)", "sys.stderr.write('hitl: F1 is still in progress\\n'); sys.exit(2)"
+        )
+    )
+    with pytest.raises(HitlError) as err:
+        backend.undo_sent(entry, "Ada")
+    assert "F1 is still in progress" in str(err.value)

@@ -257,8 +257,8 @@ async def test_a_hitl_too_old_there_is_one_line_naming_both_versions(tmp_path: P
 # -- an answer whose connection drops ---------------------------------------------------------
 
 
-def _hitl_that_stops(sshd: Sshd, before: bool) -> Path:
-    """A hitl there that, for `answer` (not --dry-run), signals and waits before (or after)
+def _hitl_that_stops(sshd: Sshd, before: bool, command: str = "answer") -> Path:
+    """A hitl there that, for `command` (not --dry-run), signals and waits before (or after)
     the real one runs: the test kills the server at that moment."""
     script = sshd.tmp / "pausing-hitl"
     mark = sshd.tmp / "paused"
@@ -267,7 +267,7 @@ def _hitl_that_stops(sshd: Sshd, before: bool) -> Path:
     script.write_text(
         "#!/bin/sh\n"
         'case "$*" in *--dry-run*|"") exec ' + f'"{real}" "$@";; esac\n'
-        f'if [ "$1" = answer ]; then\n'
+        f'if [ "$1" = {command} ]; then\n'
         + (f"  {pause}\n" if before else "")
         + f'  "{real}" "$@"; code=$?\n'
         + (f"  {pause}\n" if not before else "")
@@ -276,6 +276,20 @@ def _hitl_that_stops(sshd: Sshd, before: bool) -> Path:
     )
     script.chmod(0o755)
     return script
+
+
+def _kill_when_paused(sshd: Sshd) -> threading.Thread:
+    mark = sshd.tmp / "paused"
+
+    def kill() -> None:
+        deadline = time.monotonic() + 30
+        while not mark.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        sshd.kill()
+
+    killer = threading.Thread(target=kill)
+    killer.start()
+    return killer
 
 
 @pytest.mark.parametrize("written", [False, True])
@@ -291,16 +305,7 @@ def test_an_answer_whose_connection_drops_says_what_is_known(
     [block] = backend._read_host(backend.hosts["build-1"])
     plan = backend.plan(block, Answer(choice=block.choices[1], operator="Ada"))
 
-    mark = sshd.tmp / "paused"
-
-    def kill_when_paused() -> None:
-        deadline = time.monotonic() + 30
-        while not mark.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        sshd.kill()
-
-    killer = threading.Thread(target=kill_when_paused)
-    killer.start()
+    killer = _kill_when_paused(sshd)
     with pytest.raises(HitlError) as err:
         backend.send(plan)
     killer.join()
@@ -317,6 +322,44 @@ def test_an_answer_whose_connection_drops_says_what_is_known(
         assert said == ["the answer to build-1:shop was not written (answer again)"]
         assert journal.history() == []
     assert backend.settle_pending(backend.hosts["build-1"]) == []  # said once
+
+
+@pytest.mark.parametrize("undone", [False, True])
+def test_an_undo_whose_connection_drops_is_told_and_can_be_given_again(
+    tmp_path: Path, sshd: Sshd, undone: bool
+):
+    """The connection drops during `u` (before, or after, the hitl there undid it): hitl says
+    it cannot tell, never "nothing was undone"; undoing again once the host is back undoes it,
+    or finds it undone there, and the journal here records the undo once."""
+    from hitl_tui import undo as undo_module
+
+    config, loops = write_config(tmp_path, sshd)
+    shop = loop_repo(loops)
+    original = (shop / "BLOCKED.md").read_bytes()
+    out = hitl(config, "answer", "build-1:shop", "--choice", "B")
+    assert out.returncode == 0, out.stderr
+    [answer] = journal.history()
+
+    pausing = _hitl_that_stops(sshd, before=not undone, command="undo")
+    config, _ = write_config(tmp_path, sshd, hitl=str(pausing))
+    [backend] = load_config(config).remotes
+    backend.settle_waits = (0.2, 0.2)
+    killer = _kill_when_paused(sshd)
+    with pytest.raises(HitlError) as err:
+        undo_module.undo(answer.id, "Ada", sources=[backend])
+    killer.join()
+    assert "not known yet: 'hitl history' on build-1 says (undoing again is safe)" in str(err.value)
+    assert ((shop / "BLOCKED.md").exists()) is undone
+    assert not journal.history()[0].undone  # nothing recorded here yet
+
+    sshd.restart()
+    config, _ = write_config(tmp_path, sshd)  # the hitl there no longer pauses
+    said = undo_module.undo(answer.id, "Ada", sources=load_config(config).remotes)
+    expected = "it was already undone there" if undone else "on build-1: "
+    assert expected in str(said)
+    assert (shop / "BLOCKED.md").read_bytes() == original
+    [entry] = journal.history()
+    assert entry.undone
 
 
 def test_whether_the_loop_resumed_there_is_asked_of_that_machine(tmp_path: Path, sshd: Sshd):

@@ -492,15 +492,65 @@ class SshBackend(Source):
             raise UsageError(f"cannot undo {entry.id}: its host is not in [[remote]] any more")
         if not isinstance(far, str) or not far:
             raise UsageError(f"cannot undo {entry.id}: {host.host} gave no journal entry for it")
+        began = datetime.now(UTC)
         try:
             ran = self._run(host, ["undo", far, "--json", f"--operator={operator}"])
         except Unreached as exc:
-            raise HitlError(f"cannot undo {entry.id}: {exc}; nothing was undone") from None
+            return self._undo_settled(host, entry, far, began, str(exc))
+        if ran.code == 2:  # nothing to undo there: undone already (a retry after a drop)?
+            with contextlib.suppress(HitlError):
+                if self._far_undone(host, entry, far):
+                    return f"on {host.host}: it was already undone there"
         data = self._json(host, ran, "the undo")
         message = data.get("message") if isinstance(data.get("message"), str) else "undone"
         if self._wake is not None and self._loop is not None:
             self.refresh_soon()
         return printable(one_line(f"on {host.host}: {message}"))[:500]
+
+    def _undo_settled(self, host: Host, entry: Any, far: str, began: datetime, why: str) -> str:
+        """The connection dropped while undoing: ask that machine's journal, a few times,
+        whether the answer there is undone now (undoing again is always safe: an answer
+        undone there is not undone twice)."""
+        for wait in self.settle_waits:
+            time.sleep(wait)
+            try:
+                undone = self._far_undone(host, entry, far)
+            except Unreached:
+                continue
+            if undone:
+                return (
+                    f"on {host.host}: undone (confirmed from its journal after the connection "
+                    "dropped)"
+                )
+            if not self._may_write_yet(began):
+                raise HitlError(
+                    f"cannot undo {entry.id}: {why}; {host.host}'s journal says {far} is not "
+                    "undone: nothing was undone (undo again)"
+                )
+        raise HitlError(
+            f"cannot undo {entry.id}: {why}; whether {far} was undone there is not known yet: "
+            f"'hitl history' on {host.host} says (undoing again is safe)"
+        )
+
+    def _far_undone(self, host: Host, entry: Any, far: str) -> bool:
+        """Whether the far journal's answer `far` is undone (Unreached: cannot tell yet, as
+        when its undo is still in progress there, or the answer is not listed)."""
+        repo = str(entry.repo).removeprefix(f"{host.host}:")
+        words = ["history", "--json", "--all", "-n", "0"] + ([repo] if repo.startswith("/") else [])
+        items = self._reply(host, self._run(host, words), "the journal")
+        listed = False
+        for item in items if isinstance(items, list) else []:
+            if not isinstance(item, dict):
+                continue
+            if item.get("id") == far and item.get("kind") == "answer":
+                if item.get("undone") is True:
+                    return True
+                listed = True
+            elif item.get("undoes") == far and item.get("status") == "in progress":
+                raise Unreached(f"{host.host}: the undo is still in progress there")
+        if not listed:
+            raise Unreached(f"{host.host}: its journal does not list {far}")
+        return False
 
     # -- listing --------------------------------------------------------------------------------
 
