@@ -107,7 +107,9 @@ async def test_an_answer_waits_for_its_loop_until_a_commit_then_leaves(
     async with app.run_test(size=SIZE) as pilot:
         await _preview_of(pilot, app, "shop", "1")
         await pilot.press("y")
-        assert await _until(pilot, lambda: [b.state for b in _rows(app)] == ["blocked", "waiting"])
+        assert await _until(
+            pilot, lambda: [b.state for b in _rows(app)] == ["blocked", "waiting"]
+        ), ([(b.id, b.state) for b in _rows(app)], _toasts(app))
         assert not (loops / "shop" / "BLOCKED.md").exists()
         # The cursor went to the block still open, not to the answer's row.
         assert app.inbox_screen.current.id == "api"
