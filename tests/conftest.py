@@ -27,6 +27,23 @@ def _isolated_state(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture
+def spawned(monkeypatch) -> list:
+    """Every process started through `asyncio.create_subprocess_exec` in the test, in order
+    (the remote tests check that each ssh is gone and its pipes read to the end)."""
+    import asyncio
+
+    started: list = []
+    spawn = asyncio.create_subprocess_exec
+
+    async def recorded(*argv, **kwargs):
+        started.append(await spawn(*argv, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(asyncio, "create_subprocess_exec", recorded)
+    return started
+
+
+@pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
 

@@ -344,7 +344,7 @@ async def test_the_far_sides_warnings_are_shown_in_its_state(tmp_path: Path):
 
 
 async def test_stop_ends_a_far_side_that_floods_and_ignores_stdin_and_sigterm(
-    tmp_path: Path, monkeypatch
+    tmp_path: Path, spawned: list
 ):
     body = (
         "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
@@ -360,14 +360,6 @@ async def test_stop_ends_a_far_side_that_floods_and_ignores_stdin_and_sigterm(
     async def on_update(scope, state, message, delta) -> None:
         updates.append((state, message))
 
-    started: list = []
-    spawn = asyncio.create_subprocess_exec
-
-    async def recorded(*argv, **kwargs):
-        started.append(await spawn(*argv, **kwargs))
-        return started[-1]
-
-    monkeypatch.setattr(asyncio, "create_subprocess_exec", recorded)
     stop = asyncio.Event()
     session = Session(backend, backend.hosts["h1"], inbox, on_update, stop)
     task = asyncio.ensure_future(session.run())
@@ -386,7 +378,7 @@ async def test_stop_ends_a_far_side_that_floods_and_ignores_stdin_and_sigterm(
     assert len(session.err) <= 4096
     # Both pipes read to their end: none is left open (paused on a full buffer) for the
     # garbage collector, which closed it after the test's loop was gone.
-    assert started and started[0].stdout.at_eof() and started[0].stderr.at_eof()
+    assert spawned and spawned[0].stdout.at_eof() and spawned[0].stderr.at_eof()
 
 
 async def test_a_far_side_that_chatters_but_never_lists_is_given_up_on(tmp_path: Path, monkeypatch):

@@ -3,7 +3,6 @@ ones, answered with the same keys, the host's state in the header when it goes a
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from hitl_tui.config import load_config
@@ -95,18 +94,10 @@ def test_the_header_names_the_hosts_in_trouble(tmp_path: Path) -> None:
 
 
 async def test_a_host_whose_far_side_warns_is_named_in_the_header(
-    tmp_path: Path, sshd: Sshd, monkeypatch
+    tmp_path: Path, sshd: Sshd, spawned: list
 ) -> None:
     """Connected, but a repo there cannot be read as it should: the operator sees that host
     and why in the header (it still counts as read), and one toast says so."""
-    started: list = []
-    spawn = asyncio.create_subprocess_exec
-
-    async def recorded(*argv, **kwargs):
-        started.append(await spawn(*argv, **kwargs))
-        return started[-1]
-
-    monkeypatch.setattr(asyncio, "create_subprocess_exec", recorded)
     config, loops = write_config(tmp_path, sshd)
     loop_repo(loops)
     broken = loops / "proj"
@@ -130,7 +121,7 @@ async def test_a_host_whose_far_side_warns_is_named_in_the_header(
         assert "SSH 1/1 ok" in str(app.query_one("#topbar").render())
     # Quitting ended the live connection: its ssh has exited and both pipes were read to
     # the end (none left open for the garbage collector, after the event loop is gone).
-    assert started
-    for proc in started:
+    assert spawned
+    for proc in spawned:
         assert proc.returncode is not None
         assert proc.stdout.at_eof() and proc.stderr.at_eof()

@@ -38,7 +38,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -402,14 +402,19 @@ class SshBackend(Source):
             lines.append(f"(the journal here could not record it: {exc})")
         return lines
 
-    def _settle(self, host: Host, plan: Plan, began: datetime, why: str) -> list[str]:
-        """The connection dropped while sending: ask that machine's journal, a few times."""
+    def _looks(self, ask: Callable[[], Any]) -> Iterator[Any]:
+        """What `ask()` says after each wait of `settle_waits`; a look that cannot tell
+        (Unreached: the host is still away, or that machine is still writing) is skipped."""
         for wait in self.settle_waits:
             time.sleep(wait)
             try:
-                found = self._find_sent(host, plan, began)
+                yield ask()
             except Unreached:
                 continue
+
+    def _settle(self, host: Host, plan: Plan, began: datetime, why: str) -> list[str]:
+        """The connection dropped while sending: ask that machine's journal, a few times."""
+        for found in self._looks(lambda: self._find_sent(host, plan, began)):
             if found is None:
                 if self._may_write_yet(began):
                     continue
@@ -511,12 +516,7 @@ class SshBackend(Source):
         """The connection dropped while undoing: ask that machine's journal, a few times,
         whether the answer there is undone now (undoing again is always safe: an answer
         undone there is not undone twice)."""
-        for wait in self.settle_waits:
-            time.sleep(wait)
-            try:
-                undone = self._far_undone(host, entry, far)
-            except Unreached:
-                continue
+        for undone in self._looks(lambda: self._far_undone(host, entry, far)):
             if undone:
                 return (
                     f"on {host.host}: undone (confirmed from its journal after the connection "
