@@ -26,7 +26,9 @@ from hitl_tui.journal_entries import (
     journal_dir,
     journal_file,
     newest_first,
+    record_prepared,
     record_remote,
+    remote_record,
 )
 from hitl_tui.journal_files import roll_back
 from hitl_tui.recovery import recover
@@ -42,8 +44,10 @@ __all__ = [
     "journal_dir",
     "journal_file",
     "newest_first",
+    "record_prepared",
     "record_remote",
     "recover",
+    "remote_record",
     "roll_back",
     "undo",
 ]

@@ -406,12 +406,14 @@ def begin(
     if sent is not None:
         abilities["sent"] = sent
     with journalstore.storing_blobs():  # no blob is pruned until the open file names it
-        return _begin(plan, now, entry_id, identity, abilities)
+        _append(_begin_record(plan, now, entry_id, identity, abilities))
+        return entry_id
 
 
-def _begin(
+def _begin_record(
     plan: Plan, now: datetime, entry_id: str, identity: tuple | None, abilities: dict
-) -> str:
+) -> dict:
+    """The begin record of `plan` (its old and new bytes stored as blobs first)."""
     steps = []
     for change in plan.changes:
         old_sha = None if change.old is None else _store_blob(change.old)
@@ -454,8 +456,7 @@ def _begin(
         "summary": plan.summary,
         "files": [s.to_record() for s in steps],
     }
-    _append(record)
-    return entry_id
+    return record
 
 
 def commit(entry_id: str, by: str = "apply") -> None:
@@ -514,5 +515,27 @@ def record_remote(
         not_undoable=not_undoable,
         sent=sent,
     )
+    commit(entry_id)
+    return entry_id
+
+
+def remote_record(plan: Plan, sent: dict) -> dict:
+    """The begin record `record_remote` would write for `plan` now, kept to be written later
+    (`record_prepared`) when whether it was sent can only be told then. `plan` changes no
+    file here (a remote plan), so nothing is stored beside it."""
+    if plan.changes:
+        raise ValueError("a plan that writes files here is journaled by apply_plan")
+    now = _now()
+    abilities = {"remote": True, "sent": sent}
+    return _begin_record(plan, now, _new_id(now), None, abilities)
+
+
+def record_prepared(record: dict, summary: str, sent: dict) -> str:
+    """Journal a record made by `remote_record` as done, now (a new id and time: the journal
+    is in the order things were recorded), with its `summary` and `sent` as known now."""
+    now = _now()
+    entry_id = _new_id(now)
+    block = {**record["block"], "sent": sent}
+    _append({**record, "id": entry_id, "time": now.isoformat(), "summary": summary, "block": block})
     commit(entry_id)
     return entry_id

@@ -237,16 +237,19 @@ def test_an_answer_still_in_progress_there_is_not_called_unwritten(tmp_path: Pat
     from hitl_tui.model import HitlError
 
     backend, plan = _dropping(tmp_path, "in progress")
+    backend.keeps_pending = True  # as in the app
     with pytest.raises(HitlError) as err:
         backend.send(plan)
     assert "whether the answer was written is not known yet" in str(err.value)
-    assert backend._pending["h1"] == [(plan, backend._pending["h1"][0][1])]
+    [pending] = backend._pending["h1"]
+    assert (pending.block_id, pending.fingerprint) == ("h1:shop", FP)
 
 
 def test_an_answer_rolled_back_there_was_not_written(tmp_path: Path):
     from hitl_tui.model import HitlError
 
     backend, plan = _dropping(tmp_path, "rolled back")
+    backend.keeps_pending = True
     with pytest.raises(HitlError) as err:
         backend.send(plan)
     assert str(err.value).endswith("nothing was written there (answer again)")
@@ -548,12 +551,15 @@ def test_a_far_answer_that_lands_after_the_drop_is_not_called_unwritten(tmp_path
 def test_after_a_reconnect_an_answer_the_far_side_may_still_write_stays_pending(tmp_path: Path):
     from datetime import UTC, datetime
 
+    from hitl_tui import journal
     from hitl_tui.model import Plan
+    from hitl_tui.sources.ssh import Pending
 
     backend = _far(tmp_path, "print('[]')")
     block = wire.block_from_wire(_block(), "h1")
     plan = Plan(block, Answer(choice=block.choices[0]), (), {}, "s")
-    backend._pending["h1"] = [(plan, datetime.now(UTC))]
+    record = journal.remote_record(plan, {"host": "h1", "entry": None})
+    backend._pending["h1"] = [Pending("h1", datetime.now(UTC), FP, block.id, record)]
     assert backend.settle_pending(backend.hosts["h1"]) == []
     assert len(backend._pending["h1"]) == 1  # asked again at the next line from there
     backend.far_lifetime = 0
@@ -657,3 +663,140 @@ def test_a_far_undo_refused_for_another_reason_is_its_error(tmp_path: Path):
     with pytest.raises(HitlError) as err:
         backend.undo_sent(entry, "Ada")
     assert "F1 is still in progress" in str(err.value)
+
+
+def _drops_then_lists(tmp_path: Path, name: str = "far-hitl") -> tuple[SshBackend, Path]:
+    """A far side whose `answer` loses the connection; its journal cannot be reached until
+    the file `back` exists, then lists that answer, done, as its entry F7."""
+    from datetime import UTC, datetime
+
+    back = tmp_path / "back"
+    entry = {"id": "F7", "kind": "answer", "block": {"fingerprint": FP}, "status": "done"}
+    body = (
+        f"back = {str(back)!r}\n"
+        "if sys.argv[1] == 'answer': sys.exit(255)\n"
+        "if sys.argv[1] == 'history':\n"
+        "    if not os.path.exists(back): sys.exit(255)\n"
+        f"    entry = {entry!r}\n"
+        f"    entry['time'] = {datetime.now(UTC).isoformat()!r}\n"
+        "    print(json.dumps([entry]))\n"
+    )
+    backend = _far(tmp_path, body, name=name)
+    backend.settle_waits = (0.01,)
+    return backend, back
+
+
+def _pending_file() -> dict:
+    from hitl_tui import statefile
+    from hitl_tui.sources.ssh import PENDING_FILE
+
+    return json.loads(statefile.in_state(PENDING_FILE).read_text())
+
+
+def test_an_answer_not_known_when_the_app_quit_is_told_by_the_next_app(tmp_path: Path):
+    """The app sent an answer, the connection dropped, the host stayed away, the operator
+    quit: the next app (a new backend reading the state folder) asks that machine's journal
+    when the host is back, says it was written, and journals it here once."""
+    from hitl_tui import journal
+    from hitl_tui.model import HitlError, Plan
+
+    first, back = _drops_then_lists(tmp_path)
+    first.keeps_pending = True
+    block = wire.block_from_wire(_block(), "h1")
+    plan = Plan(block, Answer(choice=block.choices[0], operator="Ada"), (), {}, "s")
+    with pytest.raises(HitlError) as err:
+        first.send(plan)
+    assert "after a restart too" in str(err.value)
+    assert [p["block_id"] for p in _pending_file()["pending"]] == ["h1:shop"]
+    assert journal.history() == []
+
+    back.touch()  # the host is back; a new app starts
+    second, _ = _drops_then_lists(tmp_path, name="far-hitl-2")
+    second.load_pending()
+    assert second.settle_pending(second.hosts["h1"]) == ["the answer to h1:shop was written (F7)"]
+    [entry] = journal.history()
+    assert (entry.block_id, entry.operator, entry.sent) == (
+        "h1:shop",
+        "Ada",
+        {"host": "h1", "entry": "F7"},
+    )
+    assert entry.answered == block.choices[0].label()
+    assert _pending_file()["pending"] == []
+    third, _ = _drops_then_lists(tmp_path, name="far-hitl-3")
+    third.load_pending()
+    assert third.settle_pending(third.hosts["h1"]) == []  # told once
+
+
+def test_a_pending_answer_answered_again_meanwhile_is_not_journaled_twice(tmp_path: Path):
+    from hitl_tui import journal
+    from hitl_tui.model import HitlError, Plan
+
+    backend, back = _drops_then_lists(tmp_path)
+    backend.keeps_pending = True
+    block = wire.block_from_wire(_block(), "h1")
+    plan = Plan(block, Answer(choice=block.choices[0]), (), {}, "s")
+    with pytest.raises(HitlError):
+        backend.send(plan)
+    journal.record_remote(plan, "written on h1", None, {"host": "h1", "entry": "F7"})
+    back.touch()
+    assert backend.settle_pending(backend.hosts["h1"]) == ["the answer to h1:shop was written (F7)"]
+    assert len(journal.history()) == 1
+
+
+def test_the_pending_file_keeps_other_hosts_and_drops_the_stale_and_the_damaged(tmp_path: Path):
+    from datetime import UTC, datetime, timedelta
+
+    from hitl_tui import statefile
+    from hitl_tui.sources.ssh import PENDING_FILE, PENDING_FORMAT
+
+    def item(host: str, days: float, rid: str) -> dict:
+        began = (datetime.now(UTC) - timedelta(days=days)).isoformat()
+        record = {"id": rid, "block": {"id": f"{host}:shop"}}
+        return {"host": host, "began": began, "fingerprint": FP, "block_id": "x", "record": record}
+
+    items = [
+        item("h1", 0, "R1"),
+        item("elsewhere", 0, "R2"),  # another config's host: left in the file
+        item("h1", 8, "R3"),  # a week and more: asked about no more
+        {"host": "h1", "began": "yesterday"},
+        "garbage",
+        {**item("h1", 0, "R4"), "began": "2026-12-01T00:00:00"},  # no time zone
+    ]
+    path = statefile.in_state(PENDING_FILE)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"format": PENDING_FORMAT, "pending": items}))
+    backend, _ = _drops_then_lists(tmp_path)
+    backend.load_pending()
+    assert [p.record["id"] for p in backend._pending["h1"]] == ["R1"]
+    assert [_record(i) for i in _pending_file()["pending"]] == ["R1", "R2"]
+
+    path.write_text("{not json")  # a damaged file: nothing pending, nothing raised
+    fresh, _ = _drops_then_lists(tmp_path, name="far-hitl-2")
+    fresh.load_pending()
+    assert fresh._pending == {}
+
+
+def _record(item: dict) -> str:
+    return item["record"]["id"]
+
+
+def test_two_apps_reading_one_pending_answer_tell_it_once(tmp_path: Path):
+    """Two apps at once (two terminals, two browser tabs) both read the answer the last one
+    left: the first to ask that machine claims it; the other neither says nor journals it."""
+    from hitl_tui import journal
+    from hitl_tui.model import HitlError, Plan
+
+    first, back = _drops_then_lists(tmp_path)
+    first.keeps_pending = True
+    block = wire.block_from_wire(_block(), "h1")
+    with pytest.raises(HitlError):
+        first.send(Plan(block, Answer(choice=block.choices[0]), (), {}, "s"))
+    one, _ = _drops_then_lists(tmp_path, name="far-hitl-2")
+    two, _ = _drops_then_lists(tmp_path, name="far-hitl-3")
+    one.load_pending()
+    two.load_pending()
+    back.touch()
+    said = [one.settle_pending(one.hosts["h1"]), two.settle_pending(two.hosts["h1"])]
+    assert said == [["the answer to h1:shop was written (F7)"], []]
+    assert len(journal.history()) == 1
+    assert two._pending["h1"] == []  # and asked about no more

@@ -302,6 +302,7 @@ def test_an_answer_whose_connection_drops_says_what_is_known(
     [backend] = load_config(config).remotes
     backend.settle_waits = (0.2, 0.2)
     backend.far_lifetime = 0  # the hitl there was killed with the server: it writes no more
+    backend.keeps_pending = True  # as the app does
     [block] = backend._read_host(backend.hosts["build-1"])
     plan = backend.plan(block, Answer(choice=block.choices[1], operator="Ada"))
 
@@ -312,7 +313,11 @@ def test_an_answer_whose_connection_drops_says_what_is_known(
     assert "whether the answer was written is not known yet" in str(err.value)
     assert (shop / "BLOCKED.md").exists() is not written
 
+    # The operator quits; the host comes back; the next app asks that machine's journal.
     sshd.restart()
+    [backend] = load_config(config).remotes
+    backend.far_lifetime = 0
+    backend.load_pending()
     said = backend.settle_pending(backend.hosts["build-1"])
     if written:
         assert said == [f"the answer to build-1:shop was written ({said[0].split('(')[1][:-1]})"]

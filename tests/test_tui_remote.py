@@ -125,3 +125,43 @@ async def test_a_host_whose_far_side_warns_is_named_in_the_header(
     for proc in spawned:
         assert proc.returncode is not None
         assert proc.stdout.at_eof() and proc.stderr.at_eof()
+
+
+async def test_an_answer_left_not_known_by_the_last_app_is_told_by_this_one(
+    tmp_path: Path, sshd: Sshd
+) -> None:
+    """The last app sent an answer and lost the connection before it could tell whether it
+    was written (it did get written there), then quit. This app reads what it left, asks
+    that machine's journal as the host connects, says so in a toast, and journals it here."""
+    from datetime import UTC, datetime
+
+    from hitl_tui import journal
+    from hitl_tui.model import Answer, Plan
+    from hitl_tui.sources.ssh import Pending, answer_words
+
+    config, loops = write_config(tmp_path, sshd)
+    shop = loop_repo(loops)
+    [last] = load_config(config).remotes
+    host = last.hosts["build-1"]
+    [block] = last._read_host(host)
+    answer = Answer(choice=block.choices[1], operator="Ada")
+    began = datetime.now(UTC)
+    ran = last._run(host, [*answer_words(block, answer), "--json"])  # written there, unheard
+    assert ran.code == 0 and not (shop / "BLOCKED.md").exists()
+    last.keeps_pending = True
+    plan = Plan(block, answer, (), {}, "s")
+    record = journal.remote_record(plan, {"host": "build-1", "entry": None})
+    last._keep(Pending("build-1", began, block.fingerprint, block.id, record))
+    assert journal.history() == []
+
+    app = _app(config)
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(
+            pilot,
+            lambda: any("was written" in str(n.message) for n in app._notifications),
+        )
+        [toast] = [n for n in app._notifications if "was written" in str(n.message)]
+        assert str(toast.message).startswith("build-1: the answer to build-1:shop was written (")
+    [entry] = journal.history()
+    assert entry.block_id == "build-1:shop" and entry.sent["host"] == "build-1"
+    assert entry.answered == block.choices[1].label()

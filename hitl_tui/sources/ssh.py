@@ -80,6 +80,14 @@ STDERR_KEEP = 4096
 #: How an answer whose connection dropped is looked for in that machine's journal: an entry
 #: for the same block bytes, begun no earlier than this before the send (clocks differ).
 SKEW = timedelta(minutes=5)
+#: The app's answers whose connection dropped before that machine said whether it wrote
+#: them, in the state folder: a restarted app asks again (`SshBackend.settle_pending`).
+PENDING_FILE = "remote-pending.json"
+PENDING_FORMAT = 1
+PENDING_MAX_BYTES = 8 << 20
+#: A pending answer older than this is asked about no more (its machine's `hitl history`
+#: still says what became of it).
+PENDING_KEEP = timedelta(days=7)
 
 
 @dataclass(frozen=True)
@@ -165,6 +173,48 @@ class Unreached(HitlError):
     """ssh could not reach the host, or lost it: whether the command ran there is unknown."""
 
 
+@dataclass(frozen=True)
+class Pending:
+    """An answer whose connection dropped before its machine said whether it wrote it."""
+
+    host: str
+    began: datetime
+    fingerprint: str  # the block's bytes as answered: how its far journal entry is found
+    block_id: str
+    #: Its journal record here, made as it was sent (`journal.remote_record`), written once
+    #: that machine's journal says it was.
+    record: dict
+
+    def to_json(self) -> dict:
+        return {
+            "host": self.host,
+            "began": self.began.isoformat(),
+            "fingerprint": self.fingerprint,
+            "block_id": self.block_id,
+            "record": self.record,
+        }
+
+    @classmethod
+    def from_json(cls, item: object) -> Pending | None:
+        """One from the state file, or None when it is not one (the file is ours, but any
+        file can be damaged)."""
+        if not isinstance(item, dict):
+            return None
+        texts = [item.get(k) for k in ("host", "began", "fingerprint", "block_id")]
+        record = item.get("record")
+        if not all(isinstance(t, str) for t in texts) or not isinstance(record, dict):
+            return None
+        if not isinstance(record.get("block"), dict) or not isinstance(record.get("id"), str):
+            return None
+        try:
+            began = datetime.fromisoformat(texts[1])
+        except ValueError:
+            return None
+        if began.tzinfo is None:
+            return None
+        return cls(texts[0], began, texts[2], texts[3], record)
+
+
 @dataclass
 class Ran:
     code: int
@@ -196,8 +246,12 @@ class SshBackend(Source):
         self._loop: asyncio.AbstractEventLoop | None = None
         #: The last preview's plan per block and answer: what the preview may edit.
         self._editable: dict[tuple, str | None] = {}
-        #: Answers whose connection dropped before the far side said: host -> [(plan, since)].
-        self._pending: dict[str, list[tuple[Plan, datetime]]] = {}
+        #: Answers whose connection dropped before the far side said, by host.
+        self._pending: dict[str, list[Pending]] = {}
+        #: Whether they are kept in the state folder (the app: it asks again at each line from
+        #: that host, also after a restart); the command line says where to look instead.
+        self.keeps_pending = False
+        self._stored: set[str] = set()  # the ids of those the state file holds
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -414,7 +468,8 @@ class SshBackend(Source):
 
     def _settle(self, host: Host, plan: Plan, began: datetime, why: str) -> list[str]:
         """The connection dropped while sending: ask that machine's journal, a few times."""
-        for found in self._looks(lambda: self._find_sent(host, plan, began)):
+        fingerprint = plan.block.fingerprint
+        for found in self._looks(lambda: self._find_sent(host, fingerprint, began)):
             if found is None:
                 if self._may_write_yet(began):
                     continue
@@ -426,22 +481,94 @@ class SshBackend(Source):
                 *self._journal(host, plan, [f"written ({found})"], found),
                 f"confirmed from {host.host}'s journal after the connection dropped",
             ]
-        with self._lock:
-            self._pending.setdefault(host.host, []).append((plan, began))
         unknown = f"{why} while sending: whether the answer was written is not known yet"
-        if self._loop is None:  # no watch in this process (the command line): none asks later
+        if not self.keeps_pending:  # the command line: nothing here asks again later
             raise HitlError(
                 f"{unknown}; 'hitl history' on {host.host} says (an answer is never applied twice)"
             )
+        from hitl_tui import journal
+
+        record = journal.remote_record(plan, {"host": host.host, "entry": None})
+        self._keep(Pending(host.host, began, fingerprint, plan.block.id, record))
         raise HitlError(
-            f"{unknown}; hitl asks {host.host}'s journal when it reconnects (it is never "
-            "applied twice)"
+            f"{unknown}; hitl asks {host.host}'s journal when it reconnects, after a restart "
+            "too (it is never applied twice)"
         )
+
+    # -- the answers not known yet, kept in the state folder ----------------------------------
+
+    def _keep(self, pending: Pending) -> None:
+        with self._lock:
+            self._pending.setdefault(pending.host, []).append(pending)
+        if self._store(lambda items: [*items, pending.to_json()]) is not None:
+            self._stored.add(pending.record["id"])
+
+    def _claim(self, pending: Pending) -> bool:
+        """Forget `pending` here and in the state file; False when another app (reading the
+        same file) has told and forgotten it already: it is not told twice."""
+        with self._lock:
+            left = [p for p in self._pending.get(pending.host, []) if p is not pending]
+            self._pending[pending.host] = left
+        wanted = pending.record["id"]
+        before = self._store(lambda items: [i for i in items if _record_id(i) != wanted])
+        if before is None or wanted not in self._stored:
+            return True  # the file cannot be used, or it never held this one
+        self._stored.discard(wanted)
+        return wanted in before
+
+    def _store(self, change: Callable[[list], list]) -> set | None:
+        """Change the state file's list, under its lock; the record ids it held before (None:
+        the file cannot be used, and these answers are kept in memory only)."""
+        from hitl_tui import statefile
+
+        path = statefile.in_state(PENDING_FILE)
+        if path is None:
+            return None
+        held: set = set()
+
+        def edit(current: dict) -> bool:
+            items = current.get("pending")
+            items = items if isinstance(items, list) else []
+            held.update(_record_id(i) for i in items)
+            current["pending"] = change(items)
+            return True
+
+        try:
+            statefile.update(path, PENDING_FORMAT, PENDING_MAX_BYTES, edit)
+        except OSError:
+            return None
+        return held
+
+    def load_pending(self) -> None:
+        """The answers a previous app left not known yet, for the configured hosts (the
+        state file's others stay in it: another config may name their host)."""
+        from hitl_tui import statefile
+
+        path = statefile.in_state(PENDING_FILE)
+        if path is None:
+            return
+        try:
+            items = statefile.read(path, PENDING_FORMAT, PENDING_MAX_BYTES).get("pending")
+        except statefile.Unusable:
+            return
+        oldest = datetime.now(UTC) - PENDING_KEEP
+        known = {p.record["id"] for ps in self._pending.values() for p in ps}
+        stale = []
+        for item in items if isinstance(items, list) else []:
+            pending = Pending.from_json(item)
+            if pending is None or pending.began < oldest:
+                stale.append(item)
+            elif pending.host in self.hosts and pending.record["id"] not in known:
+                with self._lock:
+                    self._pending.setdefault(pending.host, []).append(pending)
+                self._stored.add(pending.record["id"])
+        if stale:
+            self._store(lambda items: [i for i in items if i not in stale])
 
     def _may_write_yet(self, began: datetime) -> bool:
         return datetime.now(UTC) - began < timedelta(seconds=self.far_lifetime)
 
-    def _find_sent(self, host: Host, plan: Plan, began: datetime) -> str | None:
+    def _find_sent(self, host: Host, fingerprint: str, began: datetime) -> str | None:
         """The far side's journal entry of this answer, or None (Unreached: cannot tell, as
         when its entry there is still in progress)."""
         entries = self._reply(
@@ -451,7 +578,7 @@ class SshBackend(Source):
             if not isinstance(item, dict) or item.get("kind") != "answer":
                 continue
             block = item.get("block") if isinstance(item.get("block"), dict) else {}
-            if block.get("fingerprint") != plan.block.fingerprint:
+            if block.get("fingerprint") != fingerprint:
                 continue
             try:
                 when = datetime.fromisoformat(str(item.get("time")))
@@ -471,23 +598,42 @@ class SshBackend(Source):
         """After a reconnect: what became of the answers whose connection dropped (one line
         each; a written one is journaled here then). One that cannot be told yet stays."""
         with self._lock:
-            pending = self._pending.pop(host.host, [])
+            pending = list(self._pending.get(host.host, []))
         said = []
-        for plan, began in pending:
+        for one in pending:
             try:
-                found = self._find_sent(host, plan, began)
-                if found is None and self._may_write_yet(began):
+                found = self._find_sent(host, one.fingerprint, one.began)
+                if found is None and self._may_write_yet(one.began):
                     raise Unreached("not yet")
             except HitlError:
-                with self._lock:
-                    self._pending.setdefault(host.host, []).append((plan, began))
+                continue  # asked again at the next line from that host
+            if not self._claim(one):
                 continue
             if found is None:
-                said.append(f"the answer to {plan.block.id} was not written (answer again)")
-            else:
-                self._journal(host, plan, [f"written ({found})"], found)
-                said.append(f"the answer to {plan.block.id} was written ({found})")
+                said.append(f"the answer to {one.block_id} was not written (answer again)")
+                continue
+            said.append(f"the answer to {one.block_id} was written ({found})")
+            if self._journaled(host, found):  # answered again from here meanwhile
+                continue
+            sent = {"host": host.host, "entry": found}
+            try:
+                from hitl_tui import journal
+
+                journal.record_prepared(one.record, f"written on {host.host} ({found})", sent)
+            except (OSError, HitlError) as exc:
+                said[-1] += f" (the journal here could not record it: {exc})"
         return said
+
+    def _journaled(self, host: Host, far: str) -> bool:
+        """Whether the journal here has an answer sent to `host` as its entry `far`."""
+        from hitl_tui import journal
+
+        with contextlib.suppress(OSError, HitlError):
+            for entry in journal.history(limit=500):
+                sent = entry.sent or {}
+                if sent.get("host") == host.host and sent.get("entry") == far:
+                    return True
+        return False
 
     def undo_sent(self, entry: Any, operator: str) -> str:
         sent = entry.sent or {}
@@ -610,6 +756,8 @@ class SshBackend(Source):
     async def watch(self, inbox: Any, on_update: OnUpdate, stop: asyncio.Event) -> None:
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
+        self.keeps_pending = True
+        await asyncio.to_thread(self.load_pending)
         tasks = [
             asyncio.ensure_future(self._follow(host, inbox, on_update, stop))
             for host in self.hosts.values()
@@ -1008,6 +1156,11 @@ def _kill_group(proc) -> None:
     """End ssh and what it started (its own process group: `start_new_session`)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _record_id(item: object) -> object:
+    record = item.get("record") if isinstance(item, dict) else None
+    return record.get("id") if isinstance(record, dict) else None
 
 
 async def _uncancelled(awaitable) -> Any:
