@@ -14,6 +14,12 @@ channels of the config's `[notify]` table:
   gateway, a pager), and `webhook` (or `webhook_env`): a Slack-style `{"text": ...}` POST.
   Both are escalate's own channel code (`notify.run_with_stdin`, `notify.post_slack`).
 
+Every hitl of the operator's (two terminals, the browser tabs of `hitl serve`) sees the same
+new block; the channels they share (desktop, command, webhook) get its notice once: each item
+of a notice (a block's bytes, an answer not resumed) is claimed in `notified.json` in the
+state folder first (`claim`), and only what no other hitl claimed in the last day is sent.
+The terminal's escape goes to each app's own terminal.
+
 Agent text arrives plain and bounded in every channel: whitespace collapsed, escape sequences
 and control characters removed, at most BODY_LIMIT characters. A channel that fails gives one
 line (`send`'s result) that never holds the webhook URL or the command's arguments.
@@ -25,12 +31,13 @@ import os
 import re
 import shutil
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
-from hitl_tui import notify
+from hitl_tui import notify, statefile
 from hitl_tui.model import Block, UsageError
 from hitl_tui.textio import one_line, printable
 
@@ -90,6 +97,80 @@ class Late(Protocol):
     """An answer whose loop did not resume (resume.Waiting)."""
 
     block_id: str
+    key: str
+    entry: str | None
+
+
+# -- one notice per item, whichever of the operator's hitl sends it ---------------------------
+
+NOTIFIED_FILE = "notified.json"
+NOTIFIED_FORMAT = 1
+NOTIFIED_MAX_BYTES = 4 << 20
+#: How long a claimed item is remembered (a block that stays open is not notified again).
+NOTIFIED_KEEP = timedelta(hours=24)
+#: The most items remembered (the newest): a day of many bursts stays a small file.
+NOTIFIED_MAX = 20_000
+
+
+def claim(keys: Sequence[str], now: datetime | None = None) -> set[str]:
+    """Those of `keys` no hitl of this operator claimed in the last NOTIFIED_KEEP, now
+    claimed (under the file's lock: of two apps at once, one sends). Without a usable state
+    folder every key is this app's to send."""
+    path = statefile.in_state(NOTIFIED_FILE)
+    if path is None or not keys:
+        return set(keys)
+    now = now or datetime.now(UTC)
+    fresh: set[str] = set()
+
+    def edit(current: dict) -> bool:
+        sent = current.get("sent")
+        cutoff = (now - NOTIFIED_KEEP).isoformat()
+        kept = {
+            k: t
+            for k, t in (sent.items() if isinstance(sent, dict) else ())
+            if isinstance(t, str) and t >= cutoff  # ISO 8601 in UTC sorts as time
+        }
+        for key in keys:
+            if key not in kept:
+                kept[key] = now.isoformat()
+                fresh.add(key)
+        newest = sorted(kept.items(), key=lambda kv: kv[1])[-NOTIFIED_MAX:]
+        current["sent"] = dict(newest)
+        return True
+
+    try:
+        statefile.update(path, NOTIFIED_FORMAT, NOTIFIED_MAX_BYTES, edit)
+    except OSError:
+        return set(keys)
+    return fresh
+
+
+@dataclass(frozen=True)
+class Shared:
+    """A notice for the shared channels, made of the items this app claims (`claimed`)."""
+
+    keys: tuple[str, ...]
+    items: tuple
+    make: Callable[[Sequence], Notice]
+
+    def claimed(self, now: datetime | None = None) -> Notice | None:
+        """The notice of the items no other hitl sent (None: there are none)."""
+        fresh = claim(self.keys, now)
+        chosen = [item for key, item in zip(self.keys, self.items, strict=True) if key in fresh]
+        return self.make(chosen) if chosen else None
+
+
+def shared_new(blocks: Sequence[Block]) -> Shared:
+    """`new_blocks` for the shared channels: a block is its bytes where they are, since it
+    began (the same question asked again later is a new block)."""
+    keys = tuple(f"new {b.source} {b.path} {b.fingerprint} {b.since.isoformat()}" for b in blocks)
+    return Shared(keys, tuple(blocks), new_blocks)
+
+
+def shared_late(records: Sequence[Late]) -> Shared:
+    """`not_resumed` for the shared channels: an answer is its journal entry."""
+    keys = tuple(f"late {r.key} {r.entry}" for r in records)
+    return Shared(keys, tuple(records), not_resumed)
 
 
 # -- the text ---------------------------------------------------------------------------------

@@ -662,3 +662,99 @@ def test_quitting_does_not_wait_for_a_notice_nor_leave_its_command_running(
             proc.kill()
             proc.wait()
         os.close(leader)
+
+
+# -- one notice per item for all of the operator's hitl -----------------------------------------
+
+
+def test_an_item_is_claimed_once_a_day() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    assert notices.claim(["a", "b"], now) == {"a", "b"}
+    assert notices.claim(["a", "b", "c"], now + timedelta(minutes=5)) == {"c"}
+    later = now + timedelta(hours=24, minutes=1)  # a and b are forgotten; c is not yet
+    assert notices.claim(["a", "b", "c"], later) == {"a", "b"}
+
+
+def test_the_claims_file_is_bounded_and_a_damaged_one_claims_everything(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from hitl_tui import statefile
+
+    monkeypatch.setattr(notices, "NOTIFIED_MAX", 50)
+    now = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    for n in range(4):
+        notices.claim([f"k{n}-{i}" for i in range(40)], now + timedelta(seconds=n))
+    path = statefile.in_state(notices.NOTIFIED_FILE)
+    kept = json.loads(path.read_text())["sent"]
+    assert len(kept) == 50 and "k3-0" in kept and "k0-0" not in kept  # the newest kept
+    path.write_text('{"format": 1, "sent": {"x": 5, "y": [1]}}')  # wrong types: not claims
+    assert notices.claim(["x", "y"], now) == {"x", "y"}
+    path.write_bytes(b"\xff\x00 not json")
+    assert notices.claim(["x"], now) == {"x"}  # unreadable: this app sends, nothing raised
+
+
+def test_two_processes_claiming_at_once_send_each_item_once(tmp_path: Path) -> None:
+    """Two real processes claim the same 300 keys at the same moment, 30 at a time: each key
+    is claimed by exactly one of them (the file's lock), and none is lost."""
+    import subprocess
+
+    go = tmp_path / "go"
+    program = (
+        "import os, sys, time, json\n"
+        "from hitl_tui import notices\n"
+        f"while not os.path.exists({str(go)!r}): time.sleep(0.005)\n"
+        "mine = set()\n"
+        "for start in range(0, 300, 30):\n"
+        "    mine |= notices.claim([f'k{i}' for i in range(start, start + 30)])\n"
+        "print(json.dumps(sorted(mine)))\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    go.touch()
+    got = [set(json.loads(p.communicate(timeout=60)[0])) for p in procs]
+    assert got[0] | got[1] == {f"k{i}" for i in range(300)}
+    assert not got[0] & got[1]
+
+
+async def test_a_block_two_apps_see_arrive_is_one_notice_on_the_shared_channels(
+    tmp_path: Path, desktop: Path, hook: Hook
+) -> None:
+    """Two apps of the operator's (a terminal and a browser tab) both see a block arrive:
+    the desktop, the command and the webhook get one notice; each app's terminal still gets
+    its own escape. A block the other app did not see is still noticed."""
+    from hitl_tui.inbox import Delta
+    from hitl_tui.sources.loopkit import LoopkitSource
+    from tests.test_tui import _settle
+    from tests.test_tui_screen import _arrive
+    from tests.tui_support import SIZE, demo_workspace
+
+    root = demo_workspace(tmp_path / "ws")
+    out = tmp_path / "stdin.txt"
+    cfg = NoticeConfig(command=_capture(out), webhook=hook.url, terminal=True)
+    first, first_terminal = _notice_app(root, cfg)
+    async with first.run_test(size=SIZE, notifications=True) as pilot:
+        await _settle(pilot, first)
+        _arrive(first, root, ["alpha"])
+        assert await _until(pilot, lambda: first_terminal != [] and len(hook.bodies) == 1)
+    second, second_terminal = _notice_app(root, cfg)
+    async with second.run_test(size=SIZE, notifications=True) as pilot:
+        await _settle(pilot, second)
+        alpha = root / "alpha"  # the same block arriving in this app too
+        block = LoopkitSource().parse(alpha, alpha / "BLOCKED.md", "alpha")
+        second.apply_delta(Delta(added=[block]), announce=True)
+        assert await _until(pilot, lambda: second_terminal != [])
+        await pilot.pause(0.5)
+        _arrive(second, root, ["bravo"])
+        assert await _until(pilot, lambda: len(hook.bodies) == 2)
+        await pilot.pause(0.3)
+    assert first_terminal == ["\x1b]9;hitl: alpha: What about alpha?\x07"]
+    assert second_terminal[0] == first_terminal[0]  # each app's own terminal
+    assert _stdin_of(out) == ["hitl: alpha: What about alpha?", "hitl: bravo: What about bravo?"]
+    assert hook.texts() == _stdin_of(out)
+    assert len(_desktop_calls(desktop)) == 2

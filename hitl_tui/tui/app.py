@@ -315,7 +315,7 @@ class HitlApp(App[int]):
             return
         if self.config.bell:
             self.bell()
-        self.send_notice(notices.new_blocks(blocks))
+        self.send_notice(notices.new_blocks(blocks), notices.shared_new(blocks))
         if len(self.screen_stack) > 1:
             # A modal is open (the preview, a text box): a toast there would cover its
             # buttons. The bell has rung; the toast waits until the modal closes.
@@ -346,9 +346,10 @@ class HitlApp(App[int]):
 
     # -- notices beyond the bell: the terminal's escape, desktop, command, webhook ------------
 
-    def send_notice(self, notice: notices.Notice) -> None:
+    def send_notice(self, notice: notices.Notice, shared: notices.Shared | None = None) -> None:
         """`notice` on every channel `[notify]` enables for its kind: the terminal's escape
-        written here, the others sent by a worker thread (each within its timeout)."""
+        written here, the others sent by a worker thread (each within its timeout); with
+        `shared`, those get the notice of the items no other hitl of the operator sent."""
         cfg = self.config.notify
         if not cfg.wants(notice.kind):
             return
@@ -361,7 +362,7 @@ class HitlApp(App[int]):
             # webhook that trickles) held the process until its timeout. At exit the commands
             # still running are killed instead (on_unmount).
             threading.Thread(
-                target=self._send_notice, args=(notice,), name="hitl-notice", daemon=True
+                target=self._send_notice, args=(notice, shared), name="hitl-notice", daemon=True
             ).start()
 
     def write_terminal(self, data: str) -> None:
@@ -370,7 +371,12 @@ class HitlApp(App[int]):
         if not self.is_headless and self._driver is not None:
             self._driver.write(data)
 
-    def _send_notice(self, notice: notices.Notice) -> None:
+    def _send_notice(self, notice: notices.Notice, shared: notices.Shared | None) -> None:
+        if shared is not None:
+            claimed = shared.claimed()
+            if claimed is None:  # another hitl of the operator's sent all of it
+                return
+            notice = claimed
         for line in notices.send(notice, self.config.notify):
             try:
                 self.call_from_thread(self._notice_failed, line)

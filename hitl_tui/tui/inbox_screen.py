@@ -160,7 +160,7 @@ class Host(Protocol):
     def worker_failed(self, worker: Worker) -> None:
         """A worker raised: say what failed."""
 
-    def send_notice(self, notice: notices.Notice) -> None:
+    def send_notice(self, notice: notices.Notice, shared: notices.Shared | None = None) -> None:
         """`notice` on the channels of the config's [notify] (desktop, terminal, ...)."""
 
 
@@ -400,7 +400,8 @@ class InboxScreen(Screen):
         if changes.late:
             if self.ring:
                 self.app.bell()
-            self.host.send_notice(notices.not_resumed(changes.late))
+            late = changes.late
+            self.host.send_notice(notices.not_resumed(late), notices.shared_late(late))
             names = ", ".join(r.block_id for r in changes.late[:3])
             more = f" and {len(changes.late) - 3} more" if len(changes.late) > 3 else ""
             self.notify(
