@@ -6,7 +6,8 @@ is the real app on the same repositories, writing the same files. Whoever reache
 answers blocks, so it listens on 127.0.0.1 unless `--allow-remote` says otherwise (with a
 warning), and the page and its websocket refuse requests from other sites: a `Host` that is not
 this server (DNS rebinding) and a websocket whose `Origin` is not the page's own (another site
-open in the same browser driving the app).
+open in the same browser driving the app). And they need the server's token (`?token=` in the
+address it prints, then a cookie): another user of this machine reaches 127.0.0.1 too.
 """
 
 from __future__ import annotations
@@ -14,15 +15,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hmac
 import ipaddress
 import os
 import re
+import secrets
 import shlex
 import signal
 import socket
 import sys
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from hitl_tui.cli_base import PROG, Parser, add_common
 from hitl_tui.model import HitlError, UsageError
@@ -30,18 +33,24 @@ from hitl_tui.textio import one_line, printable
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
+#: The environment variable that sets the token (else a new one each start).
+TOKEN_ENV = "HITL_SERVE_TOKEN"
+TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{16,256}\Z")
 
 EPILOG = f"""\
 Each browser tab runs its own hitl app on the same repositories; answers are written to disk
-exactly as in the terminal. There is no password: anyone who can open the page can answer
-blocks, which writes to the repositories. So the server listens on {DEFAULT_HOST} only, unless
---allow-remote (a warning says so).
+exactly as in the terminal. Anyone who can open the page can answer blocks, which writes to the
+repositories. So the server listens on {DEFAULT_HOST} only, unless --allow-remote (a warning
+says so), and the page needs a token: open the address it prints (http://...?token=...); the
+browser keeps the token in a cookie for this server. Another user of this machine, who can
+reach {DEFAULT_HOST} too, cannot open it without the token. The token is new at each start
+unless ${TOKEN_ENV} sets one (16 or more of A-Z a-z 0-9 _ -), for a bookmark that lasts.
 
 From a phone or a laptop, reach it through an SSH tunnel instead:
-  ssh -L 8000:127.0.0.1:8000 HOST     # on the laptop, then open http://127.0.0.1:8000
+  ssh -L 8000:127.0.0.1:8000 HOST     # on the laptop, then open the printed address there
 
 examples:
-  hitl serve ~/loops                  # http://127.0.0.1:8000
+  hitl serve ~/loops                  # http://127.0.0.1:8000/?token=...
   hitl serve --port 8080 shop infra
   hitl serve --host 0.0.0.0 --allow-remote ~/loops   # a trusted network only
 
@@ -175,13 +184,17 @@ def run_serve(args: argparse.Namespace) -> int:
     check_state_dir()  # every session journals its answers there: refuse a broken one now
     if not loopback:
         print(
-            f"hitl: warning: serving on {args.host}: anyone who can reach this address can "
-            "answer blocks and write to the repositories (there is no password)",
+            f"hitl: warning: serving on {args.host} over plain http: the token crosses the "
+            "network readable, and whoever reads it can answer blocks and write to the "
+            "repositories",
             file=sys.stderr,
             flush=True,
         )
+    token = os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(24)
+    if not TOKEN_SHAPE.match(token):
+        raise UsageError(f"${TOKEN_ENV} must be 16 to 256 of A-Z a-z 0-9 _ - (a URL's word)")
     count = f"{len(repos)} repositor{'y' if len(repos) == 1 else 'ies'}"
-    server = _server_class()(app_command(args), args.host, args.port, count, loopback)
+    server = _server_class()(app_command(args), args.host, args.port, count, loopback, token)
     try:
         asyncio.run(server.run())
     except OSError as exc:
@@ -226,9 +239,15 @@ def _server_class():
             left = [p for p in left if p.returncode is None]
 
     class HitlServer(Server):
-        def __init__(self, command: str, host: str, port: int, what: str, loopback: bool) -> None:
+        def __init__(
+            self, command: str, host: str, port: int, what: str, loopback: bool, token: str
+        ) -> None:
             super().__init__(command, host=host, port=port, title="hitl")
             self.what = what
+            self.token = token
+            #: The cookie that keeps the token in the browser (one per port: two servers on
+            #: one machine each keep their own).
+            self.cookie = f"hitl-serve-{port}"
             #: The running sessions (their websocket handlers), ended first on stop.
             self.sessions: set[asyncio.Task] = set()
             self.loopback = loopback
@@ -262,10 +281,37 @@ def _server_class():
                 return "a page of another site cannot drive hitl"
             return None
 
-        async def handle_index(self, request: web.Request) -> web.StreamResponse:
+        def _holds_token(self, request: web.Request) -> bool:
+            """The request carries this server's token: in its cookie, or `?token=`."""
+            for given in (request.cookies.get(self.cookie), request.query.get("token")):
+                if given and hmac.compare_digest(given.encode(), self.token.encode()):
+                    return True
+            return False
+
+        def _checked(self, request: web.Request) -> None:
             why = self._refused(request)
+            if why is None and not self._holds_token(request):
+                why = (
+                    "hitl serve needs its token: open the address it printed (http://...?token=...)"
+                )
             if why is not None:
                 raise web.HTTPForbidden(text=why)
+
+        async def handle_index(self, request: web.Request) -> web.StreamResponse:
+            self._checked(request)
+            if "token" in request.query:
+                # Kept in a cookie, and out of the address bar, the history and screenshots.
+                rest = {k: v for k, v in request.query.items() if k != "token"}
+                found = web.HTTPSeeOther("/" + (f"?{urlencode(rest)}" if rest else ""))
+                found.set_cookie(
+                    self.cookie,
+                    self.token,
+                    httponly=True,
+                    samesite="Strict",
+                    path="/",
+                    secure=request.scheme == "https",
+                )
+                raise found
             # The page's URLs are the address the browser used (a tunnel, another port), never
             # the listening address (0.0.0.0 is no address a browser can reach).
             base = f"{request.scheme}://{request.host}"
@@ -279,9 +325,7 @@ def _server_class():
             return aiohttp_jinja2.render_template("app_index.html", request, context)
 
         async def handle_websocket(self, request: web.Request) -> web.StreamResponse:
-            why = self._refused(request)
-            if why is not None:
-                raise web.HTTPForbidden(text=why)
+            self._checked(request)
             task = asyncio.current_task()
             assert task is not None
             self.sessions.add(task)
@@ -291,9 +335,7 @@ def _server_class():
                 self.sessions.discard(task)
 
         async def handle_download(self, request: web.Request) -> web.StreamResponse:
-            why = self._refused(request)
-            if why is not None:
-                raise web.HTTPForbidden(text=why)
+            self._checked(request)
             return await super().handle_download(request)
 
         async def on_startup(self, app: web.Application) -> None:
@@ -312,11 +354,8 @@ def _server_class():
                     loop.add_signal_handler(sig, stop.set)
                 site = web.TCPSite(runner, self.host, self.port)
                 await site.start()
-                print(
-                    f"hitl: serving {self.what} at {shown_url(self.host, self.port)} "
-                    "(Ctrl+C stops)",
-                    flush=True,
-                )
+                url = f"{shown_url(self.host, self.port)}/?token={self.token}"
+                print(f"hitl: serving {self.what} at {url} (Ctrl+C stops)", flush=True)
                 await stop.wait()
                 # Each session's app is told to quit and its page shows "Session ended" (else
                 # aiohttp would wait for the open websockets before closing them).

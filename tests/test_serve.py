@@ -47,10 +47,23 @@ def loops(tmp_path: Path) -> Path:
     return root
 
 
+#: The token the tests' servers use (`$HITL_SERVE_TOKEN`), and what a browser holding it sends.
+TOKEN = "test-token-0123456789abcdef"
+
+
+def holding(port: int, headers: dict[str, str] | None = None) -> dict[str, str]:
+    """`headers` and the cookie a browser keeps after opening the printed address."""
+    return {**(headers or {}), "Cookie": f"hitl-serve-{port}={TOKEN}"}
+
+
 class Served:
     """A `hitl serve` process; its stdout lines arrive in a queue (reads never block a test)."""
 
-    def __init__(self, *args: object, cwd: Path) -> None:
+    def __init__(self, *args: object, cwd: Path, token: str | None = TOKEN) -> None:
+        env = {**os.environ, "PYTHONUTF8": "1"}
+        env.pop("HITL_SERVE_TOKEN", None)
+        if token is not None:
+            env["HITL_SERVE_TOKEN"] = token
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "hitl_tui", "serve", *map(str, args)],
             cwd=cwd,
@@ -58,7 +71,7 @@ class Served:
             stderr=subprocess.PIPE,
             text=True,
             encoding="utf-8",
-            env={**os.environ, "PYTHONUTF8": "1"},
+            env=env,
         )
         self.lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -92,8 +105,8 @@ class Served:
 def serve():
     started: list[Served] = []
 
-    def start(*args: object, cwd: Path) -> Served:
-        started.append(Served(*args, cwd=cwd))
+    def start(*args: object, cwd: Path, token: str | None = TOKEN) -> Served:
+        started.append(Served(*args, cwd=cwd, token=token))
         return started[-1]
 
     yield start
@@ -110,6 +123,21 @@ def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, str]:
             return response.status, response.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+def get_raw(url: str, headers: dict[str, str] | None = None):
+    """The response itself, a redirect not followed: (status, its headers)."""
+    opener = urllib.request.build_opener(_NoRedirect)
+    try:
+        with opener.open(urllib.request.Request(url, headers=headers or {}), timeout=WAIT) as r:
+            return r.status, r.headers
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers
 
 
 def run(*args: object, cwd: Path) -> subprocess.CompletedProcess:
@@ -136,7 +164,8 @@ def test_help_says_how_to_reach_it_safely(loops: Path):
         "--allow-remote",
         "hitl serve ~/loops",
         "127.0.0.1",
-        "no password",
+        "needs a token",
+        "$HITL_SERVE_TOKEN",
     ):
         assert text in result.stdout, text
     assert (
@@ -181,29 +210,32 @@ def test_the_url_line_the_guards_and_ctrl_c(loops: Path, serve):
     port = free_port()
     served = serve("--port", port, cwd=loops)
     url = f"http://127.0.0.1:{port}"
-    assert served.first_line() == f"hitl: serving 1 repository at {url} (Ctrl+C stops)\n"
-    status, page = get(url + "/")
+    assert served.first_line() == (
+        f"hitl: serving 1 repository at {url}/?token={TOKEN} (Ctrl+C stops)\n"
+    )
+    status, page = get(url + "/", holding(port))
     assert status == 200
     assert f'data-session-websocket-url="ws://127.0.0.1:{port}/ws"' in page
     # Through a tunnel on another local port the page names the address the browser used.
-    status, page = get(url + "/", {"Host": "localhost:9000"})
+    status, page = get(url + "/", holding(port, {"Host": "localhost:9000"}))
     assert (status, 'data-session-websocket-url="ws://localhost:9000/ws"' in page) == (200, True)
-    # DNS rebinding: a site's name resolved to 127.0.0.1 gets no page.
-    status, page = get(url + "/", {"Host": f"evil.example:{port}"})
+    # DNS rebinding: a site's name resolved to 127.0.0.1 gets no page, token or not.
+    status, page = get(url + "/", holding(port, {"Host": f"evil.example:{port}"}))
     assert status == 403
     assert "127.0.0.1" in page
     # Another site open in the same browser cannot drive the app through the websocket.
-    assert asyncio.run(websocket_status(f"ws://127.0.0.1:{port}/ws", "http://evil.example")) == 403
+    ws = f"ws://127.0.0.1:{port}/ws"
+    assert asyncio.run(websocket_status(ws, "http://evil.example", holding(port))) == 403
     code, err = served.stop()
     assert (code, err) == (0, "hitl: stopped\n")
 
 
-async def websocket_status(url: str, origin: str) -> int:
+async def websocket_status(url: str, origin: str, headers: dict[str, str] | None = None) -> int:
     import aiohttp
 
     async with aiohttp.ClientSession() as session:
         try:
-            async with session.ws_connect(url, headers={"Origin": origin}):
+            async with session.ws_connect(url, headers={**(headers or {}), "Origin": origin}):
                 return 101
         except aiohttp.WSServerHandshakeError as exc:
             return exc.status
@@ -214,9 +246,9 @@ def test_localhost_needs_no_flag(loops: Path, serve):
     served = serve("--host", "localhost", "--port", port, cwd=loops)
     assert (
         served.first_line()
-        == f"hitl: serving 1 repository at http://localhost:{port} (Ctrl+C stops)\n"
+        == f"hitl: serving 1 repository at http://localhost:{port}/?token={TOKEN} (Ctrl+C stops)\n"
     )
-    assert get(f"http://localhost:{port}/")[0] == 200
+    assert get(f"http://localhost:{port}/", holding(port))[0] == 200
     assert served.stop() == (0, "hitl: stopped\n")  # no warning
 
 
@@ -224,16 +256,63 @@ def test_allow_remote_warns_and_names_the_host(loops: Path, serve):
     port = free_port()
     served = serve("--host", "0.0.0.0", "--allow-remote", "--port", port, cwd=loops)
     line = served.first_line()
-    assert (
-        line
-        == f"hitl: serving 1 repository at http://{socket.gethostname()}:{port} (Ctrl+C stops)\n"
-    )
-    assert get(f"http://127.0.0.1:{port}/", {"Host": f"10.0.0.5:{port}"})[0] == 200
+    address = f"http://{socket.gethostname()}:{port}/?token={TOKEN}"
+    assert line == f"hitl: serving 1 repository at {address} (Ctrl+C stops)\n"
+    assert get(f"http://127.0.0.1:{port}/", holding(port, {"Host": f"10.0.0.5:{port}"}))[0] == 200
     code, err = served.stop()
     assert code == 0
     assert err == (
-        "hitl: warning: serving on 0.0.0.0: anyone who can reach this address can answer "
-        "blocks and write to the repositories (there is no password)\nhitl: stopped\n"
+        "hitl: warning: serving on 0.0.0.0 over plain http: the token crosses the network "
+        "readable, and whoever reads it can answer blocks and write to the repositories\n"
+        "hitl: stopped\n"
+    )
+
+
+def test_without_the_token_nothing_is_served(loops: Path, serve):
+    """Another user of this machine reaches 127.0.0.1 too: no page, no session, no download
+    without the token; a wrong one is no better. The printed address sets the cookie and
+    sends the browser to the page without the token in its address."""
+    port = free_port()
+    served = serve("--port", port, cwd=loops)
+    served.first_line()
+    url = f"http://127.0.0.1:{port}"
+    for given in ({}, {"Cookie": f"hitl-serve-{port}=wrong-token-0123456789"}):
+        status, page = get(url + "/", given)
+        assert (status, page) == (
+            403,
+            "hitl serve needs its token: open the address it printed (http://...?token=...)",
+        )
+        assert asyncio.run(websocket_status(f"ws://127.0.0.1:{port}/ws", url, given)) == 403
+    assert get(f"{url}/?token=wrong-token-0123456789")[0] == 403
+    assert get(f"{url}/download/x", {})[0] in (403, 404)  # never a download without it
+    status, headers = get_raw(f"{url}/?token={TOKEN}&fontsize=20")
+    assert status == 303 and headers["Location"] == "/?fontsize=20"
+    cookie = headers["Set-Cookie"]
+    assert cookie.startswith(f"hitl-serve-{port}={TOKEN};")
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
+    assert asyncio.run(websocket_status(f"ws://127.0.0.1:{port}/ws", url, holding(port))) == 101
+    assert served.stop() == (0, "hitl: stopped\n")
+
+
+def test_a_new_token_each_start_unless_the_environment_sets_one(loops: Path, serve):
+    tokens = []
+    for _ in range(2):
+        served = serve("--port", free_port(), cwd=loops, token=None)
+        tokens.append(served.first_line().split("?token=")[1].split(" ")[0])
+        served.stop()
+    assert tokens[0] != tokens[1] and all(len(t) >= 32 for t in tokens)
+    env = {**os.environ, "HITL_SERVE_TOKEN": "short"}
+    result = subprocess.run(
+        [sys.executable, "-m", "hitl_tui", "serve", "--port", str(free_port())],
+        cwd=loops,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+        env=env,
+    )
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == (
+        "hitl: $HITL_SERVE_TOKEN must be 16 to 256 of A-Z a-z 0-9 _ - (a URL's word)\n"
     )
 
 
@@ -417,12 +496,17 @@ def test_a_block_answered_in_the_browser(
     shop = loops / "shop"
     before = (shop / "PROMPT.md").read_text()
     port = free_port()
-    served = serve("--port", port, loops, cwd=tmp_path)
-    assert served.first_line().endswith(f"at http://127.0.0.1:{port} (Ctrl+C stops)\n")
+    served = serve("--port", port, loops, cwd=tmp_path, token=None)  # a new one, printed
+    line = served.first_line()
+    printed = line.split(" at ", 1)[1].removesuffix(" (Ctrl+C stops)\n")
+    assert printed.startswith(f"http://127.0.0.1:{port}/?token=")
     stopped: list[tuple[int, str, float]] = []
 
     async def drive(page: Browser) -> None:
         await page.wait_for(QUESTION[:30])  # the list's row and the Question pane
+        # The token went into a cookie, and out of the address bar.
+        href = await page.call("Runtime.evaluate", expression="location.href", returnByValue=True)
+        assert href["result"]["value"] == f"http://127.0.0.1:{port}/"
         await page.wait_for("1 block in 1 repo")
         assert apps_running(loops)  # this page's app (and the shell that started it)
         await page.call("Runtime.evaluate", expression="window.__hitlTerminal.focus()")
@@ -456,7 +540,7 @@ def test_a_block_answered_in_the_browser(
             pytest.fail("the page never showed that its session ended")
 
     with tempfile.TemporaryDirectory(prefix="hitl-chromium-") as profile:
-        asyncio.run(open_page(f"http://127.0.0.1:{port}/", Path(profile), drive))
+        asyncio.run(open_page(printed, Path(profile), drive))
     assert not (shop / "BLOCKED.md").exists()
     after = (shop / "PROMPT.md").read_text()
     assert after.startswith(before.rstrip("\n"))
@@ -479,7 +563,7 @@ def refusal(bind: str, headers: dict[str, str]) -> str | None:
     from hitl_tui import serve_cli
 
     server = serve_cli._server_class()(
-        "true", bind, 8000, "1 repository", serve_cli.listens_on_loopback(bind)
+        "true", bind, 8000, "1 repository", serve_cli.listens_on_loopback(bind), TOKEN
     )
     return server._refused(make_mocked_request("GET", "/ws", headers=headers))
 
@@ -531,8 +615,8 @@ def test_what_host_listens_on_decides(host: str, loopback: bool):
 def test_host_in_brackets_listens(loops: Path, serve):
     port = free_port()
     served = serve("--host", "[::1]", "--port", port, cwd=loops)
-    assert (
-        served.first_line() == f"hitl: serving 1 repository at http://[::1]:{port} (Ctrl+C stops)\n"
+    assert served.first_line() == (
+        f"hitl: serving 1 repository at http://[::1]:{port}/?token={TOKEN} (Ctrl+C stops)\n"
     )
     assert served.stop() == (0, "hitl: stopped\n")
 
@@ -550,7 +634,8 @@ def test_sigterm_with_two_sessions_open_leaves_no_app_running(loops: Path, serve
 
     async def two_sessions() -> tuple[int, list[str]]:
         async with aiohttp.ClientSession() as session:
-            tabs = [await session.ws_connect(url, headers={"Origin": origin}) for _ in range(2)]
+            headers = holding(port, {"Origin": origin})
+            tabs = [await session.ws_connect(url, headers=headers) for _ in range(2)]
             for tab in tabs:
                 await tab.send_json(["resize", {"width": 80, "height": 24}])
             ends = time.monotonic() + WAIT
