@@ -28,7 +28,7 @@ from hitl_tui.journal_entries import (
     newest_first,
     record_prepared,
     record_remote,
-    remote_record,
+    remote_fields,
 )
 from hitl_tui.journal_files import roll_back
 from hitl_tui.recovery import recover
@@ -47,7 +47,7 @@ __all__ = [
     "record_prepared",
     "record_remote",
     "recover",
-    "remote_record",
+    "remote_fields",
     "roll_back",
     "undo",
 ]

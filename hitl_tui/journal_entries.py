@@ -519,23 +519,103 @@ def record_remote(
     return entry_id
 
 
-def remote_record(plan: Plan, sent: dict) -> dict:
-    """The begin record `record_remote` would write for `plan` now, kept to be written later
-    (`record_prepared`) when whether it was sent can only be told then. `plan` changes no
-    file here (a remote plan), so nothing is stored beside it."""
+#: What `remote_fields` keeps of a block and of an answer (what a journal entry shows).
+_BLOCK_FIELDS = ("id", "source", "path", "fingerprint", "question", "since")
+#: The longest text kept in those fields (an operator's own words; a question is 300).
+_FIELD_LIMIT = 100_000
+
+
+def remote_fields(plan: Plan) -> dict:
+    """What the journal will record of a remote answer not known yet to be written, as plain
+    JSON: made as it is sent, kept in the state folder (`sources.ssh`), and journaled by
+    `record_prepared` once its machine says it was. `plan` writes no file here."""
     if plan.changes:
         raise ValueError("a plan that writes files here is journaled by apply_plan")
-    now = _now()
-    abilities = {"remote": True, "sent": sent}
-    return _begin_record(plan, now, _new_id(now), None, abilities)
+    record = _begin_record(plan, _now(), "-", None, {})
+    return {
+        "operator": record["operator"],
+        "repo": record["repo"],
+        "block": {key: record["block"][key] for key in _BLOCK_FIELDS},
+        "answer": record["answer"],
+    }
 
 
-def record_prepared(record: dict, summary: str, sent: dict) -> str:
-    """Journal a record made by `remote_record` as done, now (a new id and time: the journal
-    is in the order things were recorded), with its `summary` and `sent` as known now."""
+def checked_fields(fields: object) -> dict | None:
+    """`fields` (of `remote_fields`, read back from a file) with exactly their keys and types,
+    or None when they are not such fields."""
+
+    def text(value: object, optional: bool = False) -> bool:
+        if value is None:
+            return optional
+        return isinstance(value, str) and len(value) <= _FIELD_LIMIT
+
+    if not isinstance(fields, dict):
+        return None
+    block, answer = fields.get("block"), fields.get("answer")
+    if not (text(fields.get("operator")) and text(fields.get("repo")) and fields.get("repo")):
+        return None
+    if not isinstance(block, dict) or not all(text(block.get(k)) for k in _BLOCK_FIELDS):
+        return None
+    if not _since(block.get("since")) or not isinstance(answer, dict):
+        return None
+    choice, texts = answer.get("choice"), answer.get("texts")
+    if choice is not None and not (
+        isinstance(choice, dict)
+        and text(choice.get("key"))
+        and text(choice.get("option"))
+        and text(choice.get("consequence"), optional=True)
+    ):
+        return None
+    if not isinstance(texts, list) or len(texts) > 100 or not all(text(t) for t in texts):
+        return None
+    if not (
+        text(answer.get("note"), optional=True)
+        and text(answer.get("decision"))
+        and text(answer.get("decision_override"), optional=True)
+    ):
+        return None
+    return {
+        "operator": fields["operator"],
+        "repo": fields["repo"],
+        "block": {key: block[key] for key in _BLOCK_FIELDS},
+        "answer": {
+            "choice": None
+            if choice is None
+            else {k: choice.get(k) for k in ("key", "option", "consequence")},
+            "texts": list(texts),
+            "note": answer.get("note"),
+            "decision": answer["decision"],
+            "decision_override": answer.get("decision_override"),
+        },
+    }
+
+
+def record_prepared(fields: object, summary: str, sent: dict) -> str:
+    """Journal, as done and now, the remote answer of `remote_fields` (read back: checked, and
+    only they are taken), with its `summary` and `sent` as known now; its id. HitlError when
+    they are not such fields."""
+    checked = checked_fields(fields)
+    if checked is None:
+        raise HitlError("its record in the state folder is damaged")
     now = _now()
     entry_id = _new_id(now)
-    block = {**record["block"], "sent": sent}
-    _append({**record, "id": entry_id, "time": now.isoformat(), "summary": summary, "block": block})
+    record = {
+        "type": "begin",
+        "id": entry_id,
+        "time": now.isoformat(),
+        "kind": "answer",
+        "undoes": None,
+        "operator": checked["operator"],
+        "repo": checked["repo"],
+        "repo_id": None,
+        "block": {**checked["block"], "remote": True, "sent": sent},
+        "answer": checked["answer"],
+        "summary": summary,
+        "files": [],
+    }
+    why = journalstore.problem(record)
+    if why is not None:
+        raise HitlError(f"its record in the state folder is damaged ({why})")
+    _append(record)
     commit(entry_id)
     return entry_id

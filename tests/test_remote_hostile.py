@@ -548,18 +548,23 @@ def test_a_far_answer_that_lands_after_the_drop_is_not_called_unwritten(tmp_path
     assert said[0] == "on h1: written (F9)"
 
 
-def test_after_a_reconnect_an_answer_the_far_side_may_still_write_stays_pending(tmp_path: Path):
+def _pending(block_id: str = "h1:shop", began=None, host: str = "h1", pid: str = "P1"):
+    """A Pending as the app keeps one: the answer to `block_id` sent at `began` (now)."""
     from datetime import UTC, datetime
 
     from hitl_tui import journal
     from hitl_tui.model import Plan
     from hitl_tui.sources.ssh import Pending
 
+    block = wire.block_from_wire(_block(), host)
+    plan = Plan(block, Answer(choice=block.choices[0], operator="Ada"), (), {}, "s")
+    when = began or datetime.now(UTC)
+    return Pending(pid, host, when, FP, block_id, "/far/shop", journal.remote_fields(plan))
+
+
+def test_after_a_reconnect_an_answer_the_far_side_may_still_write_stays_pending(tmp_path: Path):
     backend = _far(tmp_path, "print('[]')")
-    block = wire.block_from_wire(_block(), "h1")
-    plan = Plan(block, Answer(choice=block.choices[0]), (), {}, "s")
-    record = journal.remote_record(plan, {"host": "h1", "entry": None})
-    backend._pending["h1"] = [Pending("h1", datetime.now(UTC), FP, block.id, record)]
+    backend._pending["h1"] = [_pending()]
     assert backend.settle_pending(backend.hosts["h1"]) == []
     assert len(backend._pending["h1"]) == 1  # asked again at the next line from there
     backend.far_lifetime = 0
@@ -743,41 +748,61 @@ def test_a_pending_answer_answered_again_meanwhile_is_not_journaled_twice(tmp_pa
     assert len(journal.history()) == 1
 
 
-def test_the_pending_file_keeps_other_hosts_and_drops_the_stale_and_the_damaged(tmp_path: Path):
-    from datetime import UTC, datetime, timedelta
-
+def _write_pending(items: list) -> Path:
     from hitl_tui import statefile
     from hitl_tui.sources.ssh import PENDING_FILE, PENDING_FORMAT
 
-    def item(host: str, days: float, rid: str) -> dict:
-        began = (datetime.now(UTC) - timedelta(days=days)).isoformat()
-        record = {"id": rid, "block": {"id": f"{host}:shop"}}
-        return {"host": host, "began": began, "fingerprint": FP, "block_id": "x", "record": record}
-
-    items = [
-        item("h1", 0, "R1"),
-        item("elsewhere", 0, "R2"),  # another config's host: left in the file
-        item("h1", 8, "R3"),  # a week and more: asked about no more
-        {"host": "h1", "began": "yesterday"},
-        "garbage",
-        {**item("h1", 0, "R4"), "began": "2026-12-01T00:00:00"},  # no time zone
-    ]
     path = statefile.in_state(PENDING_FILE)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"format": PENDING_FORMAT, "pending": items}))
+    return path
+
+
+def test_the_pending_file_keeps_other_hosts_and_drops_the_damaged(tmp_path: Path):
+    from datetime import UTC, datetime, timedelta
+
+    def item(host: str, pid: str, **change) -> dict:
+        return {**_pending(f"{host}:shop", host=host, pid=pid).to_json(), **change}
+
+    future = (datetime.now(UTC) + timedelta(days=365)).isoformat()
+    items = [
+        item("h1", "P1"),
+        item("elsewhere", "P2"),  # another config's host: left in the file
+        item("h1", "P3", began="yesterday"),
+        "garbage",
+        item("h1", "P4", began="2026-12-01T00:00:00"),  # no time zone
+        item("h1", "P5", began=future),  # a clock that was ahead
+        item("h1", "P6", fields={"operator": "x"}),  # not what the journal records
+        item("h1", "P7", fields={**item("h1", "x")["fields"], "kind": "undo"}),  # extra: dropped
+    ]
+    _write_pending(items)
     backend, _ = _drops_then_lists(tmp_path)
     backend.load_pending()
-    assert [p.record["id"] for p in backend._pending["h1"]] == ["R1"]
-    assert [_record(i) for i in _pending_file()["pending"]] == ["R1", "R2"]
-
-    path.write_text("{not json")  # a damaged file: nothing pending, nothing raised
+    assert [p.id for p in backend._pending["h1"]] == ["P1", "P7"]
+    assert "kind" not in backend._pending["h1"][1].fields  # only the journal's own fields
+    assert [i["id"] for i in _pending_file()["pending"] if isinstance(i, dict)] == [
+        "P1",
+        "P2",
+        "P7",
+    ]
+    _write_pending([]).write_text("{not json")  # a damaged file: nothing pending, no error
     fresh, _ = _drops_then_lists(tmp_path, name="far-hitl-2")
     fresh.load_pending()
     assert fresh._pending == {}
 
 
-def _record(item: dict) -> str:
-    return item["record"]["id"]
+def test_a_pending_answer_a_week_old_is_said_unknown_once_and_dropped(tmp_path: Path):
+    from datetime import UTC, datetime, timedelta
+
+    _write_pending([_pending(began=datetime.now(UTC) - timedelta(days=8)).to_json()])
+    backend, _ = _drops_then_lists(tmp_path)
+    backend.load_pending()
+    said = backend.settle_pending(backend.hosts["h1"])
+    assert said == [
+        "whether the answer to h1:shop was written is still not known; 'hitl history' on h1 says"
+    ]
+    assert backend.settle_pending(backend.hosts["h1"]) == []
+    assert _pending_file()["pending"] == []
 
 
 def test_two_apps_reading_one_pending_answer_tell_it_once(tmp_path: Path):
@@ -800,3 +825,149 @@ def test_two_apps_reading_one_pending_answer_tell_it_once(tmp_path: Path):
     assert said == [["the answer to h1:shop was written (F7)"], []]
     assert len(journal.history()) == 1
     assert two._pending["h1"] == []  # and asked about no more
+
+
+# -- what a review found (each of these failed before its fix) ---------------------------------
+
+
+def test_a_pending_answer_is_found_among_many_newer_answers_there(tmp_path: Path):
+    """Asked two days later: that machine answered 250 other blocks of that repo since. Its
+    journal is read back page by page to before the send, so the answer is found, not called
+    unwritten; and the pages are asked of that repository."""
+    from datetime import UTC, datetime, timedelta
+
+    two_days = datetime.now(UTC) - timedelta(days=2)
+    ours = {"id": "F7", "kind": "answer", "block": {"fingerprint": FP}, "status": "done"}
+    ours["time"] = (two_days + timedelta(seconds=1)).isoformat()
+    other = {"kind": "answer", "block": {"fingerprint": "sha256:" + "b" * 64}, "status": "done"}
+    now = datetime.now(UTC).isoformat()
+    entries = [{**other, "id": f"O{i}", "time": now} for i in range(250)] + [ours]
+    body = (
+        f"entries = {entries!r}\n"
+        "if sys.argv[1] == 'history':\n"
+        "    assert sys.argv[-1] == '/far/shop', sys.argv\n"
+        "    n = int(sys.argv[sys.argv.index('-n') + 1])\n"
+        "    k = int(sys.argv[sys.argv.index('--page') + 1])\n"
+        "    print(json.dumps(entries[(k - 1) * n : k * n]))\n"
+    )
+    backend = _far(tmp_path, body)
+    backend._pending["h1"] = [_pending(began=two_days)]
+    assert backend.settle_pending(backend.hosts["h1"]) == ["the answer to h1:shop was written (F7)"]
+
+
+def test_a_journal_too_long_to_look_through_is_not_known_not_unwritten(tmp_path: Path, monkeypatch):
+    from datetime import UTC, datetime, timedelta
+
+    monkeypatch.setattr("hitl_tui.sources.ssh.HISTORY_PAGES", 2)
+    now = datetime.now(UTC).isoformat()
+    page = [{"id": f"O{i}", "kind": "answer", "block": {}, "time": now} for i in range(100)]
+    backend = _far(tmp_path, f"print(json.dumps({page!r}))")
+    backend.far_lifetime = 0
+    backend._pending["h1"] = [_pending(began=datetime.now(UTC) - timedelta(hours=1))]
+    assert backend.settle_pending(backend.hosts["h1"]) == []
+    assert len(backend._pending["h1"]) == 1  # asked again later, never "not written"
+
+
+@pytest.mark.parametrize(
+    "history",
+    [
+        "print('not json')",
+        "sys.stderr.write('hitl: the journal is locked\\n'); sys.exit(1)",
+        "sys.stdout.write('[' + ','.join(['{\"id\":\"X\"}'] * 1_000_000) + ']')",  # too long
+    ],
+)
+def test_a_failing_journal_look_after_a_drop_is_not_known_yet(tmp_path: Path, history: str):
+    """After the undo's (or the answer's) connection dropped, a journal look that fails is
+    "cannot tell", never that failure alone: the operator learns it may have happened."""
+    from types import SimpleNamespace
+
+    from hitl_tui.model import HitlError, Plan
+
+    body = (
+        "if sys.argv[1] in ('undo', 'answer'): sys.exit(255)\n"
+        f"if sys.argv[1] == 'history':\n    {history}\n"
+    )
+    backend = _far(tmp_path, body)
+    backend.settle_waits = (0.01, 0.01)
+    backend.far_lifetime = 0
+    entry = SimpleNamespace(id="L1", repo=Path("h1:/far/shop"), sent={"host": "h1", "entry": "F1"})
+    with pytest.raises(HitlError) as err:
+        backend.undo_sent(entry, "Ada")
+    assert "whether F1 was undone there is not known yet" in str(err.value)
+    backend.keeps_pending = True
+    block = wire.block_from_wire(_block(), "h1")
+    with pytest.raises(HitlError) as err:
+        backend.send(Plan(block, Answer(choice=block.choices[0]), (), {}, "s"))
+    assert "whether the answer was written is not known yet" in str(err.value)
+    assert len(backend._pending["h1"]) == 1  # and asked again later
+
+
+def test_a_damaged_pending_file_does_not_make_the_others_vanish(tmp_path: Path):
+    """The state file became unusable (too large, damaged): an answer this app keeps is
+    still told and journaled, not taken for one another app told."""
+    from hitl_tui import journal
+    from hitl_tui.model import HitlError, Plan
+
+    backend, back = _drops_then_lists(tmp_path)
+    backend.keeps_pending = True
+    block = wire.block_from_wire(_block(), "h1")
+    with pytest.raises(HitlError):
+        backend.send(Plan(block, Answer(choice=block.choices[0]), (), {}, "s" * 5_000_000))
+    assert len(json.dumps(_pending_file())) < 10_000  # the far side's summary is not kept
+    _write_pending([]).write_bytes(b"\x00" * 100)
+    back.touch()
+    assert backend.settle_pending(backend.hosts["h1"]) == ["the answer to h1:shop was written (F7)"]
+    assert len(journal.history()) == 1
+
+
+def test_a_kept_answer_is_in_the_file_before_a_look_can_see_it(tmp_path: Path, monkeypatch):
+    """A line from the host while the state file is being written (a slow disk): the look
+    does not see the answer yet, so it is not told now and again by the next app."""
+    import threading
+
+    from hitl_tui import statefile
+
+    backend, back = _drops_then_lists(tmp_path)
+    back.touch()
+    writing, go_on = threading.Event(), threading.Event()
+    real = statefile.write
+
+    def slow(path, obj):
+        writing.set()
+        go_on.wait(5)
+        return real(path, obj)
+
+    monkeypatch.setattr(statefile, "write", slow)
+    keeper = threading.Thread(target=backend._keep, args=(_pending(),))
+    keeper.start()
+    writing.wait(5)
+    assert backend.settle_pending(backend.hosts["h1"]) == []  # not visible yet
+    go_on.set()
+    keeper.join()
+    monkeypatch.setattr(statefile, "write", real)
+    assert backend.settle_pending(backend.hosts["h1"]) == ["the answer to h1:shop was written (F7)"]
+    nxt, _ = _drops_then_lists(tmp_path, name="far-hitl-2")
+    nxt.load_pending()
+    assert nxt.settle_pending(nxt.hosts["h1"]) == []  # told once
+
+
+def test_a_damaged_record_cannot_be_journaled_as_anything(tmp_path: Path):
+    """What the journal records comes from the checked fields only: a record in the state file
+    cannot journal an undo of another entry, or files, or be written unreadable."""
+    from hitl_tui import journal
+    from hitl_tui.model import HitlError
+
+    block = wire.block_from_wire(_block(), "h1")
+    from hitl_tui.model import Plan
+
+    victim = journal.record_remote(
+        Plan(block, Answer(choice=block.choices[0]), (), {}, "s"), "w", None, {"host": "h1"}
+    )
+    fields = {**_pending().fields, "kind": "undo", "undoes": victim, "files": 5}
+    journal.record_prepared(fields, "written on h1 (F7)", {"host": "h1", "entry": "F7"})
+    entries = journal.history()
+    assert len(entries) == 2 and not any(e.undone for e in entries)
+    assert {e.kind for e in entries} == {"answer"} and all(not e.files for e in entries)
+    with pytest.raises(HitlError):
+        journal.record_prepared({"operator": "x"}, "w", {"host": "h1", "entry": "F7"})
+    assert len(journal.history()) == 2

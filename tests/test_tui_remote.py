@@ -150,8 +150,9 @@ async def test_an_answer_left_not_known_by_the_last_app_is_told_by_this_one(
     assert ran.code == 0 and not (shop / "BLOCKED.md").exists()
     last.keeps_pending = True
     plan = Plan(block, answer, (), {}, "s")
-    record = journal.remote_record(plan, {"host": "build-1", "entry": None})
-    last._keep(Pending("build-1", began, block.fingerprint, block.id, record))
+    fields = journal.remote_fields(plan)
+    repo = block.meta["remote_repo"]
+    last._keep(Pending("P1", "build-1", began, block.fingerprint, block.id, repo, fields))
     assert journal.history() == []
 
     app = _app(config)
@@ -165,3 +166,63 @@ async def test_an_answer_left_not_known_by_the_last_app_is_told_by_this_one(
     [entry] = journal.history()
     assert entry.block_id == "build-1:shop" and entry.sent["host"] == "build-1"
     assert entry.answered == block.choices[1].label()
+
+
+async def test_quitting_is_quick_with_a_far_side_that_ignores_eof_and_sigterm(
+    tmp_path: Path, spawned: list
+) -> None:
+    """A far hitl that neither stops when its stdin closes nor on SIGTERM: quitting ends it
+    (SIGKILL) in about a second, not the watch's patient seconds, and no ssh is left."""
+    import json
+    import sys
+    import time
+
+    from tests.test_remote_hostile import LIST, _block, _fake_ssh
+
+    far = tmp_path / "far-hitl"
+    listed = json.dumps({**LIST, "blocks": [_block()]})
+    far.write_text(
+        f"#!{sys.executable}\nimport sys, time, signal\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        f"sys.stdout.write({listed!r} + '\\n'); sys.stdout.flush()\n"
+        "while True:\n"
+        '    time.sleep(0.2); sys.stdout.write(\'{"event": "alive"}\\n\'); sys.stdout.flush()\n'
+    )
+    far.chmod(0o755)
+    (tmp_path / "here").mkdir()
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f"repos = [{json.dumps(str(tmp_path / 'here'))}]\n"
+        f'[[remote]]\nhost = "h1"\npaths = ["/far"]\nhitl = {json.dumps(str(far))}\n'
+        f"ssh = [{json.dumps(_fake_ssh(tmp_path))}]\n"
+    )
+    app = _app(config)
+    app.config.remotes[0]._control = None
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(pilot, lambda: "h1:shop" in {b.id for b in app.inbox.blocks.values()})
+        began = time.monotonic()
+    assert time.monotonic() - began < 2.5
+    assert spawned and all(p.returncode is not None for p in spawned)
+    # The preview of the highlighted block, asked of that hung far side, was ended too: the
+    # event loop's end (asyncio.run's, the real app's) does not wait a minute for it.
+    backend = app.config.remotes[0]
+    deadline = time.monotonic() + 2
+    while backend._reading and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not backend._reading
+
+
+async def test_an_answer_told_does_not_toast_the_hosts_warning_again(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    app = HitlApp(Inbox(Workspace.discover([tmp_path])))
+    source = SimpleNamespace(title="SSH")
+    async with app.run_test(size=SIZE) as pilot:
+        warned = "connected, 1 block (1 warning there: x)"
+        await app._on_remote(source, "h1", "warning", warned, None)
+        await app._on_remote(source, "h1", "answer", "the answer to h1:shop was written", None)
+        await app._on_remote(source, "h1", "warning", warned, None)
+        await pilot.pause()
+        toasts = [str(n.message) for n in app._notifications]
+        assert toasts == ["h1: " + warned, "h1: the answer to h1:shop was written"]
+        assert app.source_states["SSH"]["h1"] == ("warning", warned)

@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import os
 import re
+import secrets
 import shlex
 import signal
 import stat
@@ -88,6 +89,10 @@ PENDING_MAX_BYTES = 8 << 20
 #: A pending answer older than this is asked about no more (its machine's `hitl history`
 #: still says what became of it).
 PENDING_KEEP = timedelta(days=7)
+#: The most of them kept (the newest).
+PENDING_MAX = 1000
+#: Pages of 100 of that machine's journal read back to find one (answers since the send).
+HISTORY_PAGES = 20
 
 
 @dataclass(frozen=True)
@@ -177,42 +182,49 @@ class Unreached(HitlError):
 class Pending:
     """An answer whose connection dropped before its machine said whether it wrote it."""
 
+    id: str  # its own, in the state file
     host: str
     began: datetime
     fingerprint: str  # the block's bytes as answered: how its far journal entry is found
     block_id: str
-    #: Its journal record here, made as it was sent (`journal.remote_record`), written once
-    #: that machine's journal says it was.
-    record: dict
+    repo: str  # the repository there (its journal is asked of it); "" when not known
+    #: What the journal here will record of it (`journal.remote_fields`), once that
+    #: machine's journal says it was written.
+    fields: dict
 
     def to_json(self) -> dict:
         return {
+            "id": self.id,
             "host": self.host,
             "began": self.began.isoformat(),
             "fingerprint": self.fingerprint,
             "block_id": self.block_id,
-            "record": self.record,
+            "repo": self.repo,
+            "fields": self.fields,
         }
 
     @classmethod
     def from_json(cls, item: object) -> Pending | None:
         """One from the state file, or None when it is not one (the file is ours, but any
-        file can be damaged)."""
+        file can be damaged): every field checked, the journal's too."""
+        from hitl_tui.journal_entries import checked_fields
+
         if not isinstance(item, dict):
             return None
-        texts = [item.get(k) for k in ("host", "began", "fingerprint", "block_id")]
-        record = item.get("record")
-        if not all(isinstance(t, str) for t in texts) or not isinstance(record, dict):
+        names = ("id", "host", "began", "fingerprint", "block_id", "repo")
+        texts = [item.get(k) for k in names]
+        if not all(isinstance(t, str) and len(t) <= 4096 for t in texts):
             return None
-        if not isinstance(record.get("block"), dict) or not isinstance(record.get("id"), str):
+        fields = checked_fields(item.get("fields"))
+        if fields is None or not texts[0]:
             return None
         try:
-            began = datetime.fromisoformat(texts[1])
+            began = datetime.fromisoformat(texts[2])
         except ValueError:
             return None
         if began.tzinfo is None:
             return None
-        return cls(texts[0], began, texts[2], texts[3], record)
+        return cls(texts[0], texts[1], began, texts[3], texts[4], texts[5], fields)
 
 
 @dataclass
@@ -252,6 +264,9 @@ class SshBackend(Source):
         #: that host, also after a restart); the command line says where to look instead.
         self.keeps_pending = False
         self._stored: set[str] = set()  # the ids of those the state file holds
+        #: The commands running that only read (a preview, a journal look): ended as the
+        #: app's watch ends (`stop_reading`), so quitting never waits for a hung host.
+        self._reading: set[subprocess.Popen] = set()
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -302,9 +317,11 @@ class SshBackend(Source):
         words: Sequence[str],
         timeout: float = COMMAND_TIMEOUT,
         limit: int = wire.MAX_LINE,
+        writes: bool = False,
     ) -> Ran:
         """Run hitl `words` on `host` and wait; Unreached when ssh could not (exit 255).
-        At most `limit` bytes of its output are read: a far side that prints more is ended."""
+        At most `limit` bytes of its output are read: a far side that prints more is ended.
+        One that only reads (not `writes`) is ended when the app's watch ends."""
         argv = self.argv(host, words)
         try:
             proc = subprocess.Popen(
@@ -320,6 +337,9 @@ class SshBackend(Source):
             raise HitlError(f"{host.host}: cannot run ssh: {exc.strerror}") from None
         except ValueError:  # a NUL in a word: no command line can carry it
             raise HitlError(f"{host.host}: a NUL character cannot be sent over ssh") from None
+        if not writes:
+            with self._lock:
+                self._reading.add(proc)
         out, err = bytearray(), bytearray()
         over = threading.Event()
 
@@ -347,6 +367,8 @@ class SshBackend(Source):
             _kill_group(proc)
             raise Unreached(f"{host.host}: no answer within {timeout:g} s") from None
         finally:
+            with self._lock:
+                self._reading.discard(proc)
             if proc.poll() is None:
                 _kill_group(proc)
                 with contextlib.suppress(subprocess.TimeoutExpired):
@@ -432,7 +454,7 @@ class SshBackend(Source):
         began = datetime.now(UTC)
         words = [*answer_words(plan.block, plan.answer), "--json"]
         try:
-            ran = self._run(host, words, SEND_TIMEOUT)
+            ran = self._run(host, words, SEND_TIMEOUT, writes=True)
         except Unreached as exc:
             return self._settle(host, plan, began, str(exc))
         data = self._json(host, ran, "the answer")
@@ -457,19 +479,19 @@ class SshBackend(Source):
         return lines
 
     def _looks(self, ask: Callable[[], Any]) -> Iterator[Any]:
-        """What `ask()` says after each wait of `settle_waits`; a look that cannot tell
-        (Unreached: the host is still away, or that machine is still writing) is skipped."""
+        """What `ask()` says after each wait of `settle_waits`; a look that cannot tell (the
+        host still away, that machine still writing, its hitl failing to answer) is skipped."""
         for wait in self.settle_waits:
             time.sleep(wait)
             try:
                 yield ask()
-            except Unreached:
+            except HitlError:
                 continue
 
     def _settle(self, host: Host, plan: Plan, began: datetime, why: str) -> list[str]:
         """The connection dropped while sending: ask that machine's journal, a few times."""
-        fingerprint = plan.block.fingerprint
-        for found in self._looks(lambda: self._find_sent(host, fingerprint, began)):
+        fingerprint, repo = plan.block.fingerprint, _far_repo(plan.block)
+        for found in self._looks(lambda: self._find_sent(host, repo, fingerprint, began)):
             if found is None:
                 if self._may_write_yet(began):
                     continue
@@ -488,8 +510,11 @@ class SshBackend(Source):
             )
         from hitl_tui import journal
 
-        record = journal.remote_record(plan, {"host": host.host, "entry": None})
-        self._keep(Pending(host.host, began, fingerprint, plan.block.id, record))
+        fields = journal.remote_fields(plan)
+        pending = Pending(
+            secrets.token_hex(8), host.host, began, fingerprint, plan.block.id, repo, fields
+        )
+        self._keep(pending)
         raise HitlError(
             f"{unknown}; hitl asks {host.host}'s journal when it reconnects, after a restart "
             "too (it is never applied twice)"
@@ -498,10 +523,13 @@ class SshBackend(Source):
     # -- the answers not known yet, kept in the state folder ----------------------------------
 
     def _keep(self, pending: Pending) -> None:
+        """Keep `pending`: in the state file first, then here (a look at that host meanwhile
+        does not see it before the file holds it)."""
+        stored = self._store(lambda items: [*items, pending.to_json()][-PENDING_MAX:])
         with self._lock:
+            if stored is not None:
+                self._stored.add(pending.id)
             self._pending.setdefault(pending.host, []).append(pending)
-        if self._store(lambda items: [*items, pending.to_json()]) is not None:
-            self._stored.add(pending.record["id"])
 
     def _claim(self, pending: Pending) -> bool:
         """Forget `pending` here and in the state file; False when another app (reading the
@@ -509,32 +537,31 @@ class SshBackend(Source):
         with self._lock:
             left = [p for p in self._pending.get(pending.host, []) if p is not pending]
             self._pending[pending.host] = left
-        wanted = pending.record["id"]
-        before = self._store(lambda items: [i for i in items if _record_id(i) != wanted])
-        if before is None or wanted not in self._stored:
+            stored = pending.id in self._stored
+            self._stored.discard(pending.id)
+        before = self._store(lambda items: [i for i in items if _item_id(i) != pending.id])
+        if before is None or not stored:
             return True  # the file cannot be used, or it never held this one
-        self._stored.discard(wanted)
-        return wanted in before
+        return pending.id in before
 
     def _store(self, change: Callable[[list], list]) -> set | None:
-        """Change the state file's list, under its lock; the record ids it held before (None:
-        the file cannot be used, and these answers are kept in memory only)."""
+        """Change the state file's list, under its lock; the ids it held before. None: there
+        is no usable file (none can be written, or the one there was damaged: it is written
+        anew), and what was in it is not known."""
         from hitl_tui import statefile
 
         path = statefile.in_state(PENDING_FILE)
         if path is None:
             return None
-        held: set = set()
-
-        def edit(current: dict) -> bool:
-            items = current.get("pending")
-            items = items if isinstance(items, list) else []
-            held.update(_record_id(i) for i in items)
-            current["pending"] = change(items)
-            return True
-
         try:
-            statefile.update(path, PENDING_FORMAT, PENDING_MAX_BYTES, edit)
+            with statefile.locked(path):
+                try:
+                    items = statefile.read(path, PENDING_FORMAT, PENDING_MAX_BYTES).get("pending")
+                    held = {_item_id(i) for i in items} if isinstance(items, list) else set()
+                except statefile.Unusable:
+                    items, held = [], None
+                kept = change(items if isinstance(items, list) else [])
+                statefile.write(path, {"format": PENDING_FORMAT, "pending": kept})
         except OSError:
             return None
         return held
@@ -551,58 +578,76 @@ class SshBackend(Source):
             items = statefile.read(path, PENDING_FORMAT, PENDING_MAX_BYTES).get("pending")
         except statefile.Unusable:
             return
-        oldest = datetime.now(UTC) - PENDING_KEEP
-        known = {p.record["id"] for ps in self._pending.values() for p in ps}
-        stale = []
+        now = datetime.now(UTC)
+        with self._lock:
+            known = {p.id for ps in self._pending.values() for p in ps}
+        dropped = []
         for item in items if isinstance(items, list) else []:
             pending = Pending.from_json(item)
-            if pending is None or pending.began < oldest:
-                stale.append(item)
-            elif pending.host in self.hosts and pending.record["id"] not in known:
+            if pending is None or pending.began > now + SKEW:  # damaged, or a clock ahead
+                dropped.append(_item_id(item))
+            elif pending.host in self.hosts and pending.id not in known:
                 with self._lock:
                     self._pending.setdefault(pending.host, []).append(pending)
-                self._stored.add(pending.record["id"])
-        if stale:
-            self._store(lambda items: [i for i in items if i not in stale])
+                    self._stored.add(pending.id)
+                known.add(pending.id)
+        if dropped:
+            self._store(lambda items: [i for i in items if _item_id(i) not in dropped])
 
     def _may_write_yet(self, began: datetime) -> bool:
         return datetime.now(UTC) - began < timedelta(seconds=self.far_lifetime)
 
-    def _find_sent(self, host: Host, fingerprint: str, began: datetime) -> str | None:
-        """The far side's journal entry of this answer, or None (Unreached: cannot tell, as
-        when its entry there is still in progress)."""
-        entries = self._reply(
-            host, self._run(host, ["history", "--json", "-n", "50"]), "the journal"
-        )
-        for item in entries if isinstance(entries, list) else []:
-            if not isinstance(item, dict) or item.get("kind") != "answer":
-                continue
-            block = item.get("block") if isinstance(item.get("block"), dict) else {}
-            if block.get("fingerprint") != fingerprint:
-                continue
-            try:
-                when = datetime.fromisoformat(str(item.get("time")))
-            except ValueError:
-                continue
-            if when.tzinfo is None:
-                when = when.replace(tzinfo=UTC)
-            if when < began - SKEW or item.get("undone") is True:
-                continue  # before this send, or an earlier answer undone since (same bytes)
-            if item.get("status") == "done":
-                return printable(one_line(str(item.get("id"))))[:200]
-            if item.get("status") == "in progress":  # still writing there, or it will recover
-                raise Unreached(f"{host.host}: the answer is still in progress there")
-        return None
+    def _find_sent(self, host: Host, repo: str, fingerprint: str, began: datetime) -> str | None:
+        """The far side's journal entry of this answer, or None. Unreached: cannot tell (its
+        entry there still in progress, or more answers there since than are looked through).
+        Its journal is read a page at a time, newest first, back to the send."""
+        size = 100
+        for page in range(1, HISTORY_PAGES + 1):
+            words = ["history", "--json", "-n", str(size), "--page", str(page)]
+            items = self._reply(
+                host, self._run(host, [*words, *([repo] if repo else [])]), "the journal"
+            )
+            items = items if isinstance(items, list) else []
+            oldest = None
+            for item in items:
+                if not isinstance(item, dict):
+                    continue
+                when = _aware(item.get("time"))
+                if when is not None:
+                    oldest = when if oldest is None else min(oldest, when)
+                if item.get("kind") != "answer" or when is None:
+                    continue
+                block = item.get("block") if isinstance(item.get("block"), dict) else {}
+                if block.get("fingerprint") != fingerprint:
+                    continue
+                if when < began - SKEW or item.get("undone") is True:
+                    continue  # before this send, or an earlier answer undone since (same bytes)
+                if item.get("status") == "done":
+                    return printable(one_line(str(item.get("id"))))[:200]
+                if item.get("status") == "in progress":  # still writing there, or recovering
+                    raise Unreached(f"{host.host}: the answer is still in progress there")
+            if len(items) < size or (oldest is not None and oldest < began - SKEW):
+                return None  # the whole journal there, or back to before the send
+        raise Unreached(f"{host.host}: too many answers there since to look through")
 
     def settle_pending(self, host: Host) -> list[str]:
         """After a reconnect: what became of the answers whose connection dropped (one line
-        each; a written one is journaled here then). One that cannot be told yet stays."""
+        each; a written one is journaled here then). One that cannot be told yet stays, for
+        PENDING_KEEP at most."""
         with self._lock:
             pending = list(self._pending.get(host.host, []))
         said = []
+        now = datetime.now(UTC)
         for one in pending:
+            if now - one.began > PENDING_KEEP or one.began > now + SKEW:
+                if self._claim(one):
+                    said.append(
+                        f"whether the answer to {one.block_id} was written is still not known; "
+                        f"'hitl history' on {host.host} says"
+                    )
+                continue
             try:
-                found = self._find_sent(host, one.fingerprint, one.began)
+                found = self._find_sent(host, one.repo, one.fingerprint, one.began)
                 if found is None and self._may_write_yet(one.began):
                     raise Unreached("not yet")
             except HitlError:
@@ -619,8 +664,8 @@ class SshBackend(Source):
             try:
                 from hitl_tui import journal
 
-                journal.record_prepared(one.record, f"written on {host.host} ({found})", sent)
-            except (OSError, HitlError) as exc:
+                journal.record_prepared(one.fields, f"written on {host.host} ({found})", sent)
+            except Exception as exc:  # told all the same, with what this journal missed
                 said[-1] += f" (the journal here could not record it: {exc})"
         return said
 
@@ -645,7 +690,7 @@ class SshBackend(Source):
             raise UsageError(f"cannot undo {entry.id}: {host.host} gave no journal entry for it")
         began = datetime.now(UTC)
         try:
-            ran = self._run(host, ["undo", far, "--json", f"--operator={operator}"])
+            ran = self._run(host, ["undo", far, "--json", f"--operator={operator}"], writes=True)
         except Unreached as exc:
             return self._undo_settled(host, entry, far, began, str(exc))
         if ran.code == 2:  # nothing to undo there: undone already (a retry after a drop)?
@@ -769,6 +814,15 @@ class SshBackend(Source):
                 task.cancel()
             # Each host's ssh is ended, its pipes closed, before this returns (cancelled too).
             await _uncancelled(asyncio.gather(*tasks, return_exceptions=True))
+            self.stop_reading()
+
+    def stop_reading(self) -> None:
+        """End the commands still running that only read (an answer or an undo being sent is
+        left to finish: a write is never cut short)."""
+        with self._lock:
+            running = list(self._reading)
+        for proc in running:
+            _kill_group(proc)
 
     def refresh_soon(self) -> None:
         """Reconnect a host that waits to be retried, now (thread-safe)."""
@@ -940,6 +994,7 @@ class Session:
         self.over = 0  # blocks not listed: over MAX_BLOCKS or MAX_HOST_TEXT
         self.warnings: list[str] = []  # the far side's (its `list` and `warnings` lines)
         self.err = bytearray()
+        self._settling: asyncio.Future | None = None  # the look at dropped answers, if any
 
     async def run(self) -> tuple[str, str, int | None]:
         alive = self.backend.alive_every
@@ -961,7 +1016,11 @@ class Session:
         try:
             ended = await self._read(proc)
         finally:
-            await _uncancelled(_close(proc, errors))
+            if self._settling is not None:
+                self._settling.cancel()  # its thread ends on its own (see _off_loop)
+            task = asyncio.current_task()
+            quitting = self.stop.is_set() or (task is not None and task.cancelling() > 0)
+            await _uncancelled(_close(proc, errors, quick=quitting))
         if ended is not None:
             return ended
         return await self._why(proc)
@@ -1071,15 +1130,25 @@ class Session:
             delta = self.inbox.replace_remote(
                 self.backend.name, self.host.host, list(self.blocks.values())
             )
-        said: list[str] = []
-        if self.listed and self.backend._pending.get(self.host.host):  # at each line: alive too
-            said = await asyncio.to_thread(self.backend.settle_pending, self.host)
-            for line in said:
-                await self.on_update(self.host.host, "answer", line, None)
-        if touched or said:
-            noted = self.skipped or self.over or self.warnings
-            await self.on_update(self.host.host, "warning" if noted else "ok", self._state(), delta)
+        looking = self._settling is not None and not self._settling.done()  # one at a time
+        if self.listed and self.backend._pending.get(self.host.host) and not looking:
+            self._settling = asyncio.ensure_future(self._settle())  # at each line: alive too
+        if touched:
+            await self.on_update(self.host.host, self._condition(), self._state(), delta)
         return None
+
+    async def _settle(self) -> None:
+        """Ask that machine what became of the answers whose connection dropped, beside the
+        watch (a slow journal there holds neither the list nor quitting), and say it."""
+        try:
+            said = await _off_loop(self.backend.settle_pending, self.host)
+        except Exception as exc:  # a bug this tripped: said, and asked again at the next line
+            said = [f"could not ask about the answers whose connection dropped ({exc!r:.200})"]
+        for line in said:
+            await self.on_update(self.host.host, "answer", line, None)
+
+    def _condition(self) -> str:
+        return "warning" if self.skipped or self.over or self.warnings else "ok"
 
     def _put(self, item: object) -> None:
         try:
@@ -1158,9 +1227,23 @@ def _kill_group(proc) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _record_id(item: object) -> object:
-    record = item.get("record") if isinstance(item, dict) else None
-    return record.get("id") if isinstance(record, dict) else None
+def _item_id(item: object) -> object:
+    return item.get("id") if isinstance(item, dict) else None
+
+
+def _aware(value: object) -> datetime | None:
+    """An ISO time with its zone (one without is taken as UTC), or None."""
+    try:
+        when = datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+
+def _far_repo(block: Block) -> str:
+    """The repository of a remote block on its machine (its journal is asked of it)."""
+    repo = block.meta.get("remote_repo")
+    return repo if isinstance(repo, str) else ""
 
 
 async def _uncancelled(awaitable) -> Any:
@@ -1179,15 +1262,44 @@ async def _uncancelled(awaitable) -> Any:
     return task.result()
 
 
-async def _close(proc, errors: asyncio.Future) -> None:
+async def _off_loop(fn: Callable[..., Any], *args: Any) -> Any:
+    """`fn(*args)` in a daemon thread: unlike `asyncio.to_thread`'s executor, nothing waits
+    for it at the event loop's end (a journal look there may take a minute; quitting must
+    not). Cancelled, the thread finishes on its own and its result is dropped."""
+    loop = asyncio.get_running_loop()
+    future = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def run() -> None:
+        result, error = None, None
+        try:
+            result = fn(*args)
+        except BaseException as exc:
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop has closed meanwhile
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=run, name="hitl-remote", daemon=True).start()
+    return await future
+
+
+async def _close(proc, errors: asyncio.Future, quick: bool = False) -> None:
     """End the watch's ssh, then read its stderr to the end (ssh is gone, so that comes at
-    once): a cancelled reader would leave a full pipe paused, open for the garbage collector."""
-    await _end(proc)
+    once): a cancelled reader would leave a full pipe paused, open for the garbage collector.
+    `quick` (the app quits): about a second at most, a far side ignoring EOF and SIGTERM too."""
+    await _end(proc, quick)
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(errors, 2)
+        await asyncio.wait_for(errors, 0.5 if quick else 2)
 
 
-async def _end(proc) -> None:
+async def _end(proc, quick: bool = False) -> None:
     """Close the far side's stdin (it stops), then make sure ssh is gone; what it still prints
     is read and dropped meanwhile (a far side blocked on a full pipe can finish, and the pipe
     is closed, not left for the garbage collector)."""
@@ -1195,10 +1307,10 @@ async def _end(proc) -> None:
         proc.stdin.close()
     rest = asyncio.ensure_future(_discard(proc.stdout))
     try:
-        await _gone(proc)
+        await _gone(proc, quick)
     finally:
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(rest, 2)
+            await asyncio.wait_for(rest, 0.5 if quick else 2)
 
 
 async def _discard(stream) -> None:
@@ -1207,9 +1319,11 @@ async def _discard(stream) -> None:
             pass
 
 
-async def _gone(proc) -> None:
+async def _gone(proc, quick: bool = False) -> None:
+    """ssh ended: on its own after stdin closed (3 s; 0.3 s when quitting), else SIGTERM to
+    its process group, then SIGKILL (2 s each; 0.3 s when quitting)."""
     try:
-        await asyncio.wait_for(proc.wait(), 3)
+        await asyncio.wait_for(proc.wait(), 0.3 if quick else 3)
         return
     except TimeoutError:
         pass
@@ -1217,7 +1331,7 @@ async def _gone(proc) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, sig)
         try:
-            await asyncio.wait_for(proc.wait(), 2)
+            await asyncio.wait_for(proc.wait(), 0.3 if quick else 2)
             return
         except TimeoutError:
             continue

@@ -62,9 +62,9 @@ ARRIVAL_QUIET = 0.5
 ARRIVAL_MAX = 2.0
 #: Blocks named in the toast of a burst; the rest are counted.
 ARRIVAL_NAMES = 5
-#: Seconds the app waits, as it quits, for its ssh connections to end (they take
-#: milliseconds; a hung host's is killed within seconds, and hitl does not wait for that).
-STOP_WAIT = 1.0
+#: Seconds the app waits, as it quits, for its ssh connections to end: milliseconds, or
+#: about a second for a far side that ignores EOF and SIGTERM (`sources.ssh._gone`, quick).
+STOP_WAIT = 2.0
 
 
 class HitlApp(App[int]):
@@ -224,6 +224,15 @@ class HitlApp(App[int]):
     async def _on_remote(
         self, source: Source, scope: str, state: str, message: str, delta: Delta | None
     ) -> None:
+        if state == "answer":  # what became of an answer: said, not the scope's state
+            self.notify(
+                printable(f"{scope}: {message}"),
+                title=f"{source.title} answer",
+                markup=False,
+                timeout=15,
+            )
+            self.refresh_header()
+            return
         states = self.source_states.setdefault(source.title, {})
         before = states.get(scope)
         states[scope] = (state, message)
