@@ -410,6 +410,28 @@ def begin(
         return entry_id
 
 
+def _head(
+    now: datetime,
+    entry_id: str,
+    undoes: str | None,
+    operator: str,
+    repo: str,
+    identity: tuple | None,
+) -> dict:
+    """The first fields of a begin record: an answer, or (`undoes`) the undo of one."""
+    return {
+        "type": "begin",
+        "id": entry_id,
+        "time": now.isoformat(),
+        "kind": "answer" if undoes is None else "undo",
+        "undoes": undoes,
+        "operator": operator,
+        "repo": repo,
+        # The repository folder's device and inode: recovery finds it if it was moved.
+        "repo_id": list(identity) if identity else None,
+    }
+
+
 def _begin_record(
     plan: Plan, now: datetime, entry_id: str, identity: tuple | None, abilities: dict
 ) -> dict:
@@ -425,15 +447,7 @@ def _begin_record(
     decided = answer.decided(" | ")
     choice = answer.choice
     record = {
-        "type": "begin",
-        "id": entry_id,
-        "time": now.isoformat(),
-        "kind": "answer",
-        "undoes": None,
-        "operator": answer.operator,
-        "repo": str(block.repo),
-        # The repository folder's device and inode: recovery finds it if it was moved.
-        "repo_id": list(identity) if identity else None,
+        **_head(now, entry_id, None, answer.operator, str(block.repo), identity),
         "block": {
             "id": block.id,
             "source": block.source,
@@ -479,14 +493,7 @@ def begin_undo(entry: Entry, steps: list[FileStep], operator: str, identity: tup
     now = _now()
     undo_id = _new_id(now)
     record = {
-        "type": "begin",
-        "id": undo_id,
-        "time": now.isoformat(),
-        "kind": "undo",
-        "undoes": entry.id,
-        "operator": operator,
-        "repo": str(entry.repo),
-        "repo_id": list(identity),
+        **_head(now, undo_id, entry.id, operator, str(entry.repo), identity),
         "block": {
             "id": entry.block_id,
             "source": entry.block_source,
@@ -600,14 +607,7 @@ def record_prepared(fields: object, summary: str, sent: dict) -> str:
     now = _now()
     entry_id = _new_id(now)
     record = {
-        "type": "begin",
-        "id": entry_id,
-        "time": now.isoformat(),
-        "kind": "answer",
-        "undoes": None,
-        "operator": checked["operator"],
-        "repo": checked["repo"],
-        "repo_id": None,
+        **_head(now, entry_id, None, checked["operator"], checked["repo"], None),
         "block": {**checked["block"], "remote": True, "sent": sent},
         "answer": checked["answer"],
         "summary": summary,
