@@ -7,7 +7,9 @@ answers blocks, so it listens on 127.0.0.1 unless `--allow-remote` says otherwis
 warning), and the page and its websocket refuse requests from other sites: a `Host` that is not
 this server (DNS rebinding) and a websocket whose `Origin` is not the page's own (another site
 open in the same browser driving the app). And they need the server's token (`?token=` in the
-address it prints, then a cookie): another user of this machine reaches 127.0.0.1 too.
+address it prints; the page's websocket is `/ws/TOKEN`): another user of this machine reaches
+127.0.0.1 too. No cookie holds it: a browser sends a cookie of 127.0.0.1 to every port there,
+another user's server included.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import signal
 import socket
 import sys
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
 from hitl_tui.cli_base import PROG, Parser, add_common
 from hitl_tui.model import HitlError, UsageError
@@ -41,10 +43,10 @@ EPILOG = f"""\
 Each browser tab runs its own hitl app on the same repositories; answers are written to disk
 exactly as in the terminal. Anyone who can open the page can answer blocks, which writes to the
 repositories. So the server listens on {DEFAULT_HOST} only, unless --allow-remote (a warning
-says so), and the page needs a token: open the address it prints (http://...?token=...); the
-browser keeps the token in a cookie for this server. Another user of this machine, who can
-reach {DEFAULT_HOST} too, cannot open it without the token. The token is new at each start
-unless ${TOKEN_ENV} sets one (16 or more of A-Z a-z 0-9 _ -), for a bookmark that lasts.
+says so), and the page needs a token: open the address it prints (http://...?token=...).
+Another user of this machine, who can reach {DEFAULT_HOST} too, cannot open it without the
+token. The token is new at each start unless ${TOKEN_ENV} sets one (16 or more of
+A-Z a-z 0-9 _ -), for a bookmark that lasts.
 
 From a phone or a laptop, reach it through an SSH tunnel instead:
   ssh -L 8000:127.0.0.1:8000 HOST     # on the laptop, then open the printed address there
@@ -190,7 +192,9 @@ def run_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-    token = os.environ.get(TOKEN_ENV) or secrets.token_urlsafe(24)
+    # Read, then taken out of the environment the session apps (and the commands they run)
+    # inherit: the token is the server's alone.
+    token = os.environ.pop(TOKEN_ENV, "") or secrets.token_urlsafe(24)
     if not TOKEN_SHAPE.match(token):
         raise UsageError(f"${TOKEN_ENV} must be 16 to 256 of A-Z a-z 0-9 _ - (a URL's word)")
     count = f"{len(repos)} repositor{'y' if len(repos) == 1 else 'ies'}"
@@ -245,9 +249,6 @@ def _server_class():
             super().__init__(command, host=host, port=port, title="hitl")
             self.what = what
             self.token = token
-            #: The cookie that keeps the token in the browser (one per port: two servers on
-            #: one machine each keep their own).
-            self.cookie = f"hitl-serve-{port}"
             #: The running sessions (their websocket handlers), ended first on stop.
             self.sessions: set[asyncio.Task] = set()
             self.loopback = loopback
@@ -282,9 +283,12 @@ def _server_class():
             return None
 
         def _holds_token(self, request: web.Request) -> bool:
-            """The request carries this server's token: in its cookie, or `?token=`."""
-            for given in (request.cookies.get(self.cookie), request.query.get("token")):
-                if given and hmac.compare_digest(given.encode(), self.token.encode()):
+            """The request carries this server's token: `?token=`, or the page's websocket
+            path `/ws/TOKEN`."""
+            for given in (request.match_info.get("token"), request.query.get("token")):
+                if given and hmac.compare_digest(
+                    given.encode("utf-8", "replace"), self.token.encode()
+                ):
                     return True
             return False
 
@@ -299,30 +303,22 @@ def _server_class():
 
         async def handle_index(self, request: web.Request) -> web.StreamResponse:
             self._checked(request)
-            if "token" in request.query:
-                # Kept in a cookie, and out of the address bar, the history and screenshots.
-                rest = {k: v for k, v in request.query.items() if k != "token"}
-                found = web.HTTPSeeOther("/" + (f"?{urlencode(rest)}" if rest else ""))
-                found.set_cookie(
-                    self.cookie,
-                    self.token,
-                    httponly=True,
-                    samesite="Strict",
-                    path="/",
-                    secure=request.scheme == "https",
-                )
-                raise found
             # The page's URLs are the address the browser used (a tunnel, another port), never
             # the listening address (0.0.0.0 is no address a browser can reach).
             base = f"{request.scheme}://{request.host}"
-            ws = ("wss" if request.scheme == "https" else "ws") + f"://{request.host}/ws"
+            scheme = "wss" if request.scheme == "https" else "ws"
+            ws = f"{scheme}://{request.host}/ws/{self.token}"  # the page's own way in
             context: dict[str, Any] = {
                 "font_size": _int(request.query.get("fontsize"), 16),
                 "app_websocket_url": ws,
                 "config": {"static": {"url": f"{base}/static/"}},
                 "application": {"name": "hitl"},
             }
-            return aiohttp_jinja2.render_template("app_index.html", request, context)
+            page = aiohttp_jinja2.render_template("app_index.html", request, context)
+            # The address holds the token: never sent on as a Referer, never kept in a cache.
+            page.headers["Referrer-Policy"] = "no-referrer"
+            page.headers["Cache-Control"] = "no-store"
+            return page
 
         async def handle_websocket(self, request: web.Request) -> web.StreamResponse:
             self._checked(request)
@@ -344,6 +340,7 @@ def _server_class():
         async def run(self) -> None:
             """Listen, say where on one line, serve until SIGINT or SIGTERM."""
             app = await self._make_app()
+            app.router.add_get("/ws/{token}", self.handle_websocket)
             runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=5)
             await runner.setup()
             try:

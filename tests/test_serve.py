@@ -47,13 +47,8 @@ def loops(tmp_path: Path) -> Path:
     return root
 
 
-#: The token the tests' servers use (`$HITL_SERVE_TOKEN`), and what a browser holding it sends.
+#: The token the tests' servers use (`$HITL_SERVE_TOKEN`).
 TOKEN = "test-token-0123456789abcdef"
-
-
-def holding(port: int, headers: dict[str, str] | None = None) -> dict[str, str]:
-    """`headers` and the cookie a browser keeps after opening the printed address."""
-    return {**(headers or {}), "Cookie": f"hitl-serve-{port}={TOKEN}"}
 
 
 class Served:
@@ -213,19 +208,20 @@ def test_the_url_line_the_guards_and_ctrl_c(loops: Path, serve):
     assert served.first_line() == (
         f"hitl: serving 1 repository at {url}/?token={TOKEN} (Ctrl+C stops)\n"
     )
-    status, page = get(url + "/", holding(port))
+    status, page = get(f"{url}/?token={TOKEN}")
     assert status == 200
-    assert f'data-session-websocket-url="ws://127.0.0.1:{port}/ws"' in page
+    assert f'data-session-websocket-url="ws://127.0.0.1:{port}/ws/{TOKEN}"' in page
     # Through a tunnel on another local port the page names the address the browser used.
-    status, page = get(url + "/", holding(port, {"Host": "localhost:9000"}))
-    assert (status, 'data-session-websocket-url="ws://localhost:9000/ws"' in page) == (200, True)
+    status, page = get(f"{url}/?token={TOKEN}", {"Host": "localhost:9000"})
+    assert status == 200
+    assert f'data-session-websocket-url="ws://localhost:9000/ws/{TOKEN}"' in page
     # DNS rebinding: a site's name resolved to 127.0.0.1 gets no page, token or not.
-    status, page = get(url + "/", holding(port, {"Host": f"evil.example:{port}"}))
+    status, page = get(f"{url}/?token={TOKEN}", {"Host": f"evil.example:{port}"})
     assert status == 403
     assert "127.0.0.1" in page
     # Another site open in the same browser cannot drive the app through the websocket.
-    ws = f"ws://127.0.0.1:{port}/ws"
-    assert asyncio.run(websocket_status(ws, "http://evil.example", holding(port))) == 403
+    ws = f"ws://127.0.0.1:{port}/ws/{TOKEN}"
+    assert asyncio.run(websocket_status(ws, "http://evil.example")) == 403
     code, err = served.stop()
     assert (code, err) == (0, "hitl: stopped\n")
 
@@ -248,7 +244,7 @@ def test_localhost_needs_no_flag(loops: Path, serve):
         served.first_line()
         == f"hitl: serving 1 repository at http://localhost:{port}/?token={TOKEN} (Ctrl+C stops)\n"
     )
-    assert get(f"http://localhost:{port}/", holding(port))[0] == 200
+    assert get(f"http://localhost:{port}/?token={TOKEN}")[0] == 200
     assert served.stop() == (0, "hitl: stopped\n")  # no warning
 
 
@@ -258,7 +254,7 @@ def test_allow_remote_warns_and_names_the_host(loops: Path, serve):
     line = served.first_line()
     address = f"http://{socket.gethostname()}:{port}/?token={TOKEN}"
     assert line == f"hitl: serving 1 repository at {address} (Ctrl+C stops)\n"
-    assert get(f"http://127.0.0.1:{port}/", holding(port, {"Host": f"10.0.0.5:{port}"}))[0] == 200
+    assert get(f"http://127.0.0.1:{port}/?token={TOKEN}", {"Host": f"10.0.0.5:{port}"})[0] == 200
     code, err = served.stop()
     assert code == 0
     assert err == (
@@ -270,27 +266,22 @@ def test_allow_remote_warns_and_names_the_host(loops: Path, serve):
 
 def test_without_the_token_nothing_is_served(loops: Path, serve):
     """Another user of this machine reaches 127.0.0.1 too: no page, no session, no download
-    without the token; a wrong one is no better. The printed address sets the cookie and
-    sends the browser to the page without the token in its address."""
+    without the token; a wrong one is no better. The page holds it in its websocket's path,
+    sets no cookie (a browser would send a 127.0.0.1 cookie to every port there) and tells
+    the browser never to pass its address on."""
     port = free_port()
     served = serve("--port", port, cwd=loops)
     served.first_line()
     url = f"http://127.0.0.1:{port}"
-    for given in ({}, {"Cookie": f"hitl-serve-{port}=wrong-token-0123456789"}):
-        status, page = get(url + "/", given)
-        assert (status, page) == (
-            403,
-            "hitl serve needs its token: open the address it printed (http://...?token=...)",
-        )
-        assert asyncio.run(websocket_status(f"ws://127.0.0.1:{port}/ws", url, given)) == 403
-    assert get(f"{url}/?token=wrong-token-0123456789")[0] == 403
-    assert get(f"{url}/download/x", {})[0] in (403, 404)  # never a download without it
-    status, headers = get_raw(f"{url}/?token={TOKEN}&fontsize=20")
-    assert status == 303 and headers["Location"] == "/?fontsize=20"
-    cookie = headers["Set-Cookie"]
-    assert cookie.startswith(f"hitl-serve-{port}={TOKEN};")
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
-    assert asyncio.run(websocket_status(f"ws://127.0.0.1:{port}/ws", url, holding(port))) == 101
+    refused = "hitl serve needs its token: open the address it printed (http://...?token=...)"
+    for page in ("/", "/?token=wrong-token-0123456789", "/?token=", "/download/x"):
+        assert get(url + page) == (403, refused), page
+    for ws in ("/ws", "/ws/wrong-token-0123456789", "/ws?token=wrong-token-0123456789"):
+        assert asyncio.run(websocket_status(f"ws://127.0.0.1:{port}{ws}", url)) == 403, ws
+    status, headers = get_raw(f"{url}/?token={TOKEN}")
+    assert status == 200 and "Set-Cookie" not in headers
+    assert headers["Referrer-Policy"] == "no-referrer" and headers["Cache-Control"] == "no-store"
+    assert asyncio.run(websocket_status(f"ws://127.0.0.1:{port}/ws/{TOKEN}", url)) == 101
     assert served.stop() == (0, "hitl: stopped\n")
 
 
@@ -504,9 +495,6 @@ def test_a_block_answered_in_the_browser(
 
     async def drive(page: Browser) -> None:
         await page.wait_for(QUESTION[:30])  # the list's row and the Question pane
-        # The token went into a cookie, and out of the address bar.
-        href = await page.call("Runtime.evaluate", expression="location.href", returnByValue=True)
-        assert href["result"]["value"] == f"http://127.0.0.1:{port}/"
         await page.wait_for("1 block in 1 repo")
         assert apps_running(loops)  # this page's app (and the shell that started it)
         await page.call("Runtime.evaluate", expression="window.__hitlTerminal.focus()")
@@ -629,12 +617,12 @@ def test_sigterm_with_two_sessions_open_leaves_no_app_running(loops: Path, serve
     port = free_port()
     served = serve(loops, "--port", port, cwd=loops)
     served.first_line()
-    url = f"ws://127.0.0.1:{port}/ws?width=80&height=24"
+    url = f"ws://127.0.0.1:{port}/ws/{TOKEN}?width=80&height=24"
     origin = f"http://127.0.0.1:{port}"
 
     async def two_sessions() -> tuple[int, list[str]]:
         async with aiohttp.ClientSession() as session:
-            headers = holding(port, {"Origin": origin})
+            headers = {"Origin": origin}
             tabs = [await session.ws_connect(url, headers=headers) for _ in range(2)]
             for tab in tabs:
                 await tab.send_json(["resize", {"width": 80, "height": 24}])
