@@ -15,10 +15,10 @@ channels of the config's `[notify]` table:
   Both are escalate's own channel code (`notify.run_with_stdin`, `notify.post_slack`).
 
 Every hitl of the operator's (two terminals, the browser tabs of `hitl serve`) sees the same
-new block; the channels they share (desktop, command, webhook) get its notice once: each item
-of a notice (a block's bytes, an answer not resumed) is claimed in `notified.json` in the
-state folder first (`claim`), and only what no other hitl claimed in the last day is sent.
-The terminal's escape goes to each app's own terminal.
+new block; the channels they share (desktop, command, webhook) get its notice once: each block
+of a notice is claimed in `notified.json` in the state folder first (`claim`), and only what no
+other hitl claimed in the last day is sent. The terminal's escape goes to each app's own
+terminal. (An answer not resumed needs no claim: one hitl turns it late, `ResumeBook.due`.)
 
 Agent text arrives plain and bounded in every channel: whitespace collapsed, escape sequences
 and control characters removed, at most BODY_LIMIT characters. A channel that fails gives one
@@ -27,6 +27,7 @@ line (`send`'s result) that never holds the webhook URL or the command's argumen
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -97,8 +98,6 @@ class Late(Protocol):
     """An answer whose loop did not resume (resume.Waiting)."""
 
     block_id: str
-    key: str
-    entry: str | None
 
 
 # -- one notice per item, whichever of the operator's hitl sends it ---------------------------
@@ -112,6 +111,12 @@ NOTIFIED_KEEP = timedelta(hours=24)
 NOTIFIED_MAX = 20_000
 
 
+def _digest(key: str) -> str:
+    """What the file keeps of a key: short, ASCII, any path's bytes (undecodable ones, lone
+    surrogates) included."""
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 def claim(keys: Sequence[str], now: datetime | None = None) -> set[str]:
     """Those of `keys` no hitl of this operator claimed in the last NOTIFIED_KEEP, now
     claimed (under the file's lock: of two apps at once, one sends). Without a usable state
@@ -119,7 +124,7 @@ def claim(keys: Sequence[str], now: datetime | None = None) -> set[str]:
     path = statefile.in_state(NOTIFIED_FILE)
     if path is None or not keys:
         return set(keys)
-    now = now or datetime.now(UTC)
+    now = (now or datetime.now(UTC)).astimezone(UTC)  # ISO 8601 in UTC sorts as time
     fresh: set[str] = set()
 
     def edit(current: dict) -> bool:
@@ -128,11 +133,12 @@ def claim(keys: Sequence[str], now: datetime | None = None) -> set[str]:
         kept = {
             k: t
             for k, t in (sent.items() if isinstance(sent, dict) else ())
-            if isinstance(t, str) and t >= cutoff  # ISO 8601 in UTC sorts as time
+            if isinstance(k, str) and isinstance(t, str) and t >= cutoff
         }
         for key in keys:
-            if key not in kept:
-                kept[key] = now.isoformat()
+            digest = _digest(key)
+            if digest not in kept:
+                kept[digest] = now.isoformat()
                 fresh.add(key)
         newest = sorted(kept.items(), key=lambda kv: kv[1])[-NOTIFIED_MAX:]
         current["sent"] = dict(newest)
@@ -140,7 +146,7 @@ def claim(keys: Sequence[str], now: datetime | None = None) -> set[str]:
 
     try:
         statefile.update(path, NOTIFIED_FORMAT, NOTIFIED_MAX_BYTES, edit)
-    except OSError:
+    except Exception:  # a notice is never lost to its memory: this app sends it
         return set(keys)
     return fresh
 
@@ -153,11 +159,24 @@ class Shared:
     items: tuple
     make: Callable[[Sequence], Notice]
 
-    def claimed(self, now: datetime | None = None) -> Notice | None:
-        """The notice of the items no other hitl sent (None: there are none)."""
-        fresh = claim(self.keys, now)
-        chosen = [item for key, item in zip(self.keys, self.items, strict=True) if key in fresh]
+    def claimed(self, channel: str, now: datetime | None = None) -> Notice | None:
+        """The notice of the items no other hitl sent on `channel` (a `channel_id`: two apps
+        whose channels differ each send on their own); None: there are none."""
+        keys = [f"{channel} {key}" for key in self.keys]
+        fresh = claim(keys, now)
+        chosen = [item for key, item in zip(keys, self.items, strict=True) if key in fresh]
         return self.make(chosen) if chosen else None
+
+
+def channel_id(name: str, cfg: NoticeConfig, env: Mapping[str, str]) -> str:
+    """Which `name` channel this is, whichever app sends on it: the desktop, this command,
+    this webhook (its URL never kept: a digest)."""
+    if name == "command":
+        return "command:" + _digest("\0".join(cfg.command))
+    if name == "webhook":
+        url = cfg.webhook or (env.get(cfg.webhook_env, "") if cfg.webhook_env else "")
+        return "webhook:" + _digest(url)
+    return name
 
 
 def shared_new(blocks: Sequence[Block]) -> Shared:
@@ -165,12 +184,6 @@ def shared_new(blocks: Sequence[Block]) -> Shared:
     began (the same question asked again later is a new block)."""
     keys = tuple(f"new {b.source} {b.path} {b.fingerprint} {b.since.isoformat()}" for b in blocks)
     return Shared(keys, tuple(blocks), new_blocks)
-
-
-def shared_late(records: Sequence[Late]) -> Shared:
-    """`not_resumed` for the shared channels: an answer is its journal entry."""
-    keys = tuple(f"late {r.key} {r.entry}" for r in records)
-    return Shared(keys, tuple(records), not_resumed)
 
 
 # -- the text ---------------------------------------------------------------------------------
@@ -313,15 +326,21 @@ def channels(cfg: NoticeConfig, env: Mapping[str, str]) -> list[str]:
     return found
 
 
-def send(notice: Notice, cfg: NoticeConfig, env: Mapping[str, str] | None = None) -> list[str]:
-    """Send `notice` on every enabled channel at once (desktop, command, webhook), each within
-    `cfg.timeout` s. Returns one line per channel that failed, free of secrets. Never raises."""
+def send(
+    notice: Notice,
+    cfg: NoticeConfig,
+    env: Mapping[str, str] | None = None,
+    only: Sequence[str] | None = None,
+) -> list[str]:
+    """Send `notice` on every enabled channel at once (desktop, command, webhook; `only`
+    those named), each within `cfg.timeout` s. Returns one line per channel that failed,
+    free of secrets. Never raises."""
     env = os.environ if env is None else env
     secrets = [*cfg.command[1:], cfg.webhook or ""]
     if cfg.webhook_env:
         secrets.append(env.get(cfg.webhook_env, ""))
     senders = {"desktop": _desktop, "command": _command, "webhook": _webhook}
-    wanted = channels(cfg, env)
+    wanted = [c for c in channels(cfg, env) if only is None or c in only]
     if not wanted:
         return []
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,12 +58,22 @@ def read(path: Path, fmt: int, max_bytes: int) -> dict:
     """The JSON object in `path` with `"format": fmt` ({} when there is no file); Unusable
     when the file cannot be read or is not such an object."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(max_bytes + 1)
+        # Non-blocking, and only a regular file: a FIFO put there never hangs the read (nor,
+        # under the file's lock, every other hitl waiting for it).
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return {}
     except OSError as exc:
         raise Unusable(exc.strerror or str(exc)) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise Unusable("it is not a regular file")
+        with open(fd, "rb", closefd=False) as f:
+            data = f.read(max_bytes + 1)
+    except OSError as exc:
+        raise Unusable(exc.strerror or str(exc)) from None
+    finally:
+        os.close(fd)
     if len(data) > max_bytes:
         raise Unusable("it is too large")
     try:

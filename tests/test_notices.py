@@ -690,7 +690,8 @@ def test_the_claims_file_is_bounded_and_a_damaged_one_claims_everything(
         notices.claim([f"k{n}-{i}" for i in range(40)], now + timedelta(seconds=n))
     path = statefile.in_state(notices.NOTIFIED_FILE)
     kept = json.loads(path.read_text())["sent"]
-    assert len(kept) == 50 and "k3-0" in kept and "k0-0" not in kept  # the newest kept
+    assert len(kept) == 50  # the newest kept
+    assert notices._digest("k3-0") in kept and notices._digest("k0-0") not in kept
     path.write_text('{"format": 1, "sent": {"x": 5, "y": [1]}}')  # wrong types: not claims
     assert notices.claim(["x", "y"], now) == {"x", "y"}
     path.write_bytes(b"\xff\x00 not json")
@@ -758,3 +759,74 @@ async def test_a_block_two_apps_see_arrive_is_one_notice_on_the_shared_channels(
     assert _stdin_of(out) == ["hitl: alpha: What about alpha?", "hitl: bravo: What about bravo?"]
     assert hook.texts() == _stdin_of(out)
     assert len(_desktop_calls(desktop)) == 2
+
+
+def test_a_path_of_any_bytes_is_claimed_and_remembered() -> None:
+    """A block file whose name is not UTF-8 (a lone surrogate from far away, say): claimed,
+    remembered (the file stays readable), and claimed once."""
+    import os
+
+    odd = os.fsdecode(b"/r/caf\xe9/BLOCKED.md")
+    keys = [f"new loopkit {odd} sha256:x t", "new ssh h:/r/\ud800 x t"]
+    assert notices.claim(keys) == set(keys)
+    assert notices.claim(keys) == set()
+
+
+def test_a_fifo_for_the_claims_file_never_hangs_a_notice(tmp_path: Path) -> None:
+    import time
+
+    from hitl_tui import statefile
+
+    path = statefile.in_state(notices.NOTIFIED_FILE)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    began = time.monotonic()
+    assert notices.claim(["a"]) == {"a"}  # this app sends; nothing waits on the FIFO
+    assert time.monotonic() - began < 2
+
+
+def test_a_full_day_of_claims_fits_the_file() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from hitl_tui import statefile
+
+    now = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    path = "/home/operator/src/loops/" + "x" * 60 + "/BLOCKED.md"
+    for batch in range(20):
+        keys = [f"new loopkit {path}{batch}-{i} sha256:{'f' * 64} t" for i in range(1000)]
+        notices.claim(keys, now + timedelta(seconds=batch))
+    size = statefile.in_state(notices.NOTIFIED_FILE).stat().st_size
+    assert size < notices.NOTIFIED_MAX_BYTES / 2
+    assert notices.claim([f"new loopkit {path}19-0 sha256:{'f' * 64} t"], now) == set()
+
+
+async def test_an_app_without_a_channel_does_not_take_its_notice_from_one_with_it(
+    tmp_path: Path, hook: Hook
+) -> None:
+    """The first app (a browser tab, say) posts the webhook only; the second also runs a
+    command: the webhook gets one post, and the command still gets its notice."""
+    from hitl_tui.inbox import Delta
+    from hitl_tui.sources.loopkit import LoopkitSource
+    from tests.test_tui import _settle
+    from tests.test_tui_screen import _arrive
+    from tests.tui_support import SIZE, demo_workspace
+
+    root = demo_workspace(tmp_path / "ws")
+    out = tmp_path / "stdin.txt"
+    only_hook = NoticeConfig(desktop=False, terminal=False, webhook=hook.url)
+    both = dataclasses.replace(only_hook, command=_capture(out))
+    first, _ = _notice_app(root, only_hook)
+    async with first.run_test(size=SIZE, notifications=True) as pilot:
+        await _settle(pilot, first)
+        _arrive(first, root, ["alpha"])
+        assert await _until(pilot, lambda: len(hook.bodies) == 1)
+    second, _ = _notice_app(root, both)
+    async with second.run_test(size=SIZE, notifications=True) as pilot:
+        await _settle(pilot, second)
+        alpha = root / "alpha"
+        block = LoopkitSource().parse(alpha, alpha / "BLOCKED.md", "alpha")
+        second.apply_delta(Delta(added=[block]), announce=True)
+        assert await _until(pilot, lambda: _stdin_of(out) != [])
+        await pilot.pause(0.5)
+    assert _stdin_of(out) == ["hitl: alpha: What about alpha?"]
+    assert len(hook.bodies) == 1

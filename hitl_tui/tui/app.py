@@ -381,12 +381,16 @@ class HitlApp(App[int]):
             self._driver.write(data)
 
     def _send_notice(self, notice: notices.Notice, shared: notices.Shared | None) -> None:
-        if shared is not None:
-            claimed = shared.claimed()
-            if claimed is None:  # another hitl of the operator's sent all of it
-                return
-            notice = claimed
-        for line in notices.send(notice, self.config.notify):
+        cfg = self.config.notify
+        if shared is None:
+            failed = notices.send(notice, cfg)
+        else:  # each channel: what no other hitl of the operator's sent on it
+            failed = []
+            for name in notices.channels(cfg, os.environ):
+                claimed = shared.claimed(notices.channel_id(name, cfg, os.environ))
+                if claimed is not None:
+                    failed += notices.send(claimed, cfg, only=(name,))
+        for line in failed:
             try:
                 self.call_from_thread(self._notice_failed, line)
             except RuntimeError:  # the app has exited meanwhile

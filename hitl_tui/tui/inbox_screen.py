@@ -400,8 +400,8 @@ class InboxScreen(Screen):
         if changes.late:
             if self.ring:
                 self.app.bell()
-            late = changes.late
-            self.host.send_notice(notices.not_resumed(late), notices.shared_late(late))
+            # One hitl turned these late (`ResumeBook.due`, under its lock): no claim needed.
+            self.host.send_notice(notices.not_resumed(changes.late))
             names = ", ".join(r.block_id for r in changes.late[:3])
             more = f" and {len(changes.late) - 3} more" if len(changes.late) > 3 else ""
             self.notify(
