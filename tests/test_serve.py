@@ -458,17 +458,19 @@ async def open_page(url: str, profile: Path, drive) -> None:
             proc.wait()
 
 
-def apps_running(folder: Path) -> list[str]:
-    """The command lines of the hitl apps running on `folder` (the sessions' processes)."""
+def apps_running(folder: Path, environ: bool = False) -> list[str]:
+    """The command lines of the hitl apps running on `folder` (the sessions' processes), or
+    (`environ`) their environments."""
     found = []
     for proc in Path("/proc").iterdir():
         try:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
+            env = (proc / "environ").read_bytes().decode(errors="replace") if environ else ""
         except OSError:
             continue
         line = " ".join(a.decode(errors="replace") for a in argv)
         if "hitl_tui" in line and str(folder) in line and " serve " not in line:
-            found.append(line)
+            found.append(env if environ else line)
     return found
 
 
@@ -630,6 +632,9 @@ def test_sigterm_with_two_sessions_open_leaves_no_app_running(loops: Path, serve
             while len(apps_running(loops)) < 2 and time.monotonic() < ends:
                 await asyncio.sleep(0.2)
             running = apps_running(loops)
+            # The token is the server's: the sessions (and what they run) never see it.
+            environs = apps_running(loops, environ=True)
+            assert environs and not any("HITL_SERVE_TOKEN" in e for e in environs)
             served.proc.send_signal(signal.SIGTERM)
             for tab in tabs:  # the server closes each session's websocket
                 while not tab.closed and time.monotonic() < ends:
