@@ -13,11 +13,8 @@ import shlex
 import socket
 import subprocess
 import sys
-import threading
 import time
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs
 
@@ -31,6 +28,7 @@ from hitl_tui.model import Choice
 from hitl_tui.notify import scrub
 from hitl_tui.sources.loopkit import parse_blocked
 from hitl_tui.sources.loopkit_render import Escalation, render
+from tests.fake_chat import FakeChat, serve_chat
 from tests.hostile_servers import Echo, SlowLoris
 
 QUESTION = "Should deleting a workspace also delete its archived invoices?"
@@ -94,54 +92,9 @@ HOOK_PATH = "/services/T000/B000/SECRETHOOKxyz"
 # -- fixtures ---------------------------------------------------------------------------------
 
 
-@dataclass
-class Request:
-    path: str
-    content_type: str
-    body: bytes
-
-
-@dataclass
-class FakeChat:
-    """A stand-in for Slack and Telegram: records requests, answers with `status`."""
-
-    url: str = ""
-    status: int = 200
-    delay: float = 0.0
-    requests: list[Request] = field(default_factory=list)
-    release: threading.Event = field(default_factory=threading.Event)
-
-
 @pytest.fixture
 def chat():
-    fake = FakeChat()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            fake.requests.append(Request(self.path, self.headers.get("Content-Type", ""), body))
-            if fake.delay:
-                fake.release.wait(fake.delay)
-            self.send_response(fake.status)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"{}")
-
-        def log_message(self, *args) -> None:
-            pass
-
-    class Server(ThreadingHTTPServer):
-        def handle_error(self, request, client_address) -> None:
-            pass  # the client gave up (a timeout test): not a test failure
-
-    server = Server(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    yield fake
-    fake.release.set()
-    server.shutdown()
-    server.server_close()
+    yield from serve_chat(FakeChat())
 
 
 @pytest.fixture

@@ -12,9 +12,7 @@ import json
 import os
 import shutil
 import sys
-import threading
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,7 @@ from hitl_tui.config import Config, load_config
 from hitl_tui.model import UsageError
 from hitl_tui.notices import Notice, NoticeConfig
 from tests.conftest import FIXTURES
+from tests.fake_chat import FakeChat, serve_chat
 
 HOOK_PATH = "/services/T000/B000/SECRETHOOKxyz"
 #: Agent text at its worst: CSI and OSC sequences, BEL, C1 controls, Pango and Rich markup.
@@ -63,49 +62,13 @@ def _desktop_calls(calls: Path) -> list[list[str]]:
     return [json.loads(line) for line in calls.read_text(encoding="utf-8").splitlines()]
 
 
-@dataclass
-class Hook:
-    """A Slack-style webhook on 127.0.0.1: records each POST, answers with `status`."""
-
-    url: str = ""
-    status: int = 200
-    delay: float = 0.0
-    bodies: list[bytes] = field(default_factory=list)
-    release: threading.Event = field(default_factory=threading.Event)
-
-    def texts(self) -> list[str]:
-        return [json.loads(b)["text"] for b in self.bodies]
+#: The notice tests' webhook: a chat server whose error reason echoes the path (the key).
+Hook = FakeChat
 
 
 @pytest.fixture
 def hook():
-    fake = Hook()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            fake.bodies.append(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
-            if fake.delay:
-                fake.release.wait(fake.delay)
-            # A server that echoes the path back in its reason phrase: it holds the key.
-            self.send_response(fake.status, f"nope {self.path}" if fake.status >= 400 else None)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"{}")
-
-        def log_message(self, *args) -> None:
-            pass
-
-    class Server(ThreadingHTTPServer):
-        def handle_error(self, request, client_address) -> None:
-            pass  # the client gave up (a timeout test)
-
-    server = Server(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}{HOOK_PATH}"
-    yield fake
-    fake.release.set()
-    server.shutdown()
-    server.server_close()
+    yield from serve_chat(FakeChat(reason="nope {path}"), HOOK_PATH)
 
 
 def _capture(out: Path) -> tuple[str, ...]:
