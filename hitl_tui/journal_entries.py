@@ -316,7 +316,7 @@ def _entry(begin: dict, end: dict | None) -> Entry:
         undoes=begin.get("undoes"),
         answer=answer if isinstance(answer, dict) else {},
         repo_id=_repo_id(begin.get("repo_id")),
-        block_since=_since(block.get("since")),
+        block_since=aware_time(block.get("since")),
         remote=remote,
         not_undoable=not_undoable if isinstance(not_undoable, str) else None,
         sent=block.get("sent") if isinstance(block.get("sent"), dict) else None,
@@ -336,7 +336,8 @@ def _repo_id(value: object) -> tuple | None:
     return dev, ino, born
 
 
-def _since(value: object) -> datetime | None:
+def aware_time(value: object) -> datetime | None:
+    """An ISO 8601 time with its zone, or None (not text, not a time, no zone)."""
     if not isinstance(value, str):
         return None
     try:
@@ -563,7 +564,7 @@ def checked_fields(fields: object) -> dict | None:
         return None
     if not isinstance(block, dict) or not all(text(block.get(k)) for k in _BLOCK_FIELDS):
         return None
-    if not _since(block.get("since")) or not isinstance(answer, dict):
+    if not aware_time(block.get("since")) or not isinstance(answer, dict):
         return None
     choice, texts = answer.get("choice"), answer.get("texts")
     if choice is not None and not (

@@ -159,13 +159,21 @@ class Shared:
     items: tuple
     make: Callable[[Sequence], Notice]
 
-    def claimed(self, channel: str, now: datetime | None = None) -> Notice | None:
-        """The notice of the items no other hitl sent on `channel` (a `channel_id`: two apps
-        whose channels differ each send on their own); None: there are none."""
-        keys = [f"{channel} {key}" for key in self.keys]
-        fresh = claim(keys, now)
-        chosen = [item for key, item in zip(keys, self.items, strict=True) if key in fresh]
-        return self.make(chosen) if chosen else None
+    def claimed(self, channels: Sequence[str], now: datetime | None = None) -> list:
+        """For each of `channels` (`channel_id`s: two apps whose channels differ each send on
+        their own), the notice of the items no other hitl sent on it, or None: there are
+        none. One claim for all of them."""
+        keys = {(channel, key): f"{channel} {key}" for channel in channels for key in self.keys}
+        fresh = claim(list(keys.values()), now)
+        notices = []
+        for channel in channels:
+            chosen = [
+                item
+                for key, item in zip(self.keys, self.items, strict=True)
+                if keys[channel, key] in fresh
+            ]
+            notices.append(self.make(chosen) if chosen else None)
+        return notices
 
 
 def channel_id(name: str, cfg: NoticeConfig, env: Mapping[str, str]) -> str:
@@ -369,6 +377,24 @@ def send(
     for thread in threads:
         thread.join()
     return [r for r in results if r]
+
+
+def send_shared(
+    shared: Shared, cfg: NoticeConfig, env: Mapping[str, str] | None = None
+) -> list[str]:
+    """`send`, each channel getting the notice of what no other hitl sent on it (one claim
+    for all; the channels with the same notice are sent it at once)."""
+    env = os.environ if env is None else env
+    names = channels(cfg, env)
+    by_notice: dict[tuple[str, str], tuple[Notice, list[str]]] = {}
+    claimed = shared.claimed([channel_id(name, cfg, env) for name in names])
+    for name, notice in zip(names, claimed, strict=True):
+        if notice is not None:
+            by_notice.setdefault((notice.title, notice.body), (notice, []))[1].append(name)
+    failed = []
+    for notice, only in by_notice.values():
+        failed += send(notice, cfg, env, only=only)
+    return failed
 
 
 def stop_all() -> None:

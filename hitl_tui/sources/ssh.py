@@ -207,7 +207,7 @@ class Pending:
     def from_json(cls, item: object) -> Pending | None:
         """One from the state file, or None when it is not one (the file is ours, but any
         file can be damaged): every field checked, the journal's too."""
-        from hitl_tui.journal_entries import checked_fields
+        from hitl_tui.journal_entries import aware_time, checked_fields
 
         if not isinstance(item, dict):
             return None
@@ -218,11 +218,8 @@ class Pending:
         fields = checked_fields(item.get("fields"))
         if fields is None or not texts[0]:
             return None
-        try:
-            began = datetime.fromisoformat(texts[2])
-        except ValueError:
-            return None
-        if began.tzinfo is None:
+        began = aware_time(texts[2])
+        if began is None:
             return None
         return cls(texts[0], texts[1], began, texts[3], texts[4], texts[5], fields)
 

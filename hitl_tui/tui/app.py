@@ -382,14 +382,8 @@ class HitlApp(App[int]):
 
     def _send_notice(self, notice: notices.Notice, shared: notices.Shared | None) -> None:
         cfg = self.config.notify
-        if shared is None:
-            failed = notices.send(notice, cfg)
-        else:  # each channel: what no other hitl of the operator's sent on it
-            failed = []
-            for name in notices.channels(cfg, os.environ):
-                claimed = shared.claimed(notices.channel_id(name, cfg, os.environ))
-                if claimed is not None:
-                    failed += notices.send(claimed, cfg, only=(name,))
+        # With `shared`: each channel gets what no other hitl of the operator's sent on it.
+        failed = notices.send(notice, cfg) if shared is None else notices.send_shared(shared, cfg)
         for line in failed:
             try:
                 self.call_from_thread(self._notice_failed, line)
