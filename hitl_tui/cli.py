@@ -373,15 +373,18 @@ def finish_answer(
 ) -> int:
     """Print the diff (--dry-run), or apply the plan, say what was done, and restart the
     loop (`[[loop]]`, unless --no-restart). The exit code is the answer's, not the restart's."""
-    from hitl_tui.loops import fill, loop_for, shown, values_for
+    from hitl_tui.loops import ControlInValue, fill, loop_for, shown, values_for
     from hitl_tui.textio import printable
 
     skip = getattr(args, "no_restart", False)
     as_json = getattr(args, "json", False)
     loop = None if skip else loop_for(loops, plan.block)
-    then = None
+    then = refused = None
     if loop is not None and loop.restart is not None:
-        then = shown(fill(loop.restart, values_for(plan.block)))
+        try:
+            then = shown(fill(loop.restart, values_for(plan.block)))
+        except ControlInValue as exc:
+            refused = exc.line("restart")
     if args.dry_run:
         if as_json:
             _print_json(wire.plan_json(plan, editable, then))
@@ -389,6 +392,8 @@ def finish_answer(
         sys.stdout.write(printable(plan.diff(), keep_newlines=True))
         if then is not None:
             print(printable(f"hitl: then runs: {then}"), file=sys.stderr)
+        if refused is not None:
+            print(f"hitl: {refused}", file=sys.stderr)
         return 0
     done = apply(plan)
     if as_json:

@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from hitl_tui.cli_base import PROG, Parser, open_inbox, resolve
-from hitl_tui.loops import Loop, logs_dir, loop_for, run_command, shown
+from hitl_tui.loops import Loop, Ran, logs_dir, loop_for, run_command, shown
 from hitl_tui.model import Block, UsageError
 from hitl_tui.textio import printable
 
@@ -56,7 +56,7 @@ def run_restart(args: argparse.Namespace) -> int:
             f"{block.id}: no [[loop]] with a restart covers {block.repo} "
             "(see the README: Restarting loops)"
         )
-    if not restart(block, loop):
+    if not restart(block, loop).ok:
         return 1
     if waiting is not None and inbox.resumes is not None:
         again = inbox.resumes.restarted(waiting.id)
@@ -71,26 +71,30 @@ def run_restart(args: argparse.Namespace) -> int:
     return 0
 
 
-def restart(block: Block, loop: Loop) -> bool:
-    """Run the loop's restart for `block`, saying on stdout / stderr how it went."""
+def restart(block: Block, loop: Loop) -> Ran:
+    """Run the loop's restart for `block`, saying on stdout / stderr how it went (a refused
+    one: the one line naming the value, on stderr)."""
     assert loop.restart is not None
     ran = run_command("restart", loop.restart, block, loop.timeout, logs_dir())
+    if ran.refused:
+        print(f"hitl: {ran.problem}", file=sys.stderr)
+        return ran
     where = f" (output: {ran.log})" if ran.log else ""
     if ran.ok:
         print(printable(f"{block.id}: restarted: {shown(ran.argv)}"))
-        return True
+        return ran
     print(
         printable(f"hitl: {block.id}: restart failed ({ran.problem}): {shown(ran.argv)}{where}"),
         file=sys.stderr,
     )
-    return False
+    return ran
 
 
 def after_answer(block: Block, loops: tuple[Loop, ...], skip: bool) -> str | None:
     """Once `hitl answer` wrote: restart the block's loop unless `skip`; the hint to print
-    instead of the source's own ("Restart the loop ...") when it ran, else None."""
+    instead of the source's own ("Restart the loop ...") when it ran, else None (a refused
+    restart ran nothing: the source's hint stands)."""
     loop = loop_for(loops, block)
     if skip or loop is None or loop.restart is None:
         return None
-    restart(block, loop)
-    return ""
+    return None if restart(block, loop).refused else ""

@@ -14,7 +14,8 @@ wrote. It runs as an argument list (no shell, unless the list itself calls one),
 repository folder, with stdin closed, in a session of its own (so a timeout ends all of it),
 and its output goes to a log in the state folder. `{repo}`, `{name}`, `{id}` and `{task_id}`
 are filled in *inside* single arguments: a value with spaces, `;` or newlines stays one
-argument, never a word of a shell line. `{{` and `}}` are literal braces.
+argument, never a word of a shell line. `{{` and `}}` are literal braces. A value holding a
+control character is refused, not cleaned (`ControlInValue`): nothing runs.
 
 Domain code: no Textual; the CLI and the app run the same `run_command`.
 """
@@ -32,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from hitl_tui import statefile
-from hitl_tui.model import Block, UsageError
+from hitl_tui.model import Block, HitlError, UsageError
 
 #: What a `{placeholder}` may name.
 FIELDS = ("repo", "name", "id", "task_id")
@@ -94,14 +95,61 @@ def values_for(block: Block) -> dict[str, str]:
     }
 
 
+#: What never goes into a command: C0 controls, DEL, C1 controls, and a path's undecodable
+#: bytes (`os.fsdecode` makes byte 0x9b U+DC9B, and the command gets the byte back). Typed into
+#: a terminal (`tmux send-keys`) Ctrl-O or a newline runs the line so far; ESC starts a key.
+CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\udc80-\udcff]")
+
+
+def escaped(text: str) -> str:
+    """`text` for a one-line message: each control character as `\\xNN` (an undecodable byte
+    as the byte), anything else a terminal could act on as `printable` shows it."""
+    from hitl_tui.textio import printable
+
+    def one(m: re.Match) -> str:
+        code = ord(m.group())
+        return f"\\x{code - 0xDC00 if code >= 0xDC00 else code:02x}"
+
+    return printable(CONTROL.sub(one, text))
+
+
+class ControlInValue(HitlError):
+    """A value for a command holds a control character: the command is refused, not cleaned."""
+
+    def __init__(self, name: str, value: str) -> None:
+        self.name = name
+        self.value = value
+        found: list[str] = []
+        for m in CONTROL.finditer(value):
+            if escaped(m.group()) not in found:
+                found.append(escaped(m.group()))
+        self.found = ", ".join(found[:4]) + (", ..." if len(found) > 4 else "")
+        shown_value = escaped(value if len(value) <= 200 else value[:199] + "…")
+        holds = "a control character" if len(found) == 1 else "control characters"
+        super().__init__(f"{name} holds {holds} ({self.found}) in '{shown_value}'")
+
+    def line(self, what: str) -> str:
+        """The one line that says `what` (restart, open, t) was refused, and why."""
+        return f"{what} refused: {self}"
+
+
+def check_value(name: str, value: str) -> None:
+    """ControlInValue when `value` (what `name` stands for) may not be part of a command."""
+    if CONTROL.search(value):
+        raise ControlInValue(name, value)
+
+
 def fill(template: tuple[str, ...], values: dict[str, str]) -> list[str]:
-    """The argument list with each placeholder replaced inside its own argument."""
+    """The argument list with each placeholder replaced inside its own argument. A value that
+    holds a control character is refused (ControlInValue), never cleaned into something else:
+    only the values the template uses are looked at."""
 
     def one(arg: str) -> str:
         def put(m: re.Match) -> str:
             token = m.group(0)
             if token in ("{{", "}}"):
                 return token[0]
+            check_value(token, values[m.group(1)])
             return values[m.group(1)]
 
         return _PLACE.sub(put, arg)
@@ -204,9 +252,12 @@ class Ran:
     argv: tuple[str, ...]
     returncode: int | None
     log: Path | None
-    #: Why it failed, in a few words ("exit 3", "timed out after 30 s", "not found: tmux").
+    #: Why it failed, in a few words ("exit 3", "timed out after 30 s", "not found: tmux"); for
+    #: a refused one, the whole line (`ControlInValue.line`).
     problem: str | None
     seconds: float
+    #: Not run at all: a value it needed holds a control character (nothing ran, no log).
+    refused: bool = False
 
     @property
     def ok(self) -> bool:
@@ -224,8 +275,12 @@ def shown(argv: list[str] | tuple[str, ...]) -> str:
 def run_command(
     what: str, template: tuple[str, ...], block: Block, timeout: float, logs: Path | None
 ) -> Ran:
-    """Run `template` for `block` in its repository; never raises for the command's sake."""
-    argv = fill(template, values_for(block))
+    """Run `template` for `block` in its repository; never raises for the command's sake. A
+    value holding a control character runs nothing (`Ran.refused`, the line in `problem`)."""
+    try:
+        argv = fill(template, values_for(block))
+    except ControlInValue as exc:
+        return Ran((), None, None, exc.line(what), 0.0, refused=True)
     cwd = block.repo if isinstance(block.repo, Path) and block.repo.is_dir() else None
     log = _log_path(logs, what, block) if logs is not None else None
     began = time.monotonic()

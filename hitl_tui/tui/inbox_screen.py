@@ -33,7 +33,18 @@ from textual.worker import Worker, WorkerState
 from hitl_tui import notices
 from hitl_tui.answering import apply_answer, source_for
 from hitl_tui.inbox import Delta, Inbox, key_of
-from hitl_tui.loops import Loop, Ran, fill, logs_dir, loop_for, run_command, shown, values_for
+from hitl_tui.loops import (
+    ControlInValue,
+    Loop,
+    Ran,
+    check_value,
+    fill,
+    logs_dir,
+    loop_for,
+    run_command,
+    shown,
+    values_for,
+)
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
 from hitl_tui.resume import forget_undone, row_path
 from hitl_tui.resume import key_of as resume_key
@@ -854,7 +865,10 @@ class InboxScreen(Screen):
             return
         loop = loop_for(self.loops, block)
         if loop is not None and loop.restart is not None:
-            preview = replace(preview, restart=shown(fill(loop.restart, values_for(block))))
+            try:
+                preview = replace(preview, restart=shown(fill(loop.restart, values_for(block))))
+            except ControlInValue as exc:
+                preview = replace(preview, restart_refused=exc.line("restart"))
         if self._preview_screen is None:
             self._preview_screen = PreviewScreen(preview)
             self.app.install_screen(self._preview_screen, "preview")
@@ -940,7 +954,11 @@ class InboxScreen(Screen):
         self.host.apply_delta(delta)
         text = f"{plan.block.id}: " + "; ".join(done)
         loop = loop_for(self.loops, plan.block)
-        if loop is not None and loop.restart is not None and message.restart:
+        has_restart = loop is not None and loop.restart is not None
+        refused = _refusal(loop.restart, plan.block) if has_restart else None
+        if refused is not None:
+            text += f"\n{refused}"
+        elif loop is not None and loop.restart is not None and message.restart:
             argv = fill(loop.restart, values_for(plan.block))
             text += f"\nrestarting: {shown(argv)}"
             self._restart(plan.block, loop)
@@ -966,6 +984,10 @@ class InboxScreen(Screen):
                 severity="warning",
                 markup=False,
             )
+            return
+        refused = _refusal(loop.restart, block)
+        if refused is not None:
+            self.post_message(Refused("Loop", refused))
             return
         argv = fill(loop.restart, values_for(block))
         self.notify(printable(f"{block.id}: restarting: {shown(argv)}"), title="Loop", markup=False)
@@ -1004,6 +1026,12 @@ class InboxScreen(Screen):
             source = self.inbox.source_named(block.source)
             argv = source.shell_argv(block) if source is not None else None
             if argv is not None:  # another machine's repository: a shell there
+                try:  # the far repository is in its command line (`cd REPO && ...`)
+                    for arg in argv:
+                        check_value("the far shell's command", arg)
+                except ControlInValue as exc:
+                    self.post_message(Refused("Loop", exc.line("t")))
+                    return
                 self._shell_in(block, repo, argv)
                 return
             self.notify(
@@ -1011,6 +1039,11 @@ class InboxScreen(Screen):
                 severity="warning",
                 markup=False,
             )
+            return
+        try:  # the shell starts there, and its prompt shows the folder's name as it is
+            check_value("{repo}", str(repo))
+        except ControlInValue as exc:
+            self.post_message(Refused("Loop", exc.line("t")))
             return
         self._shell_in(block, repo)
 
@@ -1037,7 +1070,7 @@ class InboxScreen(Screen):
         try:
             try:
                 with self.app.suspend():
-                    print(f"hitl: a shell in {repo} for {block.id}; exit to come back")
+                    print(printable(f"hitl: a shell in {repo} for {block.id}; exit to come back"))
                     subprocess.run(argv, cwd=cwd, check=False)
             except SuspendNotSupported:
                 # No terminal to hand over (headless, as under run_test): run it all the same.
@@ -1055,7 +1088,9 @@ class InboxScreen(Screen):
     def _open(self, block: Block, loop: Loop) -> None:
         assert loop.open is not None
         ran = run_command("open", loop.open, block, loop.timeout, logs_dir())
-        if not ran.ok:
+        if ran.refused:
+            self.post_message(Refused("Loop", ran.problem or "open refused"))
+        elif not ran.ok:
             self.post_message(Refused("Loop", _failed(block, "open", ran)))
 
     @work(thread=True, group="restart", exit_on_error=False, description="_restart")
@@ -1071,6 +1106,9 @@ class InboxScreen(Screen):
     @on(Restarted)
     def _restarted(self, message: Restarted) -> None:
         ran, block = message.ran, message.block
+        if ran.refused:
+            self.post_message(Refused("Loop", ran.problem or "restart refused"))
+            return
         if ran.ok:
             self.notify(printable(f"{block.id}: restarted"), title="Loop", markup=False)
             if message.waiting is not None:
@@ -1139,6 +1177,15 @@ class InboxScreen(Screen):
         app reports a failure, as it does for its own workers."""
         if event.state == WorkerState.ERROR:
             self.host.worker_failed(event.worker)
+
+
+def _refusal(template: tuple[str, ...], block: Block) -> str | None:
+    """The one line refusing `template` for `block` (a value holds a control character)."""
+    try:
+        fill(template, values_for(block))
+    except ControlInValue as exc:
+        return exc.line("restart")
+    return None
 
 
 def _failed(block: Block, what: str, ran: Ran) -> str:

@@ -67,6 +67,8 @@ class Preview:
     replan: Callable[[str], Plan] | None = None
     #: The `[[loop]]` restart run after applying, as the operator reads it; None: none.
     restart: str | None = None
+    #: Why that restart will not run (`loops.ControlInValue.line`); None: not refused.
+    restart_refused: str | None = None
 
 
 class ConfirmDiscard(ModalScreen[bool]):
@@ -175,6 +177,7 @@ class PreviewScreen(ModalScreen[Plan | None]):
         self.replan = preview.replan
         self.title_text = preview.title
         self.restart = preview.restart
+        self.restart_refused = preview.restart_refused
         #: Whether the restart runs after applying (`r` turns it off and on again).
         self.run_restart = preview.restart is not None
         self.error: str | None = None
@@ -207,6 +210,8 @@ class PreviewScreen(ModalScreen[Plan | None]):
 
     def title_line(self) -> str:
         """The title, and what runs once the answer is written (`r` skips it)."""
+        if self.restart_refused is not None:
+            return f"{self.title_text} · {self.restart_refused}"
         if self.restart is None:
             return self.title_text
         if self.run_restart:
@@ -253,6 +258,9 @@ class PreviewScreen(ModalScreen[Plan | None]):
             area.move_cursor(area.document.end)
 
     def action_toggle_restart(self) -> None:
+        if self.restart_refused is not None:
+            self.notify(printable(self.restart_refused), severity="warning", markup=False)
+            return
         if self.restart is None:
             self.notify("No [[loop]] restart covers this repository.", markup=False)
             return

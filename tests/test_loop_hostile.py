@@ -1,0 +1,305 @@
+"""Issue 23: agent text stays data in the operator's loop commands.
+
+A `[[loop]]` command may type into a terminal: `tmux send-keys -t {name} "echo resuming
+{task_id}" Enter`. There a control character in a value is a key: Ctrl-O (and a newline, a
+carriage return) makes bash's readline run the line so far. So a value holding any C0 or C1
+control character or DEL is never put into a command: the restart, `open` or `t` is refused
+with one line naming the value, its control characters written as `\\xNN`.
+
+These tests drive a real bash in a real tmux server of their own (TMUX_TMPDIR), and see
+whether the agent's `touch PWNED` ran in the pane.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES
+from tests.hostile_cases import SHOP, run_hitl
+
+#: Typed into the pane by the restart of the issue's report (the README's pattern, with a value).
+TYPED = "echo resuming {task_id}"
+
+
+@dataclass
+class Pane:
+    """A bash pane in a tmux server of the test's own: the session `name`, started in `cwd`."""
+
+    name: str
+    cwd: Path
+
+    def tmux(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["tmux", *args], capture_output=True, text=True, timeout=10)
+
+    def settled(self, mark: Path) -> None:
+        """Everything typed into the pane so far has run: a `touch MARK` typed after it ran."""
+        self.tmux("send-keys", "-t", self.name, f"touch {mark}", "Enter")
+        deadline = time.monotonic() + 15
+        while not mark.exists():
+            if time.monotonic() > deadline:
+                seen = self.tmux("capture-pane", "-p", "-t", self.name).stdout
+                raise AssertionError(f"the pane never ran `touch {mark}`; it shows:\n{seen}")
+            time.sleep(0.02)
+
+    def pwned(self) -> list[Path]:
+        return sorted(self.cwd.parent.rglob("PWNED*"))
+
+
+def start_pane(root: Path, name: str) -> Pane:
+    cwd = root / "pane"
+    cwd.mkdir(parents=True, exist_ok=True)
+    pane = Pane(name, cwd)
+    shell = (
+        f"env -i HOME={cwd} TERM=xterm PATH=/usr/bin:/bin PS1='ready$ ' bash --norc --noprofile -i"
+    )
+    size = ("-x", "120", "-y", "30")
+    started = pane.tmux("new-session", "-d", "-s", name, *size, "-c", str(cwd), shell)
+    assert started.returncode == 0, started.stderr
+    deadline = time.monotonic() + 15
+    while "ready$" not in (seen := pane.tmux("capture-pane", "-p", "-t", name).stdout):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"bash never showed its prompt in the pane; it shows:\n{seen}")
+        time.sleep(0.02)
+    return pane
+
+
+@pytest.fixture
+def tmux_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A tmux server of the test's own (its socket in a short folder of its own)."""
+    folder = tempfile.mkdtemp(prefix="hitl-tmux-", dir="/tmp")
+    monkeypatch.setenv("TMUX_TMPDIR", folder)
+    monkeypatch.delenv("TMUX", raising=False)
+    monkeypatch.delenv("TMUX_PANE", raising=False)
+    try:
+        yield
+    finally:
+        subprocess.run(["tmux", "kill-server"], capture_output=True, timeout=10)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def billing_with(root: Path, task_id: str) -> Path:
+    """The billing repository with one blocked task whose header says `task_id: TASK_ID`."""
+    repo = root / "loops" / "billing"
+    shutil.copytree(FIXTURES / "agenticloop-billing", repo)
+    (repo / ".git").mkdir()
+    tasks = repo / ".agenticloop" / "tasks"
+    for other in ("T-003", "T-009", "T-012"):
+        (tasks / f"{other}.md").unlink()
+    task = tasks / "T-007.md"
+    text = task.read_text(encoding="utf-8")
+    task.write_text(text.replace("task_id: T-007", f"task_id: {task_id}", 1), encoding="utf-8")
+    return task
+
+
+def config_for(root: Path, **commands: list[str]) -> Path:
+    lines = [
+        f"repos = [{json.dumps(str(root / 'loops'))}]",
+        "[[loop]]",
+        f"match = [{json.dumps(str(root / 'loops' / '*'))}]",
+    ]
+    lines += [f"{key} = {json.dumps(value)}" for key, value in commands.items()]
+    path = root / "config.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def escaped(value: str) -> str:
+    return "".join(
+        f"\\x{ord(c):02x}" if ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F else c for c in value
+    )
+
+
+@pytest.mark.parametrize(
+    "bad", ["\x0f", "\x1b", "\x7f", "\x9b", "\x15", "\x03"], ids=lambda c: f"x{ord(c):02x}"
+)
+def test_a_control_character_in_task_id_never_reaches_the_shell(
+    tmp_path: Path, tmux_server: None, bad: str
+) -> None:
+    """`hitl restart` and the restart `hitl answer` runs: refused in one line naming the value
+    as `\\x0f`; the pane never runs the agent's `touch PWNED` (without the refusal it does:
+    Ctrl-O is readline's "accept line")."""
+    value = f"T-007{bad}touch PWNED{bad}"
+    task = billing_with(tmp_path, value)
+    pane = start_pane(tmp_path, "billing")
+    restart = ["tmux", "send-keys", "-t", "{name}", TYPED, "Enter"]
+    config = config_for(tmp_path, restart=restart)
+    line = (
+        f"hitl: restart refused: {{task_id}} holds a control character ({escaped(bad)}) "
+        f"in '{escaped(value)}'\n"
+    )
+
+    again = run_hitl("restart", task, "--config", config)
+    pane.settled(tmp_path / "settled-1")
+    assert pane.pwned() == [], pane.tmux("capture-pane", "-p", "-t", "billing").stdout
+    assert again.stderr.decode() == line and again.stdout == b""
+    assert again.returncode == 1
+
+    done = run_hitl("answer", task, "--choice", "A", "--config", config)
+    pane.settled(tmp_path / "settled-2")
+    assert pane.pwned() == [], pane.tmux("capture-pane", "-p", "-t", "billing").stdout
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.decode() == line
+    assert "status: agent-ready" in task.read_text(encoding="utf-8")  # the answer stands
+    # Nothing ran: no log of it either.
+    assert not list((Path(os.environ["HITL_STATE_DIR"]) / "loops").glob("*.log"))
+
+
+def test_dry_run_says_the_restart_is_refused(tmp_path: Path, tmux_server: None) -> None:
+    task = billing_with(tmp_path, "T-007\x0ftouch PWNED\x0f")
+    config = config_for(tmp_path, restart=["tmux", "send-keys", "-t", "{name}", TYPED, "Enter"])
+    dry = run_hitl("answer", task, "--choice", "A", "--dry-run", "--config", config)
+    assert dry.returncode == 0
+    assert dry.stderr.decode() == (
+        "hitl: restart refused: {task_id} holds a control character (\\x0f) in "
+        "'T-007\\x0ftouch PWNED\\x0f'\n"
+    )
+
+
+def test_a_clean_value_is_still_typed(tmp_path: Path, tmux_server: None) -> None:
+    """The refusal is not a blanket one: the same restart with a plain task id runs in the pane."""
+    task = billing_with(tmp_path, "T-007")
+    pane = start_pane(tmp_path, "billing")
+    config = config_for(
+        tmp_path, restart=["tmux", "send-keys", "-t", "{name}", "touch RESUMED-{task_id}", "Enter"]
+    )
+    done = run_hitl("answer", task, "--choice", "A", "--config", config)
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    pane.settled(tmp_path / "settled")
+    assert (pane.cwd / "RESUMED-T-007").exists()
+
+
+def test_a_folder_name_with_a_newline_never_reaches_the_shell(
+    tmp_path: Path, tmux_server: None
+) -> None:
+    """`{name}`, `{repo}` and `{id}` are folder names: a repository folder an agent made,
+    `shop<LF>touch PWNED<LF>`, is refused as well (a newline typed is Enter)."""
+    name = "shop\ntouch PWNED\n"
+    repo = tmp_path / "loops" / name
+    shutil.copytree(SHOP, repo)
+    (repo / ".git").mkdir()
+    pane = start_pane(tmp_path, "main")
+    for field in ("name", "repo", "id"):
+        config = config_for(
+            tmp_path, restart=["tmux", "send-keys", "-t", "main", f"echo {{{field}}}", "Enter"]
+        )
+        ran = run_hitl("restart", repo / "BLOCKED.md", "--config", config)
+        pane.settled(tmp_path / f"settled-{field}")
+        assert pane.pwned() == [], pane.tmux("capture-pane", "-p", "-t", "main").stdout
+        value = str(repo) if field == "repo" else name
+        assert ran.returncode == 1
+        assert ran.stderr.decode() == (
+            f"hitl: restart refused: {{{field}}} holds a control character (\\x0a) "
+            f"in '{escaped(value)}'\n"
+        )
+
+
+# -- in the app: R, the restart after an answer, t (open), t (a shell) ----------------------------
+
+
+async def test_the_app_refuses_restart_and_open_with_a_control_character(
+    tmp_path: Path, tmux_server: None
+) -> None:
+    """R, the restart after an answer and `t` (the loop's open command) in the app: each is
+    refused in one toast line naming `\\x0f`; the preview's title says so before the answer; the
+    pane never runs the agent's `touch PWNED`."""
+    from textual.widgets import Static
+
+    from hitl_tui.loops import Loop
+    from tests.test_loops import _app, _until
+    from tests.test_tui import _preview_of
+    from tests.tui_support import SIZE
+
+    value = "T-007\x0ftouch PWNED\x0f"
+    billing_with(tmp_path, value)
+    pane = start_pane(tmp_path, "billing")
+    typed = ("tmux", "send-keys", "-t", "{name}", TYPED, "Enter")
+    loop = Loop(
+        (str(tmp_path / "loops" / "*"),),
+        restart=typed,
+        open=("tmux", "send-keys", "-t", "{name}", "echo open {task_id}", "Enter"),
+    )
+    refused = "{task_id} holds a control character (\\x0f) in 'T-007\\x0ftouch PWNED\\x0f'"
+    app = _app(tmp_path, loop)
+
+    def toasts() -> list[str]:
+        return [str(n.message) for n in app._notifications]
+
+    async with app.run_test(size=SIZE) as pilot:
+        assert await _until(pilot, lambda: app.inbox_screen.current is not None)
+        await pilot.press("R")
+        assert await _until(pilot, lambda: f"restart refused: {refused}" in toasts()), toasts()
+        await pilot.press("t")
+        assert await _until(pilot, lambda: f"open refused: {refused}" in toasts()), toasts()
+        pane.settled(tmp_path / "settled-1")
+        assert pane.pwned() == [], pane.tmux("capture-pane", "-p", "-t", "billing").stdout
+        await _preview_of(pilot, app, f"billing/{value}", "1")
+        title = str(app.screen.query_one("#preview-title", Static).render())
+        assert "restart refused: {task_id} holds a control character (\\x0f)" in title, title
+        assert "then runs" not in title
+        await pilot.press("y")
+        assert await _until(
+            pilot, lambda: any(f"\nrestart refused: {refused}" in t for t in toasts())
+        ), toasts()
+    pane.settled(tmp_path / "settled-2")
+    assert pane.pwned() == [], pane.tmux("capture-pane", "-p", "-t", "billing").stdout
+    assert not any("restarting" in t or "restarted" in t for t in toasts()), toasts()
+
+
+async def test_t_refuses_a_shell_in_a_folder_named_with_escapes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`t` without an open command starts $SHELL in the repository, whose prompt shows the
+    folder's name as it is: a name holding ESC / BEL (an OSC that retitles the terminal) is
+    refused, and the shell never starts."""
+    from hitl_tui.loops import Loop
+    from tests.test_loops import _app, _until
+    from tests.tui_support import SIZE
+
+    name = "shop\x1b]2;pwned\x07"
+    repo = tmp_path / "loops" / name
+    shutil.copytree(SHOP, repo)
+    (repo / ".git").mkdir()
+    started = tmp_path / "shell-started"
+    shell = tmp_path / "fake-shell"
+    shell.write_text(f"#!/bin/sh\ntouch {started}\n")
+    shell.chmod(0o755)
+    monkeypatch.setenv("SHELL", str(shell))
+    app = _app(tmp_path, Loop((str(tmp_path / "loops" / "*"),)))
+    want = (
+        f"t refused: {{repo}} holds control characters (\\x1b, \\x07) in "
+        f"'{tmp_path}/loops/shop\\x1b]2;pwned\\x07'"
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        assert await _until(pilot, lambda: app.inbox_screen.current is not None)
+        await pilot.press("t")
+        assert await _until(pilot, lambda: any(want == str(n.message) for n in app._notifications))
+    assert not started.exists()
+
+
+def test_the_refusal_names_what_it_found() -> None:
+    """Unit: C0, DEL, C1 and a path's undecodable byte are refused; text that only looks odd
+    (non-ASCII letters, spaces, quotes, `;`) is not (the argument list keeps it one word)."""
+    from hitl_tui.loops import ControlInValue, fill
+
+    template = ("x", "{name}")
+    for bad in ["\x00", "\x01", "\t", "\n", "\x1f", "\x7f", "\x80", "\x9f", "\udc9b", "\udce9"]:
+        with pytest.raises(ControlInValue) as caught:
+            fill(template, {"name": f"a{bad}b"})
+        code = ord(bad) - 0xDC00 if ord(bad) >= 0xDC00 else ord(bad)
+        assert str(caught.value) == (
+            f"{{name}} holds a control character (\\x{code:02x}) in 'a\\x{code:02x}b'"
+        )
+    odd = "café; rm -rf ~ 'x' \u00a0"
+    assert fill(template, {"name": odd}) == ["x", odd]
+    # Only what the template uses is looked at.
+    assert fill(("x", "{name}"), {"name": "shop", "task_id": "T\x0f"}) == ["x", "shop"]
