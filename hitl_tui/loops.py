@@ -12,10 +12,11 @@ timeout_seconds = 30
 A command comes only from the operator's config, never from a repository or anything an agent
 wrote. It runs as an argument list (no shell, unless the list itself calls one), in the
 repository folder, with stdin closed, in a session of its own (so a timeout ends all of it),
-and its output goes to a log in the state folder. `{repo}`, `{name}`, `{id}` and `{task_id}`
-are filled in *inside* single arguments: a value with spaces, `;` or newlines stays one
-argument, never a word of a shell line. `{{` and `}}` are literal braces. A value holding a
-control character is refused, not cleaned (`ControlInValue`): nothing runs.
+and its output goes to a log in the state folder, through a keeper that bounds it (KEEPER).
+`{repo}`, `{name}`, `{id}` and `{task_id}` are filled in *inside* single arguments: a value
+with spaces or `;` stays one argument, never a word of a shell line. `{{` and `}}` are
+literal braces. A value holding a control character (a newline too) is refused, not cleaned
+(`ControlInValue`): nothing runs.
 
 Domain code: no Textual; the CLI and the app run the same `run_command`.
 """
@@ -40,10 +41,18 @@ FIELDS = ("repo", "name", "id", "task_id")
 KNOWN_KEYS = {"match", "restart", "open", "resume_within", "timeout_seconds"}
 RESUME_WITHIN = timedelta(minutes=10)
 TIMEOUT = 30.0
-#: Bytes of a command's output kept in its log (the rest is cut, and the log says so).
+#: Bytes a command's log holds at most: its first line (the command), the first of its output
+#: (the rest is read and dropped, and the log says so), and hitl's own last line.
 MAX_LOG = 1 << 20
 #: Logs kept in the state folder; the oldest go first.
 KEEP_LOGS = 200
+#: Bytes all the logs in the state folder's `loops/` hold at most (a log still being written
+#: counts as MAX_LOG); the oldest go first.
+LOGS_TOTAL = 64 << 20
+#: Room kept at a log's end for hitl's own lines ("[hitl: exit 3]").
+_TAIL = 512
+#: The first line of a log (the command) is cut to this many bytes.
+_HEAD = 4096
 _PLACE = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
 
 
@@ -272,25 +281,49 @@ def shown(argv: list[str] | tuple[str, ...]) -> str:
     return " ".join(shlex.quote(a) for a in argv)
 
 
+#: The log keeper (`/bin/sh -c KEEPER hitl-log BYTES LOG`), stdin the pipe the command writes
+#: to, stdout its log: in the background (so hitl neither waits for it nor reaps it), it
+#: copies the first BYTES to the log, says so if there was more, marks the log done (mode
+#: 0400), and then reads the rest and drops it until the last writer closes the pipe. The loop
+#: a restart leaves running in the background writes to that pipe for its whole life: it is
+#: never stalled (a full pipe) nor killed (SIGPIPE, a pipe without a reader), and never fills
+#: the disk. What stays behind per running loop is one `cat` (head -c reads no more than it
+#: writes, GNU and busybox alike, so the check for more is exact).
+KEEPER = f"""exec 4<&0
+(
+  head -c "$1" 2>/dev/null
+  if [ "$(head -c 1 | wc -c)" -gt 0 ]; then
+    printf '\\n[hitl: output past {MAX_LOG >> 20} MiB not kept]\\n' 2>/dev/null
+  fi
+  chmod 0400 "$2" 2>/dev/null
+  exec cat >/dev/null 2>&1
+) <&4 4<&- &
+"""
+
+
 def run_command(
     what: str, template: tuple[str, ...], block: Block, timeout: float, logs: Path | None
 ) -> Ran:
     """Run `template` for `block` in its repository; never raises for the command's sake. A
-    value holding a control character runs nothing (`Ran.refused`, the line in `problem`)."""
+    value holding a control character runs nothing (`Ran.refused`, the line in `problem`).
+
+    Its output (stdout and stderr, and whatever it leaves running writes there) goes through a
+    pipe to a log keeper (KEEPER): the log never passes MAX_LOG, the logs in `logs` never
+    LOGS_TOTAL. hitl waits for the command itself (`timeout` s), not for its output to end."""
     try:
         argv = fill(template, values_for(block))
     except ControlInValue as exc:
         return Ran((), None, None, exc.line(what), 0.0, refused=True)
     cwd = block.repo if isinstance(block.repo, Path) and block.repo.is_dir() else None
-    log = _log_path(logs, what, block) if logs is not None else None
     began = time.monotonic()
-    out = None
+    log, fd = _new_log(logs, what, block, argv) if logs is not None else (None, None)
+    out: int | None = None
+    if fd is not None:
+        try:
+            out = _keeper(fd, log)
+        except OSError as exc:
+            _note(fd, f"output not kept: no log keeper ({exc.strerror or exc})")
     try:
-        if log is not None:
-            log.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            out = open(log, "wb")  # noqa: SIM115 (closed below, after the process)
-            out.write(f"$ {shown(argv)}\n".encode("utf-8", "surrogateescape"))
-            out.flush()
         proc = subprocess.Popen(
             argv,
             cwd=cwd,
@@ -300,15 +333,39 @@ def run_command(
             start_new_session=True,
         )
     except FileNotFoundError:
-        return _done(argv, None, log, f"not found: {argv[0]}", began, out)
+        return _done(argv, None, log, f"not found: {argv[0]}", began, fd, out)
     except OSError as exc:
-        return _done(argv, None, log, f"could not start: {exc.strerror or exc}", began, out)
+        return _done(argv, None, log, f"could not start: {exc.strerror or exc}", began, fd, out)
+    if out is not None:  # the command (and what it leaves running) holds the pipe now
+        os.close(out)
+        out = None
     try:
         code = proc.wait(timeout)
     except subprocess.TimeoutExpired:
         _kill(proc)
-        return _done(argv, None, log, f"timed out after {timeout:g} s", began, out)
-    return _done(argv, code, log, None if code == 0 else f"exit {code}", began, out)
+        return _done(argv, None, log, f"timed out after {timeout:g} s", began, fd, out)
+    return _done(argv, code, log, None if code == 0 else f"exit {code}", began, fd, out)
+
+
+def _keeper(log_fd: int, log: Path | None) -> int:
+    """Start the log keeper on a new pipe whose reader it is; the pipe's write end."""
+    keep = MAX_LOG - os.fstat(log_fd).st_size - _TAIL
+    read, write = os.pipe()
+    try:
+        starter = subprocess.Popen(
+            ["/bin/sh", "-c", KEEPER, "hitl-log", str(max(keep, 0)), os.fspath(log or "")],
+            stdin=read,
+            stdout=log_fd,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # no terminal's signals, and outside the command's group
+        )
+        starter.wait()  # the keeper itself runs on in the background
+    except BaseException:
+        os.close(write)
+        raise
+    finally:
+        os.close(read)
+    return write
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -324,30 +381,75 @@ def _kill(proc: subprocess.Popen) -> None:
             continue
 
 
-def _done(argv, code, log, problem, began, out) -> Ran:
+def _done(argv, code, log, problem, began, fd, out) -> Ran:
     if out is not None:
+        os.close(out)
+    if fd is not None:
         try:
-            if out.tell() > MAX_LOG:
-                out.truncate(MAX_LOG)
-                out.seek(MAX_LOG)
-                out.write(b"\n[hitl: output cut at 1 MiB]\n")
             if problem is not None:
-                out.write(f"[hitl: {problem}]\n".encode())
+                _note(fd, problem)
         finally:
-            out.close()
+            os.close(fd)
     return Ran(tuple(argv), code, log, problem, time.monotonic() - began)
 
 
-def _log_path(logs: Path, what: str, block: Block) -> Path:
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", block.id)[:80] or "block"
-    try:  # the names sort by time: keep the newest KEEP_LOGS - 1, and this one
-        old = sorted(p for p in os.listdir(logs) if p.endswith(".log"))
-        for name in old[: max(0, len(old) - KEEP_LOGS + 1)]:
-            os.unlink(logs / name)
+def _note(fd: int, text: str) -> None:
+    """hitl's own line at the end of a log (within the room kept for it)."""
+    line = f"[hitl: {text}"[: _TAIL - 4] + "]\n"
+    try:
+        os.write(fd, line.encode("utf-8", "replace"))
     except OSError:
         pass
-    return logs / f"{stamp}-{what}-{safe}.log"
+
+
+def _new_log(
+    logs: Path, what: str, block: Block, argv: list[str]
+) -> tuple[Path | None, int | None]:
+    """A new log (mode 0600, its first line the command) and its descriptor, open to append;
+    then the oldest logs go, so that the folder stays within KEEP_LOGS and LOGS_TOTAL. (None,
+    None) when it cannot be made: the command runs all the same."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", block.id)[:80] or "block"
+    log = logs / f"{stamp}-{what}-{safe}.log"
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
+    try:
+        logs.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(log, flags, 0o600)
+    except OSError:
+        return None, None
+    head = f"$ {shown(argv)}".encode("utf-8", "surrogateescape")
+    if len(head) > _HEAD:
+        head = head[: _HEAD - 4] + b"..."
+    try:
+        os.write(fd, head + b"\n")
+    except OSError:
+        pass
+    prune(logs)
+    return log, fd
+
+
+def prune(logs: Path) -> None:
+    """Remove the oldest logs until the folder holds at most KEEP_LOGS of them and at most
+    LOGS_TOTAL bytes, a log still being written (its keeper has not marked it done, mode
+    0400) counted as the MAX_LOG it may grow to. Run after a new log is made: of two hitl
+    making one at once, the second to list sees both."""
+    try:
+        names = sorted((p for p in os.listdir(logs) if p.endswith(".log")), reverse=True)
+    except OSError:
+        return
+    total = 0
+    for n, name in enumerate(names):  # newest first: the names start with the time
+        try:
+            st = os.lstat(logs / name)
+        except OSError:
+            continue
+        growing = bool(st.st_mode & 0o200)
+        total += MAX_LOG if growing else min(st.st_size + _TAIL, MAX_LOG)
+        if n >= KEEP_LOGS or total > LOGS_TOTAL:
+            try:
+                os.unlink(logs / name)
+            except OSError:
+                pass
 
 
 def logs_dir() -> Path | None:

@@ -303,3 +303,130 @@ def test_the_refusal_names_what_it_found() -> None:
     assert fill(template, {"name": odd}) == ["x", odd]
     # Only what the template uses is looked at.
     assert fill(("x", "{name}"), {"name": "shop", "task_id": "T\x0f"}) == ["x", "shop"]
+
+
+# -- a restart's output never fills the state folder ----------------------------------------------
+
+#: A loop that floods its output: `yes`-like, about 60 MB/s, for SECONDS; as a shell loop would,
+#: it dies of SIGPIPE if its output's reader goes away, and blocks while the pipe is full. Every
+#: MiB it says how much it wrote in PROGRESS; at the end `done N`.
+WRITER = """\
+import os, signal, sys, time
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+progress, seconds = sys.argv[1], float(sys.argv[2])
+with open(progress + ".pid", "w") as f:
+    f.write(str(os.getpid()))
+def say(text):
+    with open(progress + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(progress + ".tmp", progress)
+chunk = b"y" * 65535 + b"\\n"
+written = 0
+end = time.monotonic() + seconds
+while time.monotonic() < end:
+    written += os.write(1, chunk)
+    if written % (1 << 20) == 0:
+        say(str(written))
+    time.sleep(0.001)
+say(f"done {written}")
+"""
+
+
+def _logs() -> list[Path]:
+    return sorted((Path(os.environ["HITL_STATE_DIR"]) / "loops").glob("*.log"))
+
+
+def test_a_restart_whose_loop_floods_its_output_keeps_a_bounded_log(tmp_path: Path) -> None:
+    """The restart starts its loop in the background (the normal case) and returns; the loop
+    writes ~60 MB/s for 3 s into the output it inherited. hitl returns at once; the log never
+    passes 1 MiB while the loop runs; the loop runs on after hitl exited, is never stalled (it
+    writes far more than a pipe holds) nor killed (it says `done`)."""
+    import sys
+
+    from hitl_tui.loops import MAX_LOG
+
+    repo = tmp_path / "loops" / "shop"
+    shutil.copytree(SHOP, repo)
+    (repo / ".git").mkdir()
+    writer = tmp_path / "writer.py"
+    writer.write_text(WRITER)
+    progress = tmp_path / "progress"
+    restart = ["sh", "-c", '"$0" "$1" "$2" 3 & echo started', sys.executable, writer, progress]
+    config = config_for(tmp_path, restart=[str(a) for a in restart])
+    try:
+        ran = run_hitl("restart", repo / "BLOCKED.md", "--config", config, timeout=30)
+        assert ran.returncode == 0, ran.stderr
+        assert ran.seconds < 10
+        seen: list[str] = []
+        deadline = time.monotonic() + 20
+        while not seen or not seen[-1].startswith("done"):
+            assert time.monotonic() < deadline, f"the loop never said done; it said {seen[-5:]}"
+            sizes = [log.stat().st_size for log in _logs()]
+            assert all(size <= MAX_LOG for size in sizes), f"a log passed 1 MiB: {sizes}"
+            said = progress.read_text() if progress.exists() else ""
+            if said and (not seen or said != seen[-1]):
+                seen.append(said)
+            time.sleep(0.02)
+    finally:
+        pid = tmp_path / "progress.pid"
+        if pid.exists():
+            try:
+                os.kill(int(pid.read_text()), 9)
+            except (ProcessLookupError, ValueError):
+                pass
+    # It ran on after hitl had exited, writing all along: far more than a pipe holds (64 KiB)
+    # and than the log keeps.
+    assert len(seen) > 10, seen
+    written = int(seen[-1].split()[1])
+    assert written > 16 * MAX_LOG, seen[-3:]
+    [log] = _logs()
+    data = log.read_bytes()
+    assert len(data) <= MAX_LOG
+    assert data.startswith(b"$ sh -c ") and b"started\n" in data
+    assert data.endswith(b"\n[hitl: output past 1 MiB not kept]\n"), data[-200:]
+    assert log.stat().st_mode & 0o777 == 0o400  # done: it grows no more
+
+
+def test_a_restart_that_floods_in_the_foreground_and_fails(tmp_path: Path) -> None:
+    """Output past the bound while hitl waits, then exit 3: the log keeps the first of it, says
+    the rest was not kept, and ends with hitl's line for the exit."""
+    from hitl_tui.loops import MAX_LOG
+
+    repo = tmp_path / "loops" / "shop"
+    shutil.copytree(SHOP, repo)
+    (repo / ".git").mkdir()
+    flood = "head -c 5000000 /dev/zero | tr '\\0' y; exit 3"
+    config = config_for(tmp_path, restart=["sh", "-c", flood])
+    ran = run_hitl("restart", repo / "BLOCKED.md", "--config", config, timeout=30)
+    assert ran.returncode == 1 and b"restart failed (exit 3)" in ran.stderr
+    [log] = _logs()
+    data = log.read_bytes()
+    assert len(data) <= MAX_LOG
+    assert b"\n[hitl: output past 1 MiB not kept]\n" in data
+    assert data.endswith(b"[hitl: exit 3]\n"), data[-200:]
+
+
+def test_the_logs_folder_stays_under_its_total(tmp_path: Path) -> None:
+    """Old logs of 1 MiB each (150 MiB of them): a restart's new log makes the oldest go until
+    the folder holds at most 64 MiB, a log still written counted as 1 MiB; the newest stay."""
+    from hitl_tui.loops import MAX_LOG
+
+    repo = tmp_path / "loops" / "shop"
+    shutil.copytree(SHOP, repo)
+    (repo / ".git").mkdir()
+    folder = Path(os.environ["HITL_STATE_DIR"]) / "loops"
+    folder.mkdir(mode=0o700)
+    for n in range(150):
+        old = folder / f"20000101T0000{n // 60:02d}.{n % 60:06d}Z-restart-shop.log"
+        with open(old, "wb") as f:
+            f.truncate(MAX_LOG - 200)
+        old.chmod(0o400 if n % 10 else 0o600)  # one in ten still being written
+    config = config_for(tmp_path, restart=["true"])
+    for _ in range(3):
+        assert run_hitl("restart", repo / "BLOCKED.md", "--config", config).returncode == 0
+    logs = _logs()
+    assert sum(log.stat().st_size for log in logs) <= 64 << 20  # as the README says
+    assert len(logs) <= 200
+    kept = [log.name for log in logs if log.name.startswith("2000")]
+    assert len(logs) - len(kept) == 3  # the new ones
+    assert len(kept) > 40 and kept[-1].startswith("20000101T000002.000029Z")  # the newest old
