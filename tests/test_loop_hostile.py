@@ -430,3 +430,39 @@ def test_the_logs_folder_stays_under_its_total(tmp_path: Path) -> None:
     kept = [log.name for log in logs if log.name.startswith("2000")]
     assert len(logs) - len(kept) == 3  # the new ones
     assert len(kept) > 40 and kept[-1].startswith("20000101T000002.000029Z")  # the newest old
+
+
+async def test_t_refuses_a_far_shell_in_a_folder_named_with_escapes(
+    tmp_path: Path, sshd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`t` on another machine's block runs ssh with `cd FAR-REPO && exec $SHELL` there: a far
+    folder named with ESC / BEL is refused in one line, and ssh never starts."""
+    from hitl_tui.tui.widgets import BlockList
+    from tests.test_remote_ssh import loop_repo, write_config
+    from tests.test_tui_github import _until
+    from tests.test_tui_remote import _app
+    from tests.tui_support import SIZE
+
+    config, loops = write_config(tmp_path, sshd)
+    loop_repo(loops, "shop\x1b]2;pwned\x07")
+    app = _app(config)
+    ran: list = []
+    real_run = subprocess.run
+
+    def run(argv, *args, **kwargs):
+        ran.append(argv)
+        return real_run(argv, *args, **kwargs)
+
+    async with app.run_test(size=SIZE) as pilot:
+        rows = app.query_one(BlockList)
+        await _until(pilot, lambda: len(rows.blocks) == 1)
+        assert app.inbox_screen.current is not None
+        monkeypatch.setattr(subprocess, "run", run)
+        await pilot.press("t")
+        want = "t refused: the far shell's command holds control characters (\\x1b, \\x07) in 'cd "
+        await _until(
+            pilot, lambda: any(str(n.message).startswith(want) for n in app._notifications)
+        )
+        [toast] = [str(n.message) for n in app._notifications if str(n.message).startswith(want)]
+        assert "shop\\x1b]2;pwned\\x07" in toast and "\n" not in toast
+    assert ran == []
