@@ -26,8 +26,9 @@ def build_restart() -> argparse.ArgumentParser:
         "TARGET may also be an answered block waiting for its loop ('hitl status'): it\n"
         "waits again, with a new deadline.\n"
         "The command's output is kept in the state folder (loops/*.log).\n"
-        "exit codes: 0 it ran and exited 0; 1 it failed, hung (timeout_seconds) or was not\n"
-        "found; 2 bad usage, no such block, or no [[loop]] restart covers its repository.",
+        "exit codes: 0 it ran and exited 0; 1 it failed, hung (timeout_seconds), was not\n"
+        "found, or was refused (a value it needs holds a control character); 2 bad usage,\n"
+        "no such block, or no [[loop]] restart covers its repository.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("target", metavar="TARGET", help="block file, repository, or id")
