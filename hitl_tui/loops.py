@@ -287,8 +287,9 @@ def shown(argv: list[str] | tuple[str, ...]) -> str:
 #: 0400), and then reads the rest and drops it until the last writer closes the pipe. The loop
 #: a restart leaves running in the background writes to that pipe for its whole life: it is
 #: never stalled (a full pipe) nor killed (SIGPIPE, a pipe without a reader), and never fills
-#: the disk. What stays behind per running loop is one `cat` (head -c reads no more than it
-#: writes, GNU and busybox alike, so the check for more is exact).
+#: the disk. What stays behind per running loop is one `cat`. (GNU head -c reads no more than
+#: it writes, so the check for more is exact; a head that reads ahead may drop the note, never
+#: the bound.)
 KEEPER = f"""exec 4<&0
 (
   head -c "$1" 2>/dev/null
