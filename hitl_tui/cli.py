@@ -467,6 +467,14 @@ COMMANDS: dict[str, tuple[Build, Run]] = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == [wire.ARGV]:  # another machine's hitl, over ssh: the words, byte for byte
+        try:
+            argv = wire.decode_argv(argv[1:])
+        except wire.WireError as exc:
+            print(f"hitl: {exc}", file=sys.stderr)
+            return 2
+    if argv[:1] == [wire.SHELL_IN]:
+        return _shell_in(argv[1:])
     debug = bool(os.environ.get("HITL_DEBUG"))
     from hitl_tui import journalstore, retention
 
@@ -506,6 +514,34 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         _report_skipped()
         retention.reset()  # the next command (a test, in this process) reads its own config
+
+
+def _shell_in(words: list[str]) -> int:
+    """`t` on another machine's block: `hitl --shell-in REPO` (sent encoded) enters REPO and
+    execs the login shell ($SHELL, else the account's, else /bin/sh) with -l, so no far shell
+    ever parses the path."""
+    import pwd
+
+    from hitl_tui.textio import printable
+
+    if len(words) != 1 or not words[0]:
+        print(f"hitl: {wire.SHELL_IN} takes one folder", file=sys.stderr)
+        return 2
+    try:
+        os.chdir(words[0])
+    except OSError as exc:
+        print(f"hitl: cannot enter {printable(words[0])}: {exc.strerror}", file=sys.stderr)
+        return 1
+    shell = os.environ.get("SHELL") or ""
+    if not shell:
+        with contextlib.suppress(KeyError):
+            shell = pwd.getpwuid(os.getuid()).pw_shell
+    shell = shell or "/bin/sh"
+    try:
+        os.execv(shell, [shell, "-l"])
+    except OSError as exc:
+        print(f"hitl: cannot run the shell {printable(shell)}: {exc.strerror}", file=sys.stderr)
+        return 1
 
 
 def _report_skipped() -> None:

@@ -22,6 +22,10 @@ A BLOCK is `Block.to_json()` (what `hitl list --json` prints) plus what the app 
 `hitl answer ID --dry-run --json` prints the plan (`plan_json`), `hitl answer ... --json` what
 was done (`done_json`), `hitl undo ID --json` the undo: each one object, the same `protocol`.
 
+The commands themselves travel as `HITL --argv ENCODED` (`encode_argv`): the far login shell
+(sh, dash, bash, zsh, fish, csh) sees only words of `[A-Za-z0-9_-]`, and the far hitl runs the
+decoded words, byte for byte, as if typed.
+
 Everything read here came from another machine's agents and is as untrusted as a local file:
 `block_from_wire` checks every field's type and size and returns None for what is not a block.
 Nothing here imports Textual.
@@ -29,6 +33,8 @@ Nothing here imports Textual.
 
 from __future__ import annotations
 
+import base64
+import os
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -102,6 +108,41 @@ def alive_event(now: datetime | None = None) -> dict:
 
 class WireError(ValueError):
     """A line that is not the protocol: its one-line reason (never the line itself)."""
+
+
+#: The hidden option a far hitl is run with: `hitl --argv ENCODED` runs the decoded words. An
+#: option, not a subcommand: a hitl too old to know it fails as with any unknown option
+#: (`unrecognized arguments: --argv`), which says "too old" here.
+ARGV = "--argv"
+#: The hidden command `t` runs there (decoded from `--argv`): `--shell-in REPO` enters REPO and
+#: execs the login shell.
+SHELL_IN = "--shell-in"
+ENCODED = re.compile(r"[A-Za-z0-9_-]*")
+
+
+def encode_argv(words: list[str] | tuple[str, ...]) -> str:
+    """`words` as one word of `[A-Za-z0-9_-]` (base64url of each word's bytes, each ended by a
+    NUL; no padding): no shell changes it. Undecodable bytes (lone surrogates) go as the bytes.
+    ValueError for a NUL in a word (no command line can carry one)."""
+    data = bytearray()
+    for word in words:
+        raw = os.fsencode(word)
+        if b"\0" in raw:
+            raise ValueError("a NUL character cannot be sent over ssh")
+        data += raw + b"\0"
+    return base64.urlsafe_b64encode(bytes(data)).decode("ascii").rstrip("=")
+
+
+def decode_argv(words: list[str]) -> list[str]:
+    """The words `encode_argv` made (`os.fsdecode`: undecodable bytes as lone surrogates, as
+    in `sys.argv`); WireError when `words` is not one such word."""
+    if len(words) != 1 or not ENCODED.fullmatch(words[0]) or len(words[0]) % 4 == 1:
+        raise WireError(f"{ARGV} takes one word of base64url")
+    text = words[0]
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if data and not data.endswith(b"\0"):
+        raise WireError(f"{ARGV}: not a list of words")
+    return [os.fsdecode(w) for w in data.split(b"\0")[:-1]]
 
 
 def too_new(protocol: object) -> bool:

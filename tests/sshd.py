@@ -17,6 +17,12 @@ drop as if the host crashed), restarted on the same port with the same host key,
 (SIGSTOP: a host that hangs) and resumed. Every process of one server carries a tag in its
 environment, so `stop()` finds them all, even those orphaned by a kill, and leaves none.
 
+`Sshd(tmp_path, login_shell="/usr/bin/fish")` gives the far user another login shell (and the
+home folder `home` in the temp folder) without touching the machine's /etc/passwd: sshd runs
+in a private mount namespace (`unshare --mount`, root only) where a copy of /etc/passwd with
+that user's line changed is bind-mounted over it. `login_shell_reason(shell)` says why that
+cannot be had here, or None.
+
 The `sshd` fixture skips, with the reason, only where a server cannot run at all (no
 `/usr/sbin/sshd`, `ssh` or `ssh-keygen`, or a user without a login shell).
 """
@@ -65,6 +71,29 @@ def unavailable_reason() -> str | None:
     return None
 
 
+def login_shell_reason(shell: str) -> str | None:
+    """Why no sshd with `shell` as the login shell can run here, or None."""
+    reason = unavailable_reason()
+    if reason:
+        return reason
+    if not os.access(shell, os.X_OK):
+        return f"no {shell} here (apt-get install {Path(shell).name})"
+    if os.getuid() != 0:
+        return "changing the far user's login shell needs root (a private mount namespace)"
+    if shutil.which("unshare") is None or shutil.which("mount") is None:
+        return "no `unshare` or `mount` here (util-linux)"
+    probe = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "true"],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=30,
+    )
+    if probe.returncode != 0:
+        return f"no private mount namespace here: {probe.stderr.strip()[:200]}"
+    return None
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -93,7 +122,9 @@ def _keygen(path: Path, comment: str) -> None:
 class Sshd:
     """One sshd on 127.0.0.1:`port`, its keys and configs under `tmp_path / "ssh"`."""
 
-    def __init__(self, tmp_path: Path, *, slow_delay_ms: int = 150) -> None:
+    def __init__(
+        self, tmp_path: Path, *, slow_delay_ms: int = 150, login_shell: str | None = None
+    ) -> None:
         self.tmp = Path(tmp_path)
         self.dir = self.tmp / "ssh"
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -111,6 +142,9 @@ class Sshd:
         self.log = self.dir / "sshd.log"
         self.remote_state = self.tmp / "remote-state"
         self.remote_config = self.tmp / "remote-config.toml"
+        self.login_shell = login_shell
+        self.home = self.tmp / "home"
+        self.passwd = self.dir / "passwd"
         self.proc: subprocess.Popen[bytes] | None = None
         self.suspended = False
         self._checked = False
@@ -124,6 +158,10 @@ class Sshd:
         shutil.copyfile(self.user_key.with_suffix(".pub"), self.authorized_keys)
         self.remote_state.mkdir(parents=True, exist_ok=True)
         self.remote_config.touch()
+        if self.login_shell is not None:
+            self.home.mkdir(exist_ok=True)
+            lines = Path("/etc/passwd").read_bytes().splitlines(keepends=True)
+            self.passwd.write_bytes(b"".join(self._passwd_line(line) for line in lines))
         host_pub = " ".join(self.host_key.with_suffix(".pub").read_text().split()[:2])
         self.known_hosts.write_text(f"[127.0.0.1]:{self.port} {host_pub}\n")
         self.sshd_config.write_text(
@@ -202,6 +240,14 @@ class Sshd:
             )
         )
 
+    def _passwd_line(self, line: bytes) -> bytes:
+        """`line` of /etc/passwd, with this user's home and login shell changed."""
+        fields = line.rstrip(b"\n").split(b":")
+        if len(fields) != 7 or fields[0] != self.user.encode():
+            return line
+        fields[5], fields[6] = bytes(self.home), os.fsencode(self.login_shell or "")
+        return b":".join(fields) + b"\n"
+
     # --- the client side ----------------------------------------------------------------------
 
     def ssh_argv(self) -> list[str]:
@@ -266,9 +312,22 @@ class Sshd:
         orphan_guard = []
         if shutil.which("setpriv") and threading.current_thread() is threading.main_thread():
             orphan_guard = ["setpriv", "--pdeathsig", "KILL", "--"]
+        namespace = []
+        if self.login_shell is not None:  # its own /etc/passwd, seen by sshd alone
+            mount = 'mount --bind "$0" /etc/passwd && exec "$@"'
+            namespace = ["unshare", "--mount", "--propagation", "private", "--"]
+            namespace += ["sh", "-c", mount, str(self.passwd)]
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(
-                [*orphan_guard, str(SSHD), "-D", "-e", "-f", str(self.sshd_config)],
+                [
+                    *orphan_guard,
+                    *namespace,
+                    str(SSHD),
+                    "-D",
+                    "-e",
+                    "-f",
+                    str(self.sshd_config),
+                ],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -50,10 +50,17 @@ def _fake_ssh(tmp_path: Path) -> str:
     return str(ssh)
 
 
+#: What a far hitl does first: the words, sent encoded (`hitl --argv ENCODED`), as typed.
+DECODE = (
+    "from hitl_tui import wire\n"
+    "if sys.argv[1:2] == [wire.ARGV]: sys.argv[1:] = wire.decode_argv(sys.argv[2:])\n"
+)
+
+
 def _far(tmp_path: Path, body: str, name: str = "far-hitl", host: str = "h1") -> SshBackend:
     """A backend whose far hitl is the Python program `body` (stdout: sys.stdout.buffer)."""
     script = tmp_path / name
-    script.write_text(f"#!{sys.executable}\nimport sys, json, time, os\n{body}\n")
+    script.write_text(f"#!{sys.executable}\nimport sys, json, time, os\n{DECODE}{body}\n")
     script.chmod(0o755)
     backend = SshBackend([Host(host, ("/far",), (str(script),), (_fake_ssh(tmp_path),))])
     backend._control = None

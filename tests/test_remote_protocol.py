@@ -300,3 +300,74 @@ def test_watch_exits_when_its_reader_goes_away(shop: Path):
         proc.kill()
         proc.stdin.close()
     assert os.path.exists(shop / "BLOCKED.md")
+
+
+# -- the command, encoded (`hitl --argv ENCODED`): what reaches the far hitl ------------------
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["list", "--json", "~/loops"],
+        ["answer", "/p/BLOCKED.md", "--text=a\\\\b 'q' \"d\" $(x) `y` ;*~%!\n\\", "--note=\\"],
+        ["history", "", "--text=", "caf\udce9", "\x01\x7f\t", "☃"],
+        [],
+    ],
+)
+def test_encoded_words_are_safe_and_decode_byte_for_byte(words: list[str]):
+    encoded = wire.encode_argv(words)
+    assert all(c.isascii() and (c.isalnum() or c in "_-") for c in encoded)
+    assert wire.decode_argv([encoded]) == words
+
+
+def test_a_nul_cannot_be_encoded():
+    from hitl_tui.model import HitlError
+    from hitl_tui.sources.ssh import Host, SshBackend
+
+    with pytest.raises(ValueError):
+        wire.encode_argv(["--text=a\0b"])
+    backend = SshBackend([Host("h1", ("/far",))])
+    with pytest.raises(HitlError, match="a NUL character cannot be sent over ssh"):
+        backend.argv(backend.hosts["h1"], ["answer", "--text=a\0--force"])
+
+
+@pytest.mark.parametrize("args", [[], ["a=b"], ["abcde"], ["YQAAYg"], ["YQA", "YQA"]])
+def test_a_far_hitl_refuses_what_is_not_encoded_words_in_one_line(args: list[str]):
+    ran = subprocess.run([*HITL, "--argv", *args], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 2 and ran.stdout == ""
+    assert ran.stderr.startswith("hitl: --argv") and ran.stderr.count("\n") == 1
+
+
+def test_a_far_hitl_runs_the_decoded_words_as_typed(shop: Path):
+    words = ["list", "--json", "--local", str(shop)]
+    encoded = subprocess.run(
+        [*HITL, "--argv", wire.encode_argv(words)], capture_output=True, text=True, timeout=60
+    )
+    typed = subprocess.run([*HITL, *words], capture_output=True, text=True, timeout=60)
+    assert encoded.returncode == typed.returncode == 0, encoded.stderr
+    assert encoded.stdout == typed.stdout and json.loads(encoded.stdout)[0]["repo"] == str(shop)
+
+
+def test_the_hidden_options_stay_out_of_the_help():
+    ran = subprocess.run([*HITL, "--help"], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0
+    assert "--argv" not in ran.stdout and "--shell-in" not in ran.stdout
+
+
+def test_shell_in_enters_the_folder_and_runs_the_login_shell(tmp_path: Path):
+    folder = tmp_path / "it's a\\b"
+    folder.mkdir()
+    env = {**os.environ, "SHELL": "/bin/sh"}
+    ran = subprocess.run(
+        [*HITL, "--argv", wire.encode_argv([wire.SHELL_IN, str(folder)])],
+        input="pwd\n",
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert ran.returncode == 0 and ran.stdout == f"{folder}\n", ran.stderr
+    gone = subprocess.run(
+        [*HITL, wire.SHELL_IN, str(tmp_path / "gone")], capture_output=True, text=True, env=env
+    )
+    assert gone.returncode == 1 and gone.stderr.startswith("hitl: cannot enter ")

@@ -259,20 +259,26 @@ async def test_a_hitl_too_old_there_is_one_line_naming_both_versions(tmp_path: P
 
 def _hitl_that_stops(sshd: Sshd, before: bool, command: str = "answer") -> Path:
     """A hitl there that, for `command` (not --dry-run), signals and waits before (or after)
-    the real one runs: the test kills the server at that moment."""
+    the real one runs: the test kills the server at that moment. (It reads the words as the
+    real one does: `--argv ENCODED`.)"""
     script = sshd.tmp / "pausing-hitl"
     mark = sshd.tmp / "paused"
-    real = sshd.remote_hitl()
-    pause = f'touch "{mark}"; sleep 30'
+    real = str(sshd.remote_hitl())
     script.write_text(
-        "#!/bin/sh\n"
-        'case "$*" in *--dry-run*|"") exec ' + f'"{real}" "$@";; esac\n'
-        f'if [ "$1" = {command} ]; then\n'
-        + (f"  {pause}\n" if before else "")
-        + f'  "{real}" "$@"; code=$?\n'
-        + (f"  {pause}\n" if not before else "")
-        + "  exit $code\nfi\n"
-        f'exec "{real}" "$@"\n'
+        f"#!{sys.executable}\n"
+        "import os, subprocess, sys, time\n"
+        "from hitl_tui import wire\n"
+        "words = sys.argv[1:]\n"
+        "if words[:1] == [wire.ARGV]: words = wire.decode_argv(words[1:])\n"
+        f"real, mark, before = {real!r}, {str(mark)!r}, {before!r}\n"
+        f"if words[:1] != [{command!r}] or '--dry-run' in words:\n"
+        "    os.execv(real, [real, *words])\n"
+        "def pause():\n"
+        "    open(mark, 'w').close(); time.sleep(30)\n"
+        "if before: pause()\n"
+        "code = subprocess.call([real, *words])\n"
+        "if not before: pause()\n"
+        "sys.exit(code)\n"
     )
     script.chmod(0o755)
     return script

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from hitl_tui import wire
 from hitl_tui.config import load_config
 from hitl_tui.model import UsageError
 from hitl_tui.sources import ssh
@@ -69,31 +72,39 @@ def test_a_bad_remote_table_is_one_line_naming_the_file(tmp_path: Path, body: st
     assert text.startswith(f"{path}: ") and message in text and "\n" not in text
 
 
-def test_the_remote_command_is_quoted_for_the_far_shell_and_keeps_its_tilde(tmp_path: Path):
-    backend = ssh.SshBackend(
-        [ssh.Host("build-1", ("~/loops", "/srv/it's here"), ("~/.local/bin/hitl",), ("ssh",))]
-    )
+SHELLS = [s for s in ("sh", "dash", "bash", "zsh", "fish", "tcsh", "bsd-csh") if shutil.which(s)]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_remote_command_is_safe_words_and_keeps_the_hitl_tilde(tmp_path: Path, shell: str):
+    """Whatever the far login shell: the configured hitl command is quoted so that each reads
+    it (its `~/` expanded there), and the words go as one word of [A-Za-z0-9_-] that decodes to
+    them byte for byte (the far hitl expands a path's `~/` itself, as a typed one would be)."""
+    hitl = ("~/my hitl's\\dir\\/hitl", "--config=a b\\")
+    backend = ssh.SshBackend([ssh.Host("build-1", ("~/loops", "/srv/it's here\\"), hitl, ("ssh",))])
     host = backend.hosts["build-1"]
-    argv = backend.argv(host, ["list", "--json", "--watch", *host.paths])
+    words = ["list", "--json", "--watch", *host.paths]
+    argv = backend.argv(host, words)
     assert argv[0] == "ssh" and "BatchMode=yes" in argv
     assert argv[-3:-1] == ["--", "build-1"]  # nothing after the options is read as one
     command = argv[-1]
-    assert command.startswith("~/.local/bin/hitl list --json --watch ~/loops ")
-    # the far side's shell expands the tilde and reads the rest as one word each
+    option, encoded = command.split(" ")[-2:]
+    assert option == "--argv" and re.fullmatch(r"[A-Za-z0-9_-]+", encoded)
+    assert wire.decode_argv([encoded]) == words
     out = subprocess.run(
-        ["sh", "-c", f"printf '%s\\n' {command.split(' ', 1)[1]}"],
+        [shell, "-c", f"printf '%s\\n' {command}"],
         capture_output=True,
         text=True,
         env={"HOME": "/home/ada", "PATH": "/usr/bin:/bin"},
         check=True,
     )
     assert out.stdout.splitlines() == [
-        "list",
-        "--json",
-        "--watch",
-        "/home/ada/loops",
-        "/srv/it's here",
+        "/home/ada/my hitl's\\dir\\/hitl",
+        "--config=a b\\",
+        "--argv",
+        encoded,
     ]
+    assert backend.argv(host, ["--version"])[-1].endswith(" --version")  # an old hitl knows it
 
 
 @pytest.mark.parametrize(

@@ -8,11 +8,13 @@ hitl = "~/.local/bin/hitl"    # optional: the command there (default: hitl)
 ssh = ["ssh", "-F", "~/.ssh/hitl_config"]   # optional: the ssh command here (default: ssh)
 ```
 
-The far side is hitl itself, through its CLI (`wire` is the format): `hitl list --json --watch
-PATH...` streams the list and every change; `hitl answer FILE ... --expect FP --dry-run --json`
-is the preview's plan; `hitl answer ... --expect FP --json` writes with that machine's own lock,
-journal and checks; `hitl undo ENTRY --json` undoes it there; `hitl history --json` and `hitl
-status --json` say what happened when a connection dropped, and whether the loop resumed.
+The far side is hitl itself, through its CLI (`wire` is the format), each command sent as
+`HITL --argv ENCODED` (`far_command`: whatever the far login shell, hitl there gets the words
+byte for byte): `hitl list --json --watch PATH...` streams the list and every change; `hitl
+answer FILE ... --expect FP --dry-run --json` is the preview's plan; `hitl answer ... --expect
+FP --json` writes with that machine's own lock, journal and checks; `hitl undo ENTRY --json`
+undoes it there; `hitl history --json` and `hitl status --json` say what happened when a
+connection dropped, and whether the loop resumed.
 
 Here it is the system `ssh` (the operator's config, agent, known hosts and jump hosts), with
 `BatchMode=yes` (never a prompt) and connection reuse: the long-lived watch is the master
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import secrets
@@ -146,13 +149,45 @@ def parse_config(tables: list) -> list[Host]:
     return hosts
 
 
+#: A word every shell (sh, dash, bash, zsh, fish, csh) reads as itself, unquoted.
+PLAIN = re.compile(r"[A-Za-z0-9_./:@+,-]+")
+
+
 def shell_word(word: str) -> str:
-    """`word` quoted for the far side's shell, a leading `~/` left to it to expand."""
+    r"""`word` quoted for any far login shell (sh, dash, bash, zsh, fish, csh), a leading `~/`
+    left to it to expand. Single quotes, but never a backslash or a quote inside them (fish
+    reads `\` and `'` there as escapes): each is written `\` or `'` between them, which
+    every one of those shells reads as that one character."""
     if word == "~":
         return "~"
     if word.startswith("~/"):
-        return "~/" + shlex.quote(word[2:]) if word[2:] else "~/"
-    return shlex.quote(word)
+        return "~/" + _quoted(word[2:]) if word[2:] else "~/"
+    return _quoted(word)
+
+
+def _quoted(word: str) -> str:
+    if PLAIN.fullmatch(word):
+        return word
+    if not word:
+        return "''"
+    pieces = []
+    for part in re.split(r"([\\'])", word):
+        if part in ("\\", "'"):
+            pieces.append("\\" + part)
+        elif part:
+            pieces.append(f"'{part}'")
+    return "".join(pieces)
+
+
+def far_command(hitl: Sequence[str], words: Sequence[str]) -> str:
+    """The command line the far login shell runs: the configured hitl command (its own words,
+    a leading `~/` expanded there), then `--argv` and `words` encoded (`wire.encode_argv`):
+    no shell there can change them. `--version` alone goes plain, so a hitl too old to know
+    `--argv` still says its version. ValueError for a NUL in a word."""
+    command = " ".join(shell_word(w) for w in hitl)
+    if list(words) == ["--version"]:
+        return f"{command} --version"
+    return f"{command} {wire.ARGV} {wire.encode_argv(list(words))}"
 
 
 def control_dir() -> Path | None:
@@ -296,16 +331,23 @@ class SshBackend(Source):
                 "-o",
                 "ControlPersist=no",
             ]
-        command = " ".join(shell_word(w) for w in (*host.hitl, *words))
+        try:
+            command = far_command(host.hitl, words)
+        except ValueError:  # a NUL in a word: no command line can carry it
+            raise HitlError(f"{host.host}: a NUL character cannot be sent over ssh") from None
         return [*host.ssh, *options, "--", host.host, command]
 
     def shell_argv(self, block: Block) -> list[str] | None:
-        """ssh to the block's host, with a terminal, into its repository there (`t`)."""
+        """ssh to the block's host, with a terminal, into its repository there (`t`): its hitl
+        enters the repository and execs the login shell (`hitl --shell-in REPO`, encoded)."""
         host = self.hosts.get(str(block.meta.get("host", "")))
         repo = block.meta.get("remote_repo")
         if host is None or not isinstance(repo, str) or not repo:
             return None
-        command = f'cd {shlex.quote(repo)} && exec "${{SHELL:-/bin/sh}}" -l'
+        try:
+            command = far_command(host.hitl, [wire.SHELL_IN, repo])
+        except ValueError:
+            return None
         return [*host.ssh, "-t", "--", host.host, command]
 
     def _run(
@@ -394,6 +436,10 @@ class SshBackend(Source):
         try:
             return orjson.loads(ran.out)
         except ValueError:
+            pass
+        try:  # lone surrogates, as `\udce9`: the undecodable bytes of a path or an answer
+            return json.loads(ran.out)
+        except (ValueError, RecursionError):
             raise HitlError(f"{host.host}: its hitl printed no JSON for {what}") from None
 
     def _json(self, host: Host, ran: Ran, what: str) -> dict:
