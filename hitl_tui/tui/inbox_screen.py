@@ -400,8 +400,10 @@ class InboxScreen(Screen):
         if changes.late:
             if self.ring:
                 self.app.bell()
-            # One hitl turned these late (`ResumeBook.due`, under its lock): no claim needed.
-            self.host.send_notice(notices.not_resumed(changes.late))
+            # Every hitl of the operator's shows them late (one turned them, `ResumeBook.due`;
+            # the others saw the file change): the shared channels get one notice, claimed.
+            late = changes.late
+            self.host.send_notice(notices.not_resumed(late), notices.shared_late(late))
             names = ", ".join(r.block_id for r in changes.late[:3])
             more = f" and {len(changes.late) - 3} more" if len(changes.late) > 3 else ""
             self.notify(
