@@ -394,13 +394,19 @@ def finish_answer(
     if as_json:
         # Only the object on stdout: what the restart says goes to stderr.
         with contextlib.redirect_stdout(sys.stderr):
-            restarted = loop_cli.after_answer(plan.block, loops, skip)
+            restarted = loop_cli.after_answer(plan.block, loops, skip, _entry(done))
         _print_json(wire.done_json(plan, done, restarted is not None))
         return 0
     print(f"{printable(plan.block.id)}: " + "; ".join(done))
-    if loop_cli.after_answer(plan.block, loops, skip) is None and plan.hint:
+    if loop_cli.after_answer(plan.block, loops, skip, _entry(done)) is None and plan.hint:
         print(printable(plan.hint))
     return 0
+
+
+def _entry(done: object) -> str | None:
+    """The journal entry of an answer applied (`apply_answer`'s result), if it has one."""
+    entry = getattr(done, "entry", None)
+    return entry if isinstance(entry, str) else None
 
 
 def _print_json(data: dict) -> None:
