@@ -245,3 +245,45 @@ def test_a_restart_that_exits_127_is_restart_failed_in_hitl_status_until_one_suc
     assert code == 0 and shop_row(report)["restart_failed"] == []
     assert waiting["restarts"] == 3 and waiting["restart_problem"] is None
 
+
+def test_a_restart_program_not_on_path_or_a_missing_script_warns_as_the_config_loads(
+    tmp_path: Path, shop: Path
+):
+    """A [[loop]] restart whose program is not on PATH, or whose ./run.sh is missing in
+    repositories it restarts: a warning on stderr (the config stands), naming the table, the
+    count and one repository. A program that is there, or a placeholder, warns of nothing."""
+    api = git_shop(tmp_path / "loops" / "api")
+    web = git_shop(tmp_path / "loops" / "web")
+    (web / "run.sh").write_text("#!/bin/sh\n")
+    loops = tmp_path / "loops"
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(
+        "\n".join(
+            [
+                f"repos = [{json.dumps(str(loops))}]",
+                "[[loop]]",
+                f"match = [{json.dumps(str(shop))}]",
+                'restart = ["tmuxx", "send-keys", "-t", "{name}", "Enter"]',
+                "[[loop]]",
+                f"match = [{json.dumps(str(loops / '*'))}]",
+                'restart = ["./run.sh", "{name}"]',
+                "[[loop]]",
+                f"match = [{json.dumps(str(tmp_path / 'elsewhere' / '*'))}]",
+                'restart = ["{repo}/run.sh"]',
+                "[[loop]]",
+                f"match = [{json.dumps(str(tmp_path / 'other' / '*'))}]",
+                'restart = ["sh", "-c", "./run.sh"]',
+            ]
+        )
+        + "\n"
+    )
+    done = run_hitl("status", "--config", cfg)
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.decode().splitlines() if "[[loop]]" in line]
+    assert warnings == [
+        f"hitl: warning: {cfg}: [[loop]] #1: restart: program 'tmuxx' not found on PATH",
+        f"hitl: warning: {cfg}: [[loop]] #2: restart: './run.sh' is missing in 1 of the 2 "
+        f"repos it matches (like {api})",
+    ]
+    listed = run_hitl("list", "--config", cfg)
+    assert b"[[loop]] #1: restart: program 'tmuxx' not found on PATH" in listed.stderr

@@ -255,3 +255,32 @@ async def test_a_restart_that_exits_127_is_restart_failed_until_R_restarts_it(
         assert (record.state, record.restart_problem, record.restarts) == ("waiting", None, 2)
         assert "restart failed" not in _text(app, "#topbar")
 
+
+async def test_a_restart_program_not_on_path_warns_and_its_answer_is_restart_failed(
+    loops: Path, tmp_path: Path
+) -> None:
+    """A [[loop]] restart naming a program that is not on PATH: the app warns as it starts
+    (a toast, the header's count), and the answer's row says `restart failed (not found)`."""
+    from hitl_tui.config import Config
+    from hitl_tui.inbox import Inbox
+    from hitl_tui.loops import Loop
+    from hitl_tui.tui.app import HitlApp
+    from hitl_tui.workspace import Workspace
+    from tests.test_tui import _preview_of
+    from tests.tui_support import SIZE
+
+    loop = Loop((str(loops / "*"),), restart=("tmuxx-not-here", "send-keys", "{name}"))
+    config = Config(operator="Ada", bell=False, loops=(loop,), path=tmp_path / "config.toml")
+    app = HitlApp(Inbox(Workspace.discover([loops])), config=config, watch=False)
+    warning = f"{tmp_path / 'config.toml'}: [[loop]] #1: restart: program 'tmuxx-not-here' "
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        assert await _until(pilot, lambda: warning + "not found on PATH" in _toasts(app))
+        assert "1 warning" in _text(app, "#topbar")
+        await _preview_of(pilot, app, "shop", "1")
+        await pilot.press("y")
+        assert await _until(
+            pilot, lambda: [b.state for b in _rows(app)] == ["blocked", "restart-failed"]
+        ), _toasts(app)
+        assert _rows(app)[1].summary == "answered: " + _rows(app)[1].meta["waiting"].answered
+        assert _rows(app)[1].meta["waiting"].state_words == "restart failed (not found)"
+        assert "(1 restart failed) · 1 warning" in _text(app, "#topbar")
