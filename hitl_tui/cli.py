@@ -275,6 +275,9 @@ def _watch(args: argparse.Namespace) -> int:
     if not 0.05 <= alive <= 3600:
         raise UsageError("--alive must be between 0.05 and 3600 seconds")
     _config, inbox = open_inbox(args)
+    # The stream's warnings are its repositories' (a host's, to the app that reads it): the
+    # [[loop]]s of this machine's config are not what its blocks warn of.
+    inbox.config_warnings = []
     return run_watch(inbox, alive)
 
 
@@ -399,13 +402,19 @@ def finish_answer(
     if as_json:
         # Only the object on stdout: what the restart says goes to stderr.
         with contextlib.redirect_stdout(sys.stderr):
-            restarted = loop_cli.after_answer(plan.block, loops, skip)
+            restarted = loop_cli.after_answer(plan.block, loops, skip, _entry(done))
         _print_json(wire.done_json(plan, done, restarted is not None))
         return 0
     print(f"{printable(plan.block.id)}: " + "; ".join(done))
-    if loop_cli.after_answer(plan.block, loops, skip) is None and plan.hint:
+    if loop_cli.after_answer(plan.block, loops, skip, _entry(done)) is None and plan.hint:
         print(printable(plan.hint))
     return 0
+
+
+def _entry(done: object) -> str | None:
+    """The journal entry of an answer applied (`apply_answer`'s result), if it has one."""
+    entry = getattr(done, "entry", None)
+    return entry if isinstance(entry, str) else None
 
 
 def _print_json(data: dict) -> None:

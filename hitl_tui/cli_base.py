@@ -70,7 +70,17 @@ def open_inbox(args: argparse.Namespace, config=None):
     inbox = Inbox.open(repo_paths(args, config), cached=True)
     inbox.use_remotes(config.remotes)
     inbox.use_resumes(ResumeBook.for_state(), config.loops)
+    use_loop_warnings(inbox, config)
     return config, inbox
+
+
+def use_loop_warnings(inbox, config) -> None:
+    """The `[[loop]]` restarts that will fail on the inbox's repositories, among its
+    warnings (`loops.restart_warnings`: stderr here, the header and a toast in the app)."""
+    from hitl_tui.loops import restart_warnings
+
+    origin = config.path if config.path is not None else "config"
+    inbox.config_warnings = restart_warnings(config.loops, inbox.workspace.repos, origin)
 
 
 def resolve(args: argparse.Namespace, inbox):

@@ -146,6 +146,9 @@ class Inbox:
         #: What a source could not read in a repository's configuration (a project.md it
         #: cannot parse, ...), by (repo, source name): warnings, never blocks.
         self._warnings: dict[tuple[Path, str], tuple[str, ...]] = {}
+        #: What the config says that will not work here (a `[[loop]]` restart's program not
+        #: found: `loops.restart_warnings`), listed first among the warnings.
+        self.config_warnings: list[str] = []
         #: The answers watched until their loop resumes (`resume.ResumeBook`; None: not
         #: watched), and the `[[loop]]`s whose resume_within they wait (`use_resumes`).
         self.resumes = None
@@ -320,9 +323,10 @@ class Inbox:
 
     @property
     def warnings(self) -> list[str]:
-        """Each configuration problem once, `label: what is wrong; which folder is read`."""
+        """Each configuration problem once: the config's (`config_warnings`), then each
+        repository's, `label: what is wrong; which folder is read`."""
         with self.lock:
-            return [
+            return [*self.config_warnings] + [
                 f"{self.labels.get(repo, repo.name)}: {message}"
                 for (repo, _), messages in sorted(self._warnings.items())
                 for message in messages

@@ -1,12 +1,15 @@
 """`hitl restart`, and the restart `hitl answer` runs once an answer is written (`[[loop]]`).
 
 The answer is written whatever the restart does: a restart that fails or hangs is one line on
-stderr naming its log, and `hitl answer` still exits 0 (`hitl restart ID` retries it).
+stderr naming its log, and `hitl answer` still exits 0 (`hitl restart ID` retries it). The
+answer waiting for its loop (`resume.json`) is then *restart failed*, with why and the log, for
+`hitl status` and the app, until a restart succeeds.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from hitl_tui.cli_base import PROG, Parser, open_inbox, resolve
@@ -24,7 +27,7 @@ def build_restart() -> argparse.ArgumentParser:
         "  hitl restart shop\n"
         "  hitl restart billing/T-007 ~/loops\n\n"
         "TARGET may also be an answered block waiting for its loop ('hitl status'): it\n"
-        "waits again, with a new deadline.\n"
+        "waits again, with a new deadline; if the restart fails it is 'restart failed'.\n"
         "The command's output is kept in the state folder (loops/*.log).\n"
         "exit codes: 0 it ran and exited 0; 1 it failed, hung (timeout_seconds), was not\n"
         "found, or was refused (a value it needs holds a control character); 2 bad usage,\n"
@@ -57,7 +60,10 @@ def run_restart(args: argparse.Namespace) -> int:
             f"{block.id}: no [[loop]] with a restart covers {block.repo} "
             "(see the README: Restarting loops)"
         )
-    if not restart(block, loop).ok:
+    ran = restart(block, loop)
+    if waiting is not None and inbox.resumes is not None and not ran.ok:
+        record_failure(inbox.resumes, waiting.id, ran)
+    if not ran.ok:
         return 1
     if waiting is not None and inbox.resumes is not None:
         again = inbox.resumes.restarted(waiting.id)
@@ -91,11 +97,38 @@ def restart(block: Block, loop: Loop) -> Ran:
     return ran
 
 
-def after_answer(block: Block, loops: tuple[Loop, ...], skip: bool) -> str | None:
-    """Once `hitl answer` wrote: restart the block's loop unless `skip`; the hint to print
-    instead of the source's own ("Restart the loop ...") when it ran, else None (a refused
-    restart ran nothing: the source's hint stands)."""
+def record_failure(book, record_id: str, ran: Ran) -> None:
+    """The answer `record_id` waits for a loop whose restart failed: `resume.json` says so
+    (`hitl status`, the app). Never raises: the operator's view only."""
+    try:
+        book.restart_failed(
+            record_id, ran.problem or "failed", os.fsdecode(ran.log) if ran.log else None
+        )
+    except Exception:
+        pass
+
+
+def after_answer(
+    block: Block, loops: tuple[Loop, ...], skip: bool, entry: str | None = None
+) -> str | None:
+    """Once `hitl answer` wrote (journal `entry`): restart the block's loop unless `skip`; the
+    hint to print instead of the source's own ("Restart the loop ...") when it ran, else None
+    (a refused restart ran nothing: the source's hint stands). A restart that failed is kept
+    with the answer waiting for its loop."""
     loop = loop_for(loops, block)
     if skip or loop is None or loop.restart is None:
         return None
-    return None if restart(block, loop).refused else ""
+    ran = restart(block, loop)
+    if ran.refused:
+        return None
+    if not ran.ok:
+        from hitl_tui.resume import ResumeBook, key_of
+
+        try:
+            book = ResumeBook.for_state()
+            record = book.get(entry or key_of(block))
+        except Exception:
+            record = None
+        if record is not None and record.is_open and record.key == key_of(block):
+            record_failure(book, record.id, ran)
+    return ""

@@ -26,9 +26,11 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -249,6 +251,40 @@ def loops_from_config(path: Path, tables: object) -> tuple[Loop, ...]:
             )
         )
     return tuple(loops)
+
+
+def restart_warnings(
+    loops: tuple[Loop, ...], repos: Iterable[Path], origin: object = "config"
+) -> list[str]:
+    """What a `[[loop]]` restart will fail on, seen as the config is loaded (warnings: the
+    config stands): its program (the first argument, when it has no placeholder) not found on
+    PATH, or a relative file (`./run.sh`, run in each repository) missing in repositories the
+    loop restarts (of `repos`, those it is the first to cover: `loop_for`)."""
+    found: list[str] = []
+    repos = list(repos)
+    for n, loop in enumerate(loops, 1):
+        if loop.restart is None:
+            continue
+        program = loop.restart[0]
+        if any(m.group(1) is not None for m in _PLACE.finditer(program)):
+            continue  # it depends on the block: seen when it runs
+        program = program.replace("{{", "{").replace("}}", "}")
+        where = f"{origin}: [[loop]] #{n}: restart"
+        if "/" not in program:
+            if shutil.which(program) is None:
+                found.append(f"{where}: program {program!r} not found on PATH")
+        elif os.path.isabs(program):
+            if not os.path.isfile(program):
+                found.append(f"{where}: program {program!r} not found")
+        else:
+            mine = [r for r in repos if next((x for x in loops if x.covers(r)), None) is loop]
+            missing = [r for r in mine if not os.path.isfile(r / program)]
+            if missing:
+                found.append(
+                    f"{where}: {program!r} is missing in {len(missing)} of the {len(mine)} "
+                    f"repos it matches (like {os.fsdecode(missing[0])})"
+                )
+    return found
 
 
 # -- running -----------------------------------------------------------------------------------

@@ -15,10 +15,13 @@ channels of the config's `[notify]` table:
   Both are escalate's own channel code (`notify.run_with_stdin`, `notify.post_slack`).
 
 Every hitl of the operator's (two terminals, the browser tabs of `hitl serve`) sees the same
-new block; the channels they share (desktop, command, webhook) get its notice once: each block
-of a notice is claimed in `notified.json` in the state folder first (`claim`), and only what no
-other hitl claimed in the last day is sent. The terminal's escape goes to each app's own
-terminal. (An answer not resumed needs no claim: one hitl turns it late, `ResumeBook.due`.)
+new block, and the same answer turn late; the channels they share (desktop, command, webhook)
+get its notice once: each block of a notice (`shared_new`), and each late answer (`shared_late`:
+its journal entry and the deadline it missed) is claimed in `notified.json` in the state folder
+first (`claim`), and only what no other hitl claimed in the last day is sent. (One hitl turns an
+answer late, `ResumeBook.due`, but every hitl shows it, and each showed it with a notice.) The
+terminal's escape goes to each app's own terminal. A block an undo brings back is not new: the
+undo claims it for every channel first (`hush`), before its file is back.
 
 Agent text arrives plain and bounded in every channel: whitespace collapsed, escape sequences
 and control characters removed, at most BODY_LIMIT characters. A channel that fails gives one
@@ -99,6 +102,11 @@ class Late(Protocol):
 
     block_id: str
 
+    @property
+    def id(self) -> str: ...
+
+    deadline: datetime
+
 
 # -- one notice per item, whichever of the operator's hitl sends it ---------------------------
 
@@ -117,10 +125,13 @@ def _digest(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def claim(keys: Sequence[str], now: datetime | None = None) -> set[str]:
+def claim(
+    keys: Sequence[str], now: datetime | None = None, hushed: Mapping[str, str] | None = None
+) -> set[str]:
     """Those of `keys` no hitl of this operator claimed in the last NOTIFIED_KEEP, now
-    claimed (under the file's lock: of two apps at once, one sends). Without a usable state
-    folder every key is this app's to send."""
+    claimed (under the file's lock: of two apps at once, one sends). A key whose `hushed` key
+    (`hush`: claimed for every channel) is claimed is not this app's either. Without a usable
+    state folder every key is this app's to send."""
     path = statefile.in_state(NOTIFIED_FILE)
     if path is None or not keys:
         return set(keys)
@@ -137,7 +148,8 @@ def claim(keys: Sequence[str], now: datetime | None = None) -> set[str]:
         }
         for key in keys:
             digest = _digest(key)
-            if digest not in kept:
+            quiet = hushed is not None and key in hushed and _digest(hushed[key]) in kept
+            if digest not in kept and not quiet:
                 kept[digest] = now.isoformat()
                 fresh.add(key)
         newest = sorted(kept.items(), key=lambda kv: kv[1])[-NOTIFIED_MAX:]
@@ -164,7 +176,8 @@ class Shared:
         their own), the notice of the items no other hitl sent on it, or None: there are
         none. One claim for all of them."""
         keys = {(channel, key): f"{channel} {key}" for channel in channels for key in self.keys}
-        fresh = claim(list(keys.values()), now)
+        hushed = {f"{channel} {key}": f"{ANY} {key}" for channel, key in keys}
+        fresh = claim(list(keys.values()), now, hushed)
         notices = []
         for channel in channels:
             chosen = [
@@ -187,11 +200,33 @@ def channel_id(name: str, cfg: NoticeConfig, env: Mapping[str, str]) -> str:
     return name
 
 
+#: The channel of a claim for every channel (`hush`).
+ANY = "*"
+
+
+def new_key(source: str, path: object, fingerprint: str, since: datetime) -> str:
+    """What a new block is claimed as: its bytes where they are, since it began (the same
+    question asked again later is a new block)."""
+    return f"new {source} {path} {fingerprint} {since.astimezone(UTC).isoformat()}"
+
+
 def shared_new(blocks: Sequence[Block]) -> Shared:
-    """`new_blocks` for the shared channels: a block is its bytes where they are, since it
-    began (the same question asked again later is a new block)."""
-    keys = tuple(f"new {b.source} {b.path} {b.fingerprint} {b.since.isoformat()}" for b in blocks)
+    """`new_blocks` for the shared channels, each block claimed as `new_key`."""
+    keys = tuple(new_key(b.source, b.path, b.fingerprint, b.since) for b in blocks)
     return Shared(keys, tuple(blocks), new_blocks)
+
+
+def shared_late(records: Sequence[Late]) -> Shared:
+    """`not_resumed` for the shared channels: an answer (its journal entry, else its block)
+    and the deadline it missed (after a restart, a new deadline is a new notice)."""
+    keys = tuple(f"late {r.id} {r.deadline.astimezone(UTC).isoformat()}" for r in records)
+    return Shared(keys, tuple(records), not_resumed)
+
+
+def hush(keys: Sequence[str], now: datetime | None = None) -> None:
+    """Claim `keys` (`new_key`s) for every channel of every hitl of the operator's: nothing
+    is sent for them (a block an undo brings back, whose first notice was sent or not)."""
+    claim([f"{ANY} {key}" for key in keys], now)
 
 
 # -- the text ---------------------------------------------------------------------------------

@@ -9,7 +9,10 @@ the loop changed, a new block: "asked again"); the watcher hands over the paths 
 
 A record is *waiting* until then, *resumed* once a sign is seen, and *not-resumed* when no
 sign came within the loop's `resume_within` (`due`); a not-resumed record still turns resumed
-when the loop acts later, and `restarted` puts it back to waiting with a new deadline.
+when the loop acts later, and `restarted` puts it back to waiting with a new deadline. A
+`[[loop]]` restart that failed (the one after the answer, `R`, `hitl restart`) makes it
+*restart-failed* (`restart_failed`: why, and the log of its output) until a restart succeeds, the
+loop acts all the same, or the operator drops it: no deadline turns it into anything else.
 
 `resume.json` in the state folder: `{"format": 1, "records": [Waiting.to_json(), ...]}`,
 read and written by `statefile` (whole, under a lock, merged with other hitl processes: every
@@ -38,8 +41,8 @@ NAME = "resume.json"
 MAX_BYTES = 8 << 20
 MAX_RECORDS = 2_000
 KEEP = timedelta(days=7)
-STATES = ("waiting", "resumed", "not-resumed")
-OPEN = ("waiting", "not-resumed")
+STATES = ("waiting", "resumed", "not-resumed", "restart-failed")
+OPEN = ("waiting", "not-resumed", "restart-failed")
 
 
 def key_of(block: Block) -> str:
@@ -74,10 +77,23 @@ def loop_states(book: ResumeBook) -> dict[str, Waiting]:
 
 
 def loop_word(record: Waiting) -> str:
-    """What the history says of an answer's loop: `resumed 14:02`, `waiting`, `not resumed`."""
+    """What the history says of an answer's loop: `resumed 14:02`, `waiting`, `not resumed`,
+    `restart failed (exit 127)`."""
     if record.state == "resumed" and record.resumed_at is not None:
         return "resumed " + record.resumed_at.astimezone().strftime("%H:%M")
-    return record.state.replace("-", " ")
+    return record.state_words
+
+
+def short_problem(problem: str) -> str:
+    """Why a restart failed, in a word or two for a list's state column: `exit 127`, `not
+    found`, `timed out` (`loops.Ran.problem` in full is in the detail)."""
+    words = " ".join(problem.split())
+    for short in ("not found", "timed out"):
+        if words.startswith(short):
+            return short
+    if words.startswith("exit "):
+        return words[:10]
+    return words.split(":")[0][:16] or "failed"
 
 
 def answered_text(plan: Plan) -> str:
@@ -120,6 +136,13 @@ class Waiting:
     changed_at: datetime | None = field(default=None, compare=False)
     #: The answered block's task id (agenticloop), for a restart's `{task_id}`.
     task_id: str | None = None
+    #: Why the last restart failed (`loops.Ran.problem`: "exit 127", "not found: tmux", "timed
+    #: out after 30 s"), and the log of its output; None once a restart succeeded.
+    restart_problem: str | None = None
+    restart_log: str | None = None
+    #: When the last restart since the answer ran (None: none did, or only the answer's own,
+    #: which went fine).
+    restart_at: datetime | None = None
 
     @property
     def id(self) -> str:
@@ -130,12 +153,21 @@ class Waiting:
     def is_open(self) -> bool:
         return self.state in OPEN
 
+    @property
+    def state_words(self) -> str:
+        """The state as the operator reads it: `waiting`, `not resumed`, `restart failed (exit
+        127)`, `resumed`."""
+        if self.state == "restart-failed":
+            return f"restart failed ({short_problem(self.restart_problem or 'failed')})"
+        return self.state.replace("-", " ")
+
     def as_block(self) -> Block:
         """The row the app lists for this record (never answerable; its path never equals the
         answered block's, so the two rows have different keys)."""
         what = {
             "waiting": "waiting for the loop",
             "not-resumed": "not resumed",
+            "restart-failed": self.state_words,
             "resumed": f"resumed ({self.how})" if self.how else "resumed",
         }.get(self.state, self.state)
         repo: Path | str = self.repo
@@ -181,6 +213,9 @@ class Waiting:
             "within_s": self.within_s,
             "changed_at": self.changed_at.isoformat() if self.changed_at else None,
             "task_id": self.task_id,
+            "restart_problem": self.restart_problem,
+            "restart_log": self.restart_log,
+            "restart_at": self.restart_at.isoformat() if self.restart_at else None,
         }
 
 
@@ -242,6 +277,9 @@ def waiting_of(row: object) -> Waiting:
         within_s=float(within),
         changed_at=_time(row.get("changed_at"), True),
         task_id=_text(row, "task_id", True),
+        restart_problem=_text(row, "restart_problem", True),
+        restart_log=_text(row, "restart_log", True),
+        restart_at=_time(row.get("restart_at"), True),
     )
 
 
@@ -530,6 +568,42 @@ class ResumeBook:
                 resumed_at=None,
                 how=None,
                 changed_at=now,
+                restart_problem=None,
+                restart_log=None,
+                restart_at=now,
+            )
+            rows[rid] = new
+            result.append(new)
+            return [new]
+
+        self._edit(edit)
+        return result[0] if result else None
+
+    def restart_failed(
+        self, key_or_entry: str, problem: str, log: str | None, now: datetime | None = None
+    ) -> Waiting | None:
+        """A restart of the record's loop failed (`problem`, its output in `log`): the record
+        is *restart-failed*, one more restart counted, until a restart succeeds (`restarted`)
+        or the loop acts. None when there is no such open record."""
+        now = now or self.clock()
+        found = self.get(key_or_entry)
+        if found is None:
+            return None
+        rid = found.id
+        result: list[Waiting] = []
+
+        def edit(rows: dict[str, Waiting]) -> list[Waiting]:
+            record = rows.get(rid)
+            if record is None or not record.is_open:
+                return []
+            new = replace(
+                record,
+                state="restart-failed",
+                restarts=record.restarts + 1,
+                changed_at=now,
+                restart_problem=" ".join(problem.split())[:200] or "failed",
+                restart_log=log,
+                restart_at=now,
             )
             rows[rid] = new
             result.append(new)

@@ -3,7 +3,8 @@ resumed (when, and what showed it), and what did not resume in time.
 
 It looks at every waiting answer first (`ResumeBook.check`: the files, then the deadlines),
 so what it prints is true now, not only what a running app saw. Exit code 4 when an answer
-did not resume (a loop to look at), so a cron job or a status bar can alert on it.
+did not resume (a loop to look at), 5 when a loop's restart failed (the loop was not even
+started again), so a cron job or a status bar can alert on it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from hitl_tui.timefmt import age
 
 #: The exit code when an answer did not resume within its loop's resume_within.
 NOT_RESUMED_EXIT = 4
+#: The exit code when the restart of an answer's loop failed (it wins over NOT_RESUMED_EXIT).
+RESTART_FAILED_EXIT = 5
+#: The states of an answer, as the rows and the JSON name them, in the order they are listed.
+ANSWER_STATES = ("restart_failed", "not_resumed", "waiting", "resumed")
 JSON_FORMAT = 1
 
 EPILOG = """\
@@ -32,22 +37,31 @@ For each repository with an open block or an answer hitl watched (the last 7 day
                   PROMPT.md changed by the loop, the task's status moved on, asked again)
   not resumed     no sign within resume_within: look at the loop ('hitl restart ID'
                   restarts it and waits again)
+  restart failed  the [[loop]] restart run for it failed (exit 127, not found, timed out):
+                  the loop was not started again; its output is in the log named
+                  ('hitl restart ID' runs it again)
 
 --json prints one object:
   {"format": 1, "now": TIME,
-   "counts": {"repos", "open", "waiting", "resumed", "not_resumed"},
+   "counts": {"repos", "open", "waiting", "resumed", "not_resumed", "restart_failed"},
    "repos": [{"repo", "name", "open": {"count", "oldest_since"},
-              "waiting": [ANSWER], "resumed": [ANSWER], "not_resumed": [ANSWER]}]}
+              "waiting": [ANSWER], "resumed": [ANSWER], "not_resumed": [ANSWER],
+              "restart_failed": [ANSWER]}]}
   ANSWER: {"id", "entry", "source", "path", "title", "question", "answered", "answered_at",
-           "deadline", "state", "resumed_at", "how", "restarts"}
-  TIME is ISO 8601; entry is the journal id (hitl history), or null.
+           "deadline", "state", "resumed_at", "how", "restarts", "restart_problem",
+           "restart_log", "restart_at"}
+  TIME is ISO 8601; entry is the journal id (hitl history), or null. state is one of
+  waiting, resumed, not-resumed, restart-failed; restarts counts the restarts run since the
+  answer (R, hitl restart) and any that failed (the answer's own included);
+  restart_problem ("exit 127", "not found: tmux", "timed out after 30 s") and restart_log
+  (the file with its output) say why the last one failed, null once one succeeded.
 
 examples:
   hitl status
   hitl status ~/loops --json | jq '.repos[] | select(.not_resumed != [])'
 
-exit codes: 0 nothing failed to resume; 4 an answer did not resume in time; 2 bad usage;
-1 anything else."""
+exit codes: 0 nothing failed to resume; 4 an answer did not resume in time; 5 the restart
+of an answer's loop failed (before 4); 2 bad usage; 1 anything else."""
 
 
 def build_status() -> argparse.ArgumentParser:
@@ -86,6 +100,9 @@ def _answer(record) -> dict:
         "resumed_at": when(record.resumed_at),
         "how": record.how,
         "restarts": record.restarts,
+        "restart_problem": record.restart_problem,
+        "restart_log": record.restart_log,
+        "restart_at": when(record.restart_at),
     }
 
 
@@ -102,9 +119,7 @@ def gather(inbox, now: datetime) -> list[dict]:
                 "repo": repo,
                 "name": name,
                 "open": {"count": 0, "oldest_since": None},
-                "waiting": [],
-                "resumed": [],
-                "not_resumed": [],
+                **{state: [] for state in ANSWER_STATES},
             }
         return rows[repo]
 
@@ -132,7 +147,7 @@ def local_name(inbox, local: dict, repo: str) -> str:
 
 
 def _answers(row: dict) -> bool:
-    return bool(row["waiting"] or row["resumed"] or row["not_resumed"])
+    return any(row[state] for state in ANSWER_STATES)
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -150,8 +165,11 @@ def run_status(args: argparse.Namespace) -> int:
         "waiting": sum(len(r["waiting"]) for r in rows),
         "resumed": sum(len(r["resumed"]) for r in rows),
         "not_resumed": sum(len(r["not_resumed"]) for r in rows),
+        "restart_failed": sum(len(r["restart_failed"]) for r in rows),
     }
     code = NOT_RESUMED_EXIT if counts["not_resumed"] else 0
+    if counts["restart_failed"]:
+        code = RESTART_FAILED_EXIT
     if args.json:
         out = {
             "format": JSON_FORMAT,
@@ -168,7 +186,8 @@ def run_status(args: argparse.Namespace) -> int:
                         else None,
                     },
                     **{
-                        k: [_answer(a) for a in r[k]] for k in ("waiting", "resumed", "not_resumed")
+                        k: [_answer(a) for a in r[k]]
+                        for k in ("waiting", "resumed", "not_resumed", "restart_failed")
                     },
                 }
                 for r in rows
@@ -182,16 +201,15 @@ def run_status(args: argparse.Namespace) -> int:
         return code
     for r in rows:
         print(printable(f"{r['name']}  {_headline(r, now)}"))
-        for state, label in (
-            ("not_resumed", "not resumed"),
-            ("waiting", "waiting"),
-            ("resumed", "resumed"),
-        ):
+        for state in ANSWER_STATES:
+            label = state.replace("_", " ")
             for a in r[state]:
-                print(printable(f"  {label:<11}  {a.block_id}  {_line(a, now)}"))
+                shown = a.state_words if state == "restart_failed" else label
+                print(printable(f"  {shown:<11}  {a.block_id}  {_line(a, now)}"))
+    failed = f", {counts['restart_failed']} restart failed" if counts["restart_failed"] else ""
     print(
         f"{counts['open']} open, {counts['waiting']} waiting for the loop, "
-        f"{counts['resumed']} resumed, {counts['not_resumed']} not resumed "
+        f"{counts['resumed']} resumed, {counts['not_resumed']} not resumed{failed} "
         f"({counts['repos']} repo{'' if counts['repos'] == 1 else 's'})"
     )
     return code
@@ -214,6 +232,13 @@ def _line(a, now: datetime) -> str:
     restarts = f", restarted {a.restarts}x" if a.restarts else ""
     if a.state == "waiting":
         return f"{asked}; waiting until {_clock(a.deadline)}{restarts}"
+    if a.state == "restart-failed":
+        where = f", output: {a.restart_log}" if a.restart_log else ""
+        return (
+            f"{asked}; the restart at {_clock(a.restart_at or a.changed_at or now)} failed: "
+            f"{a.restart_problem}{where}, {a.restarts} restart{'' if a.restarts == 1 else 's'} "
+            f"run (hitl restart {a.block_id})"
+        )
     if a.state == "not-resumed":
         return (
             f"{asked}; no sign of the loop by {_clock(a.deadline)}{restarts} "

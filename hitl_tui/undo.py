@@ -132,6 +132,7 @@ def undo(
             raise HitlError(f"cannot write the journal: {exc.strerror}; nothing undone") from None
         # Before the block file is back (an app watching it reads this when it reappears).
         _remember_since(entry)
+        _hush(entry)
         if hook:
             hook("journaled")
         restored = []
@@ -183,6 +184,7 @@ def _undo_sent(entry: Entry, operator: str, sources: Sequence) -> Undid:
             f"cannot undo {entry.id}: it was sent to {entry.block_source}, which the config "
             "no longer names"
         )
+    _hush(entry)
     said = source.undo_sent(entry, operator)
     try:
         undo_id = begin_undo(entry, [], operator, ())
@@ -201,6 +203,23 @@ def _remember_since(entry: Entry) -> None:
     book = SinceBook.for_state()
     book.remember(key_for(entry.block_source, entry.block_path), entry.repo, entry.block_since)
     book.save()
+
+
+def _hush(entry: Entry) -> None:
+    """The block an undo brings back is the operator's own doing, not a new block: no hitl
+    sends a notice for it (`notices.hush`: claimed for every channel, before it is back).
+    Never raises: the undo stands either way."""
+    if entry.block_since is None or not entry.block_source or not entry.block_fingerprint:
+        return
+    try:
+        from hitl_tui import notices
+
+        key = notices.new_key(
+            entry.block_source, entry.block_path, entry.block_fingerprint, entry.block_since
+        )
+        notices.hush([key])
+    except Exception:
+        pass
 
 
 def _check_undoable(entry: Entry) -> None:

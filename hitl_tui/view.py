@@ -46,7 +46,11 @@ WAITING = "waiting"
 
 
 #: What grouping by state calls the rows that are answers, not blocks (every block: "open").
-STATE_GROUPS = {WAITING: "waiting for the loop", "not-resumed": "not resumed"}
+STATE_GROUPS = {
+    WAITING: "waiting for the loop",
+    "not-resumed": "not resumed",
+    "restart-failed": "restart failed",
+}
 
 
 def _tier(block: Block) -> int:

@@ -724,6 +724,32 @@ async def test_a_block_two_apps_see_arrive_is_one_notice_on_the_shared_channels(
     assert len(_desktop_calls(desktop)) == 2
 
 
+def test_a_late_answer_is_claimed_once_per_deadline_and_a_hushed_block_never() -> None:
+    """A late answer is its entry and the deadline it missed: a second app's claim of it is
+    empty; after a restart, its next deadline is a notice again. A block an undo brought back
+    (`hush`) is claimed for no channel, by any app."""
+    from datetime import UTC, datetime, timedelta
+
+    @dataclass
+    class Late:
+        block_id: str
+        id: str
+        deadline: datetime
+
+    due = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+    late = Late("shop", "20261201T085000Z-3f9a1c", due)
+    channels = ["desktop", "command:x"]
+    first = notices.shared_late([late]).claimed(channels)
+    assert [n.body for n in first] == ["shop: no sign of the loop since the answer"] * 2
+    assert notices.shared_late([late]).claimed(channels) == [None, None]
+    again = Late("shop", late.id, due + timedelta(minutes=12))  # restarted, late again
+    assert [n is not None for n in notices.shared_late([again]).claimed(channels)] == [True] * 2
+    back, other = _block("shop", "Ship?"), _block("api", "Ship?")
+    notices.hush([notices.new_key(back.source, back.path, back.fingerprint, back.since)])
+    claimed = notices.shared_new([back, other]).claimed(channels)
+    assert [n.body for n in claimed] == ["api: Ship?", "api: Ship?"]
+
+
 def test_a_path_of_any_bytes_is_claimed_and_remembered() -> None:
     """A block file whose name is not UTF-8 (a lone surrogate from far away, say): claimed,
     remembered (the file stays readable), and claimed once."""
@@ -793,3 +819,152 @@ async def test_an_app_without_a_channel_does_not_take_its_notice_from_one_with_i
         await pilot.pause(0.5)
     assert _stdin_of(out) == ["hitl: alpha: What about alpha?"]
     assert len(hook.bodies) == 1
+
+
+# -- two real apps: a late answer and an undo ---------------------------------------------------
+
+
+class _PtyApp:
+    """`hitl` in a pseudo-terminal of its own, its output read all along by a thread (two apps
+    at once: one left unread would block on a full terminal)."""
+
+    def __init__(self, root: Path, config: Path) -> None:
+        import threading
+
+        self.proc, self.leader = _hitl_in_pty(root, config)
+        self.seen = b""
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        import select
+
+        while True:
+            try:
+                ready, _, _ = select.select([self.leader], [], [], 0.2)
+                chunk = os.read(self.leader, 65536) if ready else b""
+            except (OSError, ValueError):
+                return
+            if ready and not chunk:
+                return
+            with self._lock:
+                self.seen = (self.seen + chunk)[-200_000:]
+
+    def mark(self) -> None:
+        """Forget what was drawn so far: `shows` looks at what comes next."""
+        with self._lock:
+            self.seen = b""
+
+    def shows(self, text: bytes) -> bool:
+        with self._lock:
+            return text in self.seen
+
+    def press(self, key: bytes) -> None:
+        os.write(self.leader, key)
+
+    def stop(self) -> None:
+        import subprocess
+
+        try:
+            self.press(b"q")
+            self.proc.wait(10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self.leader)
+        self._reader.join(5)
+
+
+def _poll(done, seconds: float, what) -> None:
+    """Wait (at most `seconds`) for `done()`; fail saying what `what()` saw."""
+    import time
+
+    ends = time.monotonic() + seconds
+    while not done():
+        assert time.monotonic() < ends, what()
+        time.sleep(0.1)
+
+
+def _stays(done, seconds: float, what) -> None:
+    """`done()` holds now and for `seconds` (what must not happen has had its time)."""
+    import time
+
+    ends = time.monotonic() + seconds
+    while time.monotonic() < ends:
+        assert done(), what()
+        time.sleep(0.1)
+
+
+def _two_apps_config(tmp_path: Path, root: Path, out: Path) -> Path:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        "\n".join(
+            [
+                f"repos = [{json.dumps(str(root))}]",
+                "bell = false",
+                "[notify]",
+                "desktop = false",
+                "terminal = false",
+                f"command = {json.dumps(list(_capture(out)))}",
+                "[[loop]]",
+                f"match = [{json.dumps(str(root / '*'))}]",
+                'open = ["true"]',
+                'resume_within = "2s"',
+            ]
+        )
+        + "\n"
+    )
+    return config
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pty")
+def test_two_real_apps_notice_a_late_answer_once_and_an_undo_not_at_all(tmp_path: Path) -> None:
+    """Two `hitl` apps of the operator's in two terminals, a [notify] command that appends to
+    a file. An answer whose loop never acts turns late: one notice, though both apps show it
+    (each sent one). The operator undoes it in one app: its block is back in both, and no
+    "new block" notice is sent for it. A block that is new after all that is noticed once:
+    the notices were not merely slow."""
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    from tests.hostile_cases import run_hitl
+    from tests.test_tui_waiting import git_loops
+
+    root = git_loops(tmp_path / "loops")
+    out = tmp_path / "notices.txt"
+    config = _two_apps_config(tmp_path, root, out)
+    apps = [_PtyApp(root, config), _PtyApp(root, config)]
+
+    def seen() -> str:
+        return f"notices: {_stdin_of(out)}; screens: {[a.seen[-600:] for a in apps]}"
+
+    try:
+        for app in apps:
+            _poll(lambda app=app: app.shows(b"in 2 repos \xc2\xb7 watching 2"), 30, seen)
+        done = run_hitl("answer", "shop", "--choice", "A", "--no-restart", "--config", config)
+        assert done.returncode == 0, done.stderr
+        # Both apps see it turn late (they look every 5 s); each would have noticed it.
+        for app in apps:
+            _poll(lambda app=app: app.shows(b"1 not resumed"), 30, seen)
+        late = "hitl: shop: no sign of the loop since the answer"
+        _poll(lambda: _stdin_of(out) != [], 10, seen)
+        # The undo, in the first app (u: the last answer): the block is back in both.
+        for app in apps:
+            app.mark()
+        apps[0].press(b"u")
+        for app in apps:
+            _poll(lambda app=app: app.shows(b"2 blocks in 2 repos"), 30, seen)
+        # A block that is new: noticed once, after whatever the late answer and the undo sent.
+        (root / "api" / "BLOCKED.md").unlink()
+        for app in apps:
+            _poll(lambda app=app: app.shows(b"1 block in 1 repo"), 30, seen)
+        fresh = root / "api" / "BLOCKED.md"
+        fresh.write_text("## Question\nShip the api today?\n")
+        new = "hitl: api: Ship the api today?"
+        _poll(lambda: new in _stdin_of(out), 30, seen)
+        # Each app's burst holding it has been sent by now (one claimed it); a notice of the
+        # other app's that came late would come within this.
+        _stays(lambda: _stdin_of(out) == [late, new], 2.0, seen)
+    finally:
+        for app in apps:
+            app.stop()

@@ -213,6 +213,24 @@ def test_did_it_resume_asks_only_that_machines_files(tmp_path: Path, monkeypatch
     assert not polled.exists()
 
 
+def test_did_it_resume_reads_a_status_that_exits_5_there(tmp_path: Path, monkeypatch):
+    """`hitl status` there exits 5 when a restart of another answer's loop failed there: its
+    report is read all the same, and this answer resumed."""
+    from types import SimpleNamespace
+
+    from hitl_tui.sources import ssh as ssh_module
+
+    far = "20261201T090000Z-abcd"
+    report = {
+        "format": 1,
+        "repos": [{"resumed": [{"entry": far, "how": "new commit 1a2b3c4"}], "restart_failed": []}],
+    }
+    backend = _far(tmp_path, f"print(json.dumps({report!r})); sys.exit(5)")
+    monkeypatch.setattr(ssh_module, "_far_entry", lambda waiting: far)
+    waiting = SimpleNamespace(signs={"host": "h1", "repo": "/far/shop"}, entry="e")
+    assert backend.resumed(waiting) == "new commit 1a2b3c4 (on h1)"
+
+
 def _dropping(tmp_path: Path, status: str, undone: bool = False) -> tuple[SshBackend, object]:
     """A far side whose `answer` loses the connection (ssh's 255) and whose journal then has
     an entry of that answer with `status`."""

@@ -149,6 +149,7 @@ def test_the_loop_restarts_reads_the_decision_commits_and_resumes(
         "waiting": 0,
         "resumed": 1,
         "not_resumed": 0,
+        "restart_failed": 0,
     }
 
 
@@ -202,3 +203,87 @@ def test_a_loop_that_asks_again_resolves_it_as_asked_again(
     while "blocked: BLOCKED.md is open" not in (runners / "shop.log").read_text():
         assert time.monotonic() < deadline, (runners / "shop.log").read_text()
         time.sleep(0.2)
+
+
+def test_a_restart_that_exits_127_is_restart_failed_in_hitl_status_until_one_succeeds(
+    tmp_path: Path, shop: Path
+):
+    """`hitl answer` runs the [[loop]] restart, which really exits 127 (its ./run.sh is
+    missing): the answer stands, and `hitl status` says *restart failed*, exit 5, with why and
+    the log, and counts the restart; once run.sh is there `hitl restart` clears it."""
+    cfg = config(tmp_path, ["sh", "-c", "./run.sh"], "10m")
+    done = run_hitl("answer", "shop", "--choice", "B", "--config", cfg)
+    assert done.returncode == 0, done.stderr
+    assert b"restart failed (exit 127)" in done.stderr
+    report_run = run_hitl("status", "--json", "--config", cfg)
+    assert report_run.returncode == 5, report_run.stderr
+    report = json.loads(report_run.stdout)
+    [failed] = shop_row(report)["restart_failed"]
+    assert report["counts"]["restart_failed"] == 1 and shop_row(report)["waiting"] == []
+    assert failed["state"] == "restart-failed" and failed["restarts"] == 1
+    assert failed["restart_problem"] == "exit 127" and failed["restart_at"] is not None
+    assert "./run.sh: not found" in Path(failed["restart_log"]).read_text()
+    text = run_hitl("status", "--config", cfg)
+    assert text.returncode == 5
+    assert b"  restart failed (exit 127)  shop  answered " in text.stdout, text.stdout
+    assert f"failed: exit 127, output: {failed['restart_log']}".encode() in text.stdout
+    assert b"1 restart failed" in text.stdout
+    # Still failing: still restart failed, one more restart counted.
+    again = run_hitl("restart", "shop", "--config", cfg)
+    assert again.returncode == 1
+    [failed] = shop_row(json.loads(run_hitl("status", "--json", "--config", cfg).stdout))[
+        "restart_failed"
+    ]
+    assert failed["restarts"] == 2
+    script = shop / "run.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o755)
+    again = run_hitl("restart", "shop", "--config", cfg)
+    assert again.returncode == 0, again.stderr
+    code, report = status(cfg)
+    [waiting] = shop_row(report)["waiting"]
+    assert code == 0 and shop_row(report)["restart_failed"] == []
+    assert waiting["restarts"] == 3 and waiting["restart_problem"] is None
+
+
+def test_a_restart_program_not_on_path_or_a_missing_script_warns_as_the_config_loads(
+    tmp_path: Path, shop: Path
+):
+    """A [[loop]] restart whose program is not on PATH, or whose ./run.sh is missing in
+    repositories it restarts: a warning on stderr (the config stands), naming the table, the
+    count and one repository. A program that is there, or a placeholder, warns of nothing."""
+    api = git_shop(tmp_path / "loops" / "api")
+    web = git_shop(tmp_path / "loops" / "web")
+    (web / "run.sh").write_text("#!/bin/sh\n")
+    loops = tmp_path / "loops"
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(
+        "\n".join(
+            [
+                f"repos = [{json.dumps(str(loops))}]",
+                "[[loop]]",
+                f"match = [{json.dumps(str(shop))}]",
+                'restart = ["tmuxx", "send-keys", "-t", "{name}", "Enter"]',
+                "[[loop]]",
+                f"match = [{json.dumps(str(loops / '*'))}]",
+                'restart = ["./run.sh", "{name}"]',
+                "[[loop]]",
+                f"match = [{json.dumps(str(tmp_path / 'elsewhere' / '*'))}]",
+                'restart = ["{repo}/run.sh"]',
+                "[[loop]]",
+                f"match = [{json.dumps(str(tmp_path / 'other' / '*'))}]",
+                'restart = ["sh", "-c", "./run.sh"]',
+            ]
+        )
+        + "\n"
+    )
+    done = run_hitl("status", "--config", cfg)
+    assert done.returncode == 0, done.stderr
+    warnings = [line for line in done.stderr.decode().splitlines() if "[[loop]]" in line]
+    assert warnings == [
+        f"hitl: warning: {cfg}: [[loop]] #1: restart: program 'tmuxx' not found on PATH",
+        f"hitl: warning: {cfg}: [[loop]] #2: restart: './run.sh' is missing in 1 of the 2 "
+        f"repos it matches (like {api})",
+    ]
+    listed = run_hitl("list", "--config", cfg)
+    assert b"[[loop]] #1: restart: program 'tmuxx' not found on PATH" in listed.stderr

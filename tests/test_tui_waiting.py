@@ -195,3 +195,92 @@ async def test_waiting_answers_come_back_after_a_restart_of_the_app(
         await pilot.press("/")
         await pilot.press(*"state:waiting")
         assert await _until(pilot, lambda: [b.state for b in _rows(again)] == ["waiting"])
+
+
+async def test_a_restart_that_exits_127_is_restart_failed_until_R_restarts_it(
+    loops: Path, tmp_path: Path
+) -> None:
+    """The [[loop]] restart after the answer really runs and exits 127 (its `./run.sh` is
+    missing): the answer's row says `restart failed (exit 127)` at once, not a healthy
+    "waiting", among the blocks; the detail names the log; the header counts it; the state
+    file keeps it (and counts the restart). With run.sh there, R restarts it: waiting again."""
+    import os
+
+    from hitl_tui.config import Config
+    from hitl_tui.inbox import Inbox
+    from hitl_tui.loops import Loop
+    from hitl_tui.resume import ResumeBook
+    from hitl_tui.tui.app import HitlApp
+    from hitl_tui.tui.widgets import BlockList
+    from hitl_tui.workspace import Workspace
+    from tests.test_tui import _preview_of
+    from tests.tui_support import SIZE
+
+    loop = Loop((str(loops / "*"),), restart=("sh", "-c", "./run.sh"))
+    inbox = Inbox(Workspace.discover([loops]))
+    app = HitlApp(inbox, config=Config(operator="Ada", bell=False, loops=(loop,)), watch=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await _preview_of(pilot, app, "shop", "1")
+        await pilot.press("y")
+        assert await _until(pilot, lambda: any(b.state == "restart-failed" for b in _rows(app))), (
+            [(b.id, b.state) for b in _rows(app)],
+            _toasts(app),
+        )
+        assert "restart failed (exit 127)" in _toasts(app)
+        # Among the blocks (it needs the operator), its state column whole.
+        table = app.inbox_screen.query_one(BlockList)
+        row = next(i for i, b in enumerate(_rows(app)) if b.state == "restart-failed")
+        assert "restart failed (exit 127)" in table.render_line(row).text
+        assert [b.state for b in _rows(app)] == ["blocked", "restart-failed"]
+        assert "1 waiting for their loop (1 restart failed)" in _text(app, "#topbar")
+        app.inbox_screen.blocklist.select(f"{_rows(app)[1].source}:{_rows(app)[1].path}")
+        await pilot.pause()
+        context = _text(app, "#context")
+        assert "Restart failed (exit 127)" in context and "R runs the restart again" in context
+        [record] = ResumeBook.for_state().open()
+        assert (record.state, record.restart_problem, record.restarts) == (
+            "restart-failed",
+            "exit 127",
+            1,
+        )
+        assert record.restart_log is not None and f"Its output: {record.restart_log}" in context
+        assert "./run.sh: not found" in Path(record.restart_log).read_text()
+        # The loop's script is back: R restarts it, and the answer waits again.
+        script = loops / "shop" / "run.sh"
+        script.write_text("#!/bin/sh\nexit 0\n")
+        os.chmod(script, 0o755)
+        await pilot.press("R")
+        assert await _until(pilot, lambda: [b.state for b in _rows(app)] == ["blocked", "waiting"])
+        [record] = ResumeBook.for_state().open()
+        assert (record.state, record.restart_problem, record.restarts) == ("waiting", None, 2)
+        assert "restart failed" not in _text(app, "#topbar")
+
+
+async def test_a_restart_program_not_on_path_warns_and_its_answer_is_restart_failed(
+    loops: Path, tmp_path: Path
+) -> None:
+    """A [[loop]] restart naming a program that is not on PATH: the app warns as it starts
+    (a toast, the header's count), and the answer's row says `restart failed (not found)`."""
+    from hitl_tui.config import Config
+    from hitl_tui.inbox import Inbox
+    from hitl_tui.loops import Loop
+    from hitl_tui.tui.app import HitlApp
+    from hitl_tui.workspace import Workspace
+    from tests.test_tui import _preview_of
+    from tests.tui_support import SIZE
+
+    loop = Loop((str(loops / "*"),), restart=("tmuxx-not-here", "send-keys", "{name}"))
+    config = Config(operator="Ada", bell=False, loops=(loop,), path=tmp_path / "config.toml")
+    app = HitlApp(Inbox(Workspace.discover([loops])), config=config, watch=False)
+    warning = f"{tmp_path / 'config.toml'}: [[loop]] #1: restart: program 'tmuxx-not-here' "
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        assert await _until(pilot, lambda: warning + "not found on PATH" in _toasts(app))
+        assert "1 warning" in _text(app, "#topbar")
+        await _preview_of(pilot, app, "shop", "1")
+        await pilot.press("y")
+        assert await _until(
+            pilot, lambda: [b.state for b in _rows(app)] == ["blocked", "restart-failed"]
+        ), _toasts(app)
+        assert _rows(app)[1].summary == "answered: " + _rows(app)[1].meta["waiting"].answered
+        assert _rows(app)[1].meta["waiting"].state_words == "restart failed (not found)"
+        assert "(1 restart failed) · 1 warning" in _text(app, "#topbar")

@@ -911,9 +911,9 @@ class SshBackend(Source):
         far = _far_entry(waiting)
         if host is None or not isinstance(repo, str) or far is None:
             return None
-        try:  # exit 4: something did not resume there (not this one, maybe)
+        try:  # exit 4 / 5: something did not resume there, or its restart failed (not this one)
             ran = self._run(host, ["status", "--json", "--local", repo])
-            data = self._reply(host, ran, "the status", ok=(0, 4))
+            data = self._reply(host, ran, "the status", ok=(0, 4, 5))
         except HitlError:
             return None
         rows = data.get("repos") if isinstance(data, dict) else None

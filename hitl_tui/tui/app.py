@@ -29,6 +29,7 @@ from textual.worker import Worker, WorkerState
 from hitl_tui import notices, statefile
 from hitl_tui.config import Config
 from hitl_tui.inbox import Delta, Inbox, default_workers, key_of
+from hitl_tui.loops import restart_warnings
 from hitl_tui.model import Block, HitlError
 from hitl_tui.resume import NAME as RESUME_FILE
 from hitl_tui.resume import ResumeBook
@@ -167,6 +168,11 @@ class HitlApp(App[int]):
             self.post_message(ScanBatch(blocks, done, total))
 
         self.inbox.scan(workers=default_workers(), on_batch=batch)
+        # The [[loop]] restarts that will fail here: warnings, toasted as the scan ends.
+        origin = self.config.path if self.config.path is not None else "config"
+        self.inbox.config_warnings = restart_warnings(
+            self.config.loops, self.inbox.workspace.repos, origin
+        )
         if self.watch_enabled:
             self.inbox.watch_dirs()  # maps each watched folder to its repo: here, not on the UI
         self.post_message(ScanDone(self.inbox.sorted_blocks(), waiting))

@@ -16,6 +16,7 @@ snoozes (`z`, `Z`; `snoozebook`, written in a thread). What is listed is the dom
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
@@ -100,9 +101,11 @@ class ViewState:
     group: str | None = None
     #: The snoozed view (only the snoozed blocks) is shown.
     snoozed_view: bool = False
-    #: Answers waiting for their loop (rows, not blocks), and how many of them did not resume.
+    #: Answers waiting for their loop (rows, not blocks), how many of them did not resume, and
+    #: how many whose loop's restart failed.
     waiting: int = 0
     late: int = 0
+    failed: int = 0
 
 
 #: The states of a remote scope that was read (a "warning" one is named with its message).
@@ -144,8 +147,11 @@ def header_line(parts: HeaderParts, view: ViewState | None = None) -> str:
     if view is not None:
         if view.waiting:
             text += f" · {view.waiting} waiting for their loop"
-            if view.late:
-                text += f" ({view.late} not resumed)"
+            trouble = [f"{view.late} not resumed"] if view.late else []
+            if view.failed:
+                trouble.append(f"{plural(view.failed, 'restart')} failed")
+            if trouble:
+                text += f" ({', '.join(trouble)})"
         if view.hidden:
             text += f" · +{view.hidden} hidden by the filter"
         if view.snoozed and not view.snoozed_view:
@@ -411,8 +417,10 @@ class InboxScreen(Screen):
         if changes.late:
             if self.ring:
                 self.app.bell()
-            # One hitl turned these late (`ResumeBook.due`, under its lock): no claim needed.
-            self.host.send_notice(notices.not_resumed(changes.late))
+            # Every hitl of the operator's shows them late (one turned them, `ResumeBook.due`;
+            # the others saw the file change): the shared channels get one notice, claimed.
+            late = changes.late
+            self.host.send_notice(notices.not_resumed(late), notices.shared_late(late))
             names = ", ".join(r.block_id for r in changes.late[:3])
             more = f" and {len(changes.late) - 3} more" if len(changes.late) > 3 else ""
             self.notify(
@@ -524,7 +532,7 @@ class InboxScreen(Screen):
     def view_state(self) -> ViewState:
         listed, known = self.rows.counts
         spec = self.rows.spec
-        waiting = late = 0
+        waiting = late = failed = 0
         if self._waiting:  # rows, not blocks: not counted as blocks (a pass over them only)
             blocks = self.rows.blocks
             for rk in self._waiting:
@@ -533,6 +541,7 @@ class InboxScreen(Screen):
                     continue
                 waiting += 1
                 late += block.state == "not-resumed"
+                failed += block.state == "restart-failed"
                 listed -= self.rows.accepts(rk, block)
             known -= waiting
         return ViewState(
@@ -540,6 +549,7 @@ class InboxScreen(Screen):
             known=known,
             waiting=waiting,
             late=late,
+            failed=failed,
             snoozed=len(self._asleep),
             hidden=self.rows.hidden_arrivals,
             order=spec.order,
@@ -961,7 +971,10 @@ class InboxScreen(Screen):
         elif loop is not None and loop.restart is not None and message.restart:
             argv = fill(loop.restart, values_for(plan.block))
             text += f"\nrestarting: {shown(argv)}"
-            self._restart(plan.block, loop)
+            # The answer's row (its record) says so if the restart fails.
+            key = resume_key(plan.block)
+            record = next((r for r in delta.waiting if r.key == key and r.is_open), None)
+            self._restart(plan.block, loop, record.id if record is not None else None)
         elif loop is not None and loop.restart is not None:
             text += "\nrestart skipped: R runs it"
         elif plan.hint:
@@ -1050,7 +1063,6 @@ class InboxScreen(Screen):
     def _shell_in(self, block: Block, repo: Path | str, argv: list[str] | None = None) -> None:
         """A shell in the repository ($SHELL, else sh; or `argv`, a shell where it lives on
         another machine), the app suspended until it exits."""
-        import os
         import subprocess
 
         from textual.app import SuspendNotSupported
@@ -1094,25 +1106,36 @@ class InboxScreen(Screen):
             self.post_message(Refused("Loop", _failed(block, "open", ran)))
 
     @work(thread=True, group="restart", exit_on_error=False, description="_restart")
-    def _restart(self, block: Block, loop: Loop) -> None:
+    def _restart(self, block: Block, loop: Loop, record_id: str | None = None) -> None:
+        """Run the restart for `block` (a block, or an answer's row); the answer waiting for
+        the loop (the row's, or `record_id`) waits anew, or is *restart failed*."""
         assert loop.restart is not None
         ran = run_command("restart", loop.restart, block, loop.timeout, logs_dir())
         record = waiting_of(block)
+        rid = record.id if record is not None else record_id
+        book = self.inbox.resumes
         again = None
-        if ran.ok and record is not None and self.inbox.resumes is not None:
-            again = self.inbox.resumes.restarted(record.id)
+        if rid is not None and book is not None:
+            try:
+                if not ran.ok:
+                    log = os.fsdecode(ran.log) if ran.log else None
+                    again = book.restart_failed(rid, ran.problem or "failed", log)
+                elif record is not None:  # the answer's own restart: it waits as it was
+                    again = book.restarted(rid)
+            except Exception:  # the operator's view only: the toast still says how it went
+                again = None
         self.post_message(Restarted(block, ran, again))
 
     @on(Restarted)
     def _restarted(self, message: Restarted) -> None:
         ran, block = message.ran, message.block
+        if message.waiting is not None:  # waiting anew, or restart failed
+            self.host.apply_delta(Delta(waiting=[message.waiting]))
         if ran.refused:
             self.post_message(Refused("Loop", ran.problem or "restart refused"))
             return
         if ran.ok:
             self.notify(printable(f"{block.id}: restarted"), title="Loop", markup=False)
-            if message.waiting is not None:
-                self.host.apply_delta(Delta(waiting=[message.waiting]))
             return
         self.notify(
             printable(_failed(block, "restart", ran), keep_newlines=True),

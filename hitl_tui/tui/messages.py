@@ -53,7 +53,8 @@ class Restarted(Message):
 
     block: Block
     ran: Ran
-    #: The answer waiting for this loop, back to waiting after a restart (`resume.Waiting`).
+    #: The answer waiting for this loop, back to waiting after a restart, or restart failed
+    #: (`resume.Waiting`).
     waiting: object | None = None
 
 

@@ -5,6 +5,8 @@ at the bottom (`view.WAITING` rows sort after every block): *waiting for the loo
 counted from the answer. It leaves when the loop acts on the answer (*resumed*: a toast says
 how), or turns *not resumed* when no sign came within the loop's `resume_within`: the bell
 rings, a toast says so, and the row moves up among the blocks, where `R` restarts the loop.
+A restart that failed (after the answer, or `R`) makes it *restart failed (exit 127)* at once,
+among the blocks too, its detail naming why and the log, until a restart succeeds.
 
 Here: how a record becomes a row (`row_for`), and how records that changed become a Delta the
 list applies (`rows_delta`). No widget: the inbox screen calls these.
@@ -22,7 +24,12 @@ from hitl_tui.resume import Waiting
 from hitl_tui.view import row_of
 
 #: What the state column and the detail call each state of a record.
-STATE_WORDS = {"waiting": "waiting", "not-resumed": "no resume", "resumed": "resumed"}
+STATE_WORDS = {
+    "waiting": "waiting",
+    "not-resumed": "no resume",
+    "restart-failed": "restart failed",
+    "resumed": "resumed",
+}
 
 
 def waiting_of(block: Block | None) -> Waiting | None:
@@ -49,9 +56,20 @@ def row_for(record: Waiting) -> Block:
         )
     elif record.state == "not-resumed":
         lines.append(f"Not resumed: no sign of the loop by {_at(record.deadline)}.")
+    elif record.state == "restart-failed":
+        when = record.restart_at or record.changed_at or record.answered_at
+        lines.append(
+            f"Restart failed ({record.restart_problem}) at {_at(when)}: the loop was not "
+            "started again. R runs the restart again."
+        )
+        if record.restart_log:
+            lines.append(f"Its output: {record.restart_log}")
     if record.restarts:
         times = "once" if record.restarts == 1 else f"{record.restarts} times"
-        lines.append(f"Restarted {times} since the answer.")
+        if record.state == "restart-failed":
+            lines.append(f"Restarts run since the answer: {record.restarts} (the last failed).")
+        else:
+            lines.append(f"Restarted {times} since the answer.")
     lines.append(f"Was: {record.path}")
     return replace(block, context="\n".join(lines), summary=f"answered: {record.answered}")
 

@@ -96,6 +96,9 @@ class BlockList(ScrollView, can_focus=True):
     #: The state column is never wider than the longest documented category (FORMATS.md
     #: §2.2, `review-exhausted`): an unknown, longer one is cut, the question keeps its room.
     STATE_MAX = max(len(c) for c in CATEGORIES)
+    #: ... but for an answer whose loop's restart failed: `restart failed (exit 127)`,
+    #: `restart failed (not found)` are whole (and longer ones cut at this).
+    FAILED_MAX = len("restart failed (not found)")
     #: Narrower than this, the state column is left out and the block column is only as wide
     #: as the longest id, so the highlighted block's id and question both stay in view.
     NARROW = 56
@@ -371,8 +374,14 @@ class BlockList(ScrollView, can_focus=True):
         `merge-conflict` whole), between `needs ctx` and the longest documented category.
         Measured once per change of the list, never per keystroke."""
         if self._state_cells is None:
-            longest = max((cell_len(_state(b)) for b in self.blocks.values()), default=0)
-            self._state_cells = min(max(self.FIXED[2][1], longest), self.STATE_MAX)
+            longest = failed = 0
+            for block in self.blocks.values():
+                if block.state == "restart-failed":
+                    failed = max(failed, cell_len(_state(block)))
+                else:
+                    longest = max(longest, cell_len(_state(block)))
+            cells = min(max(self.FIXED[2][1], longest), self.STATE_MAX)
+            self._state_cells = max(cells, min(failed, self.FAILED_MAX))
         return self._state_cells
 
     def _strip(
@@ -432,7 +441,7 @@ class BlockList(ScrollView, can_focus=True):
         text_style = Style()
         if block.state == "waiting":  # an answer waiting for its loop: quiet, at the bottom
             state_style = text_style = self.get_component_rich_style("blocklist--dim")
-        elif block.state == "not-resumed" or block.problems:
+        elif block.state in ("not-resumed", "restart-failed") or block.problems:
             state_style = self.get_component_rich_style("blocklist--problem")
         elif block.state == "needs_context":
             state_style = self.get_component_rich_style("blocklist--ctx")
@@ -473,9 +482,13 @@ WAITING_WORDS = {"waiting": "waiting", "not-resumed": "not resumed"}
 
 
 def _state(block: Block) -> str:
-    """What the state column says: a problem, `needs ctx`, or a blocked task's category."""
+    """What the state column says: a problem, `needs ctx`, or a blocked task's category; an
+    answer's row, its state (`restart failed (exit 127)`)."""
     if block.state in WAITING_WORDS:
         return WAITING_WORDS[block.state]
+    if block.state == "restart-failed":
+        record = block.meta.get("waiting")
+        return printable(getattr(record, "state_words", "restart failed"))
     if block.problems:
         return "raw" if not block.choices else "check"
     if block.state == "needs_context":
