@@ -213,6 +213,10 @@ def _list(args: argparse.Namespace) -> int:
     if args.all:
         blocks += listed(inbox.blocks.values(), replace(spec, snoozed=True), snoozes, now)
     again = _asked_again(blocks)
+    if not args.all:  # on stderr, for --json too: a script's log says what it did not get
+        aside = sum(1 for b in inbox.blocks.values() if snoozes.snoozed(b, now))
+        if aside:
+            print(f"hitl: {aside} snoozed not listed (--all lists them)", file=sys.stderr)
     if args.json:
         # One element per line, each through orjson, or json's C encoder for what orjson
         # refuses (a path of undecodable bytes: lone surrogates, written as `\udce9` escapes,
@@ -231,10 +235,6 @@ def _list(args: argparse.Namespace) -> int:
         items = ",\n".join(item(b) for b in blocks)
         sys.stdout.write(f"[\n{items}\n]\n" if blocks else "[]\n")
         return 0
-    if not args.all:
-        aside = sum(1 for b in inbox.blocks.values() if snoozes.snoozed(b, now))
-        if aside:
-            print(f"hitl: {aside} snoozed not listed (--all lists them)", file=sys.stderr)
     if not blocks:
         count = len(inbox.workspace.repos)
         what = "no open blocks" if not inbox.blocks else "no blocks match"
