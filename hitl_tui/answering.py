@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hitl_tui.inbox import Inbox
-from hitl_tui.model import Answer, Block, HitlError, Plan, StaleError
+from hitl_tui.model import Answer, Block, HitlError, Plan, StaleError, UsageError
 from hitl_tui.sources.base import Source
+from hitl_tui.textio import placeholder_in
 
 
 def source_for(inbox: Inbox, block: Block) -> Source:
@@ -21,7 +22,19 @@ def plan_answer(inbox: Inbox, block: Block, answer: Answer) -> Plan:
     """The exact changes for `answer`; raises UsageError for an empty or invalid answer."""
     source = source_for(inbox, block)
     fresh = as_on_disk(source, block)
-    return source.plan(fresh, with_choice_from(fresh, answer))
+    plan = source.plan(fresh, with_choice_from(fresh, answer))
+    check_own_words(answer)  # after the source's own checks: theirs say more (agenticloop)
+    return plan
+
+
+def check_own_words(answer: Answer) -> None:
+    """Refuse an answer whose own words (typed texts, note, edited decision) hold a placeholder
+    (`TBD`, `etc.`, ...: `textio.PLACEHOLDERS`), whatever the format: the loop would act on
+    it. Words quoted from the block (a choice, the question) are the agent's, never refused."""
+    for text in (*answer.texts, answer.note or "", answer.decision_override or ""):
+        found = placeholder_in(text)
+        if found:
+            raise UsageError(f"the answer contains {found}: say it concretely; nothing written")
 
 
 def with_choice_from(block: Block, answer: Answer) -> Answer:

@@ -290,11 +290,13 @@ def cmd_answer(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     remote = next((r for r in config.remotes if r.owns(args.target)), None)
     if remote is not None:  # `owner/name#12`: read afresh, answered over its API
-        from hitl_tui.answering import note_answer
+        from hitl_tui.answering import check_own_words, note_answer
         from hitl_tui.resume import ResumeBook
 
         block = remote.read(args.target)
-        plan = remote.plan(block, answer_from_args(args, block, config.operator_name()))
+        answer = answer_from_args(args, block, config.operator_name())
+        check_own_words(answer)
+        plan = remote.plan(block, answer)
         book = ResumeBook.for_state(sources=config.remotes)
 
         def send(plan):

@@ -42,7 +42,14 @@ from hitl_tui.model import (
 )
 from hitl_tui.sources.agentic_common import CATEGORIES, labelled_parts, lettered
 from hitl_tui.sources.base import Source
-from hitl_tui.textio import _LINE, TextDoc, heading_of, normalise_heading, one_line
+from hitl_tui.textio import (
+    _LINE,
+    TextDoc,
+    heading_of,
+    normalise_heading,
+    one_line,
+    placeholder_in,
+)
 
 NAME = "agenticloop"
 PROJECT = Path(".agenticloop") / "project.md"
@@ -61,26 +68,6 @@ OTHER_STATES = frozenset(
 RESUMED = "agent-ready"
 EDITABLE_KEYS = ("status", "block_category", "approved")
 EPOCH = datetime.fromtimestamp(0, UTC)
-
-#: agenticloop's task linter (`src/validate-config.js` PLACEHOLDER_PATTERNS): a task file
-#: matching one fails validation, which blocks every later transition. JavaScript's `\b` and
-#: `/i` are ASCII-only: so are these. Each with the word the refusal names and why it is one.
-PLACEHOLDERS = (
-    ("TBD", re.compile(r"\bTBD\b", re.I | re.A), "it leaves the decision open"),
-    ("as needed", re.compile(r"\bas needed\b", re.I | re.A), "it does not say how much"),
-    ("etc.", re.compile(r"\betc\.", re.I | re.A), "it does not say what else"),
-    (
-        "similar to previous task",
-        re.compile(r"\bsimilar to previous task\b", re.I | re.A),
-        "it points elsewhere instead of saying it",
-    ),
-    ("to be filled", re.compile(r"\bto be filled\b", re.I | re.A), "it leaves the text to later"),
-    (
-        "to be filled during review",
-        re.compile(r"\bto be filled during review\b", re.I | re.A),
-        "it leaves the text to later",
-    ),
-)
 
 #: Sections that follow `## Comments` in the loop's template: a new Comments goes before them.
 AFTER_COMMENTS = ("revision log",)
@@ -990,14 +977,12 @@ def _sentence(text: str) -> str:
 
 def check_placeholders(text: str) -> None:
     """Refuse text the loop's linter would reject (it would block every later step)."""
-    for word, pattern, why in PLACEHOLDERS:
-        found = pattern.search(text)
-        if found:
-            raise UsageError(
-                f"the answer contains the placeholder {word!r} ({found.group(0)!r}: {why}): "
-                "agenticloop's task linter rejects a task file holding it, which would block "
-                "every later step of the loop; say it concretely"
-            )
+    found = placeholder_in(text)
+    if found:
+        raise UsageError(
+            f"the answer contains {found}: agenticloop's task linter rejects a task file "
+            "holding it, which would block every later step of the loop; say it concretely"
+        )
 
 
 def _task_id(header: dict, path: Path) -> str:
