@@ -464,6 +464,7 @@ COMMANDS: dict[str, tuple[Build, Run]] = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    serve_cli.end_with_server()  # a `hitl serve` session: first, before any lock is taken
     debug = bool(os.environ.get("HITL_DEBUG"))
     from hitl_tui import journalstore, retention
 
