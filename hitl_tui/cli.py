@@ -283,7 +283,7 @@ def _warn(text: str) -> None:
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
-    from hitl_tui.answering import apply_answer, plan_answer, source_for
+    from hitl_tui.answering import apply_answer, from_the_file, plan_answer, source_for
     from hitl_tui.config import load_config
     from hitl_tui.model import StaleError
 
@@ -317,6 +317,8 @@ def cmd_answer(args: argparse.Namespace) -> int:
         raise StaleError(
             f"{args.target}: no open block has {args.expect[:19]}… any more (answered or changed)"
         ) from None
+    # The file decides, never a parse-cache entry that disagrees with it (dropped here).
+    block = from_the_file(inbox, block)
     answer = answer_from_args(args, block, config.operator_name())
     plan = plan_answer(inbox, block, answer)
     editable = None
