@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from hitl_tui.inbox import Inbox
-from hitl_tui.model import Answer, Block, HitlError, Plan, StaleError
+from hitl_tui.model import Answer, Block, HitlError, Plan, StaleError, UsageError
 from hitl_tui.sources.base import Source
+from hitl_tui.textio import placeholder_in
 
 
 def source_for(inbox: Inbox, block: Block) -> Source:
@@ -20,8 +22,60 @@ def source_for(inbox: Inbox, block: Block) -> Source:
 def plan_answer(inbox: Inbox, block: Block, answer: Answer) -> Plan:
     """The exact changes for `answer`; raises UsageError for an empty or invalid answer."""
     source = source_for(inbox, block)
+    if cache_was_wrong(inbox, block):
+        # What was shown came from a wrong cache entry (now dropped): the next read of the
+        # block is the file's (`Inbox.handle`); the operator reviews that.
+        raise StaleError(
+            f"{block.id}: the block reads differently in its file than what was shown (a "
+            "stale parse cache, now dropped); review it again"
+        )
     fresh = as_on_disk(source, block)
-    return source.plan(fresh, with_choice_from(fresh, answer))
+    plan = source.plan(fresh, with_choice_from(fresh, answer))
+    check_own_words(answer)  # after the source's own checks: theirs say more (agenticloop)
+    return plan
+
+
+def check_own_words(answer: Answer) -> None:
+    """Refuse an answer whose own words (typed texts, note, edited decision) hold a placeholder
+    (`TBD`, `etc.`, ...: `textio.PLACEHOLDERS`), whatever the format: the loop would act on
+    it. Words quoted from the block (a choice, the question) are the agent's, never refused."""
+    for text in (*answer.texts, answer.note or "", answer.decision_override or ""):
+        found = placeholder_in(text)
+        if found:
+            raise UsageError(f"the answer contains {found}: say it concretely; nothing written")
+
+
+def cache_was_wrong(inbox: Inbox, block: Block) -> bool:
+    """Whether the parse cache's entry for `block`'s file disagreed with the file (a parse
+    of it now); if so the entry is dropped, on disk too, so that no retry meets it again."""
+    cache = inbox.cache
+    source = inbox.source_named(block.source)
+    if cache is None or source is None or source.remote:
+        return False
+    repo = Path(block.repo)
+    label = inbox.labels.get(repo) or inbox.workspace.id_of(repo)
+    try:
+        wrong = cache.drop_if_wrong(source, repo, Path(block.path), label)
+    except HitlError:
+        return False
+    if wrong:
+        inbox.save_cache()
+    return wrong
+
+
+def from_the_file(inbox: Inbox, block: Block) -> Block:
+    """`block` as its file holds it, when the parse cache held something else for it (the
+    entry is dropped): `hitl answer` answers the file, whose bytes `--expect` names. Else
+    `block`, whose fingerprint the planner checks against the file as before."""
+    if not cache_was_wrong(inbox, block):
+        return block
+    repo = Path(block.repo)
+    label = inbox.labels.get(repo) or inbox.workspace.id_of(repo)
+    try:
+        fresh = source_for(inbox, block).parse(repo, Path(block.path), label)
+    except HitlError:
+        return block
+    return block if fresh is None else fresh
 
 
 def with_choice_from(block: Block, answer: Answer) -> Answer:

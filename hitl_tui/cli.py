@@ -213,6 +213,10 @@ def _list(args: argparse.Namespace) -> int:
     if args.all:
         blocks += listed(inbox.blocks.values(), replace(spec, snoozed=True), snoozes, now)
     again = _asked_again(blocks)
+    if not args.all:  # on stderr, for --json too: a script's log says what it did not get
+        aside = sum(1 for b in inbox.blocks.values() if snoozes.snoozed(b, now))
+        if aside:
+            print(f"hitl: {aside} snoozed not listed (--all lists them)", file=sys.stderr)
     if args.json:
         # One element per line, each through orjson, or json's C encoder for what orjson
         # refuses (a path of undecodable bytes: lone surrogates, written as `\udce9` escapes,
@@ -231,10 +235,6 @@ def _list(args: argparse.Namespace) -> int:
         items = ",\n".join(item(b) for b in blocks)
         sys.stdout.write(f"[\n{items}\n]\n" if blocks else "[]\n")
         return 0
-    if not args.all:
-        aside = sum(1 for b in inbox.blocks.values() if snoozes.snoozed(b, now))
-        if aside:
-            print(f"hitl: {aside} snoozed not listed (--all lists them)", file=sys.stderr)
     if not blocks:
         count = len(inbox.workspace.repos)
         what = "no open blocks" if not inbox.blocks else "no blocks match"
@@ -286,18 +286,20 @@ def _warn(text: str) -> None:
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
-    from hitl_tui.answering import apply_answer, plan_answer, source_for
+    from hitl_tui.answering import apply_answer, from_the_file, plan_answer, source_for
     from hitl_tui.config import load_config
     from hitl_tui.model import StaleError
 
     config = load_config(args.config)
     remote = next((r for r in config.remotes if r.owns(args.target)), None)
     if remote is not None:  # `owner/name#12`: read afresh, answered over its API
-        from hitl_tui.answering import note_answer
+        from hitl_tui.answering import check_own_words, note_answer
         from hitl_tui.resume import ResumeBook
 
         block = remote.read(args.target)
-        plan = remote.plan(block, answer_from_args(args, block, config.operator_name()))
+        answer = answer_from_args(args, block, config.operator_name())
+        check_own_words(answer)
+        plan = remote.plan(block, answer)
         book = ResumeBook.for_state(sources=config.remotes)
 
         def send(plan):
@@ -318,6 +320,8 @@ def cmd_answer(args: argparse.Namespace) -> int:
         raise StaleError(
             f"{args.target}: no open block has {args.expect[:19]}… any more (answered or changed)"
         ) from None
+    # The file decides, never a parse-cache entry that disagrees with it (dropped here).
+    block = from_the_file(inbox, block)
     answer = answer_from_args(args, block, config.operator_name())
     plan = plan_answer(inbox, block, answer)
     editable = None
@@ -476,6 +480,7 @@ COMMANDS: dict[str, tuple[Build, Run]] = {
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    serve_cli.end_with_server()  # a `hitl serve` session: first, before any lock is taken
     if argv[:1] == [wire.ARGV]:  # another machine's hitl, over ssh: the words, byte for byte
         try:
             argv = wire.decode_argv(argv[1:])

@@ -91,7 +91,7 @@ def resolve(args: argparse.Namespace, inbox):
     try:
         return inbox, inbox.resolve(args.target)
     except UsageError:
-        if args.paths or not os.path.exists(args.target):
+        if args.paths or not os.path.lexists(args.target):  # a dangling link may be a block
             raise
         # A block file or repo named by path is found wherever it is: in the nearest folder up
         # that is a repository.

@@ -90,6 +90,32 @@ def read_file(path: Path, limit: int = MAX_PARSE_BYTES) -> FileRead:
     return FileRead(b"".join(chunks), "sha256:" + digest.hexdigest(), size, mtime)
 
 
+def why_not_a_file(path: Path | str) -> str | None:
+    """Why the entry at `path`, which read_file could not open as a regular file, is not one
+    (a folder, a FIFO, a device, a socket, a symlink to nothing), or None when there is no
+    entry there at all. lstat and stat only: nothing is opened, so nothing can hang."""
+    try:
+        lst = os.lstat(path)
+    except OSError:
+        return None
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        if stat.S_ISLNK(lst.st_mode) and exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            return "it is a symlink to nothing there"
+        return exc.strerror or str(exc)
+    for test, kind in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return f"it is {kind}, not a file"
+    return None if stat.S_ISREG(mode) else "it is not a regular file"
+
+
 def read_small(path: Path, limit: int) -> bytes | None:
     """At most `limit` + 1 bytes of a regular file (more than `limit`: too large for the
     caller), or None when it is missing, unreadable or not a regular file (a FIFO planted by an

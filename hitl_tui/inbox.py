@@ -570,11 +570,11 @@ class Inbox:
             ids = ", ".join(sorted(printable(b.id) for b in found))
             raise UsageError(f"{target!r} matches {len(found)} blocks: {ids}; give more of the id")
         path = Path(os.path.abspath(Path(target).expanduser()))
+        for block in self.blocks.values():
+            if block.path == path:  # a file, or what stands for one (a FIFO, a dangling link)
+                return block
         if path.is_file() or (not path.exists() and path.name.endswith(".md")):
-            for block in self.blocks.values():
-                if block.path == path:
-                    return block
-            if not path.exists():
+            if not os.path.lexists(path):
                 raise StaleError(f"{target} does not exist (already answered?)")
             raise UsageError(f"no open block in {target}")
         if path.is_dir():

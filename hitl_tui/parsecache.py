@@ -298,6 +298,45 @@ class ParseCache:
             self._dirty.add(shard)
         return block
 
+    def drop_if_wrong(self, source, repo: Path, path: Path, label: str) -> bool:
+        """Whether the entry a scan of `path` would use now (its signature and label match)
+        holds another block than a parse of the file gives; such an entry is dropped.
+
+        A cache hit is never read against the file (that is its point), so an entry that is
+        wrong (planted, or a bug) would stand for good: every answer from it refused, and the
+        operator never shown the file's text. An answer checks its block here first.
+        """
+        if not source.cacheable(repo, path):
+            return False
+        name = os.fspath(path)
+        try:
+            st = os.lstat(name)
+        except OSError:
+            return False
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        sig = signature(st)
+        shard = zlib.crc32(os.fsencode(repo)) % SHARDS
+        key = (source.name, name)
+        with self._lock:
+            entry = self._entries[shard].get(key)
+            if entry is None and self._previous is not None:
+                entry = self._previous[shard].get(key)
+        if entry is None or entry[0] != sig or entry[1] != label:
+            return False  # not what a scan would use: the file is parsed anyway
+        try:
+            cached = None if entry[2] is None else thaw(entry[2], repo, path)
+        except (TypeError, ValueError):
+            return False  # a scan parses instead of using it
+        if cached == source.parse(repo, path, label):
+            return False
+        with self._lock:
+            self._entries[shard].pop(key, None)
+            if self._previous is not None:
+                self._previous[shard].pop(key, None)
+            self._dirty.add(shard)
+        return True
+
     def begin_scan(self) -> None:
         """A full scan starts: entries of files it does not meet again are dropped at its end."""
         with self._lock:

@@ -38,6 +38,10 @@ DEFAULT_PORT = 8000
 #: The environment variable that sets the token (else a new one each start).
 TOKEN_ENV = "HITL_SERVE_TOKEN"
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{16,256}\Z")
+#: Set in each session app's environment to the server's pid: the app ends with the server.
+SERVED_BY_ENV = "HITL_SERVED_BY"
+#: prctl(2)'s option: the signal this process gets when the thread that started it ends.
+PR_SET_PDEATHSIG = 1
 
 EPILOG = f"""\
 Each browser tab runs its own hitl app on the same repositories; answers are written to disk
@@ -221,6 +225,13 @@ def _server_class():
     processes: set[asyncio.subprocess.Process] = set()
 
     class TrackedAppService(AppService):
+        def _build_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
+            environment = super()._build_environment(width, height)
+            # The session app ends with this server, even one killed with SIGKILL (no
+            # handler of ours runs then): see end_with_server.
+            environment[SERVED_BY_ENV] = str(os.getpid())
+            return environment
+
         async def _open_app_process(self, width: int = 80, height: int = 24):
             process = await super()._open_app_process(width, height)
             processes.add(process)
@@ -365,6 +376,32 @@ def _server_class():
                 await runner.cleanup()
 
     return HitlServer
+
+
+def end_with_server() -> None:
+    """In a session app of `hitl serve` (SERVED_BY_ENV names the server): end when the server
+    ends, however it ends. A server killed with SIGKILL left its apps running otherwise, taking
+    locks and claiming notices, for as long as nothing made them write to the closed pipe.
+
+    PR_SET_PDEATHSIG sends SIGTERM when the thread that forked this process ends: the server's
+    event loop thread (asyncio.run in its main thread) starts every session, and lives as long
+    as the server. It survives the shell's `exec` (app_command). The server may have died
+    before it was set: then this process has another parent already, and ends now. Linux
+    only (elsewhere the server's own stop ends its apps, see HitlServer.run)."""
+    served_by = os.environ.pop(SERVED_BY_ENV, None)  # never inherited by what the app runs
+    if served_by is None or not sys.platform.startswith("linux"):
+        return
+    try:
+        server = int(served_by)
+    except ValueError:
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != server:
+        os._exit(1)  # the server is gone already: nothing is held yet, nothing to tidy
 
 
 def _int(text: str | None, default: int) -> int:

@@ -13,6 +13,39 @@ from dataclasses import dataclass
 
 BOM = "\ufeff"
 
+#: Words that leave an answer open, refused in the operator's own words for every format (the
+#: loop would act on a placeholder). They are agenticloop's task linter's
+#: (`src/validate-config.js` PLACEHOLDER_PATTERNS), where a task file matching one fails
+#: validation, which blocks every later transition. JavaScript's `\b` and
+#: `/i` are ASCII-only: so are these. Each with the word the refusal names and why it is one.
+PLACEHOLDERS = (
+    ("TBD", re.compile(r"\bTBD\b", re.I | re.A), "it leaves the decision open"),
+    ("as needed", re.compile(r"\bas needed\b", re.I | re.A), "it does not say how much"),
+    ("etc.", re.compile(r"\betc\.", re.I | re.A), "it does not say what else"),
+    (
+        "similar to previous task",
+        re.compile(r"\bsimilar to previous task\b", re.I | re.A),
+        "it points elsewhere instead of saying it",
+    ),
+    ("to be filled", re.compile(r"\bto be filled\b", re.I | re.A), "it leaves the text to later"),
+    (
+        "to be filled during review",
+        re.compile(r"\bto be filled during review\b", re.I | re.A),
+        "it leaves the text to later",
+    ),
+)
+
+
+def placeholder_in(text: str) -> str | None:
+    """`the placeholder 'TBD' ('tbd': it leaves the decision open)` for the first placeholder
+    word in `text`, or None."""
+    for word, pattern, why in PLACEHOLDERS:
+        found = pattern.search(text)
+        if found:
+            return f"the placeholder {word!r} ({found.group(0)!r}: {why})"
+    return None
+
+
 _HEADING_START = re.compile(r"^[ \t]{0,3}(#{1,6})")
 
 

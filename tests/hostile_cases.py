@@ -352,6 +352,13 @@ def _fifo_blocked(root: Path) -> Path:
     return repo
 
 
+def _dev_zero_blocked(root: Path) -> Path:
+    repo = copy_shop(root / "shop")
+    (repo / "BLOCKED.md").unlink()
+    (repo / "BLOCKED.md").symlink_to("/dev/zero")
+    return repo
+
+
 def _dangling_blocked(root: Path) -> Path:
     repo = copy_shop(root / "shop")
     (repo / "BLOCKED.md").unlink()
@@ -539,18 +546,28 @@ CASES: list[Case] = [
     Case(
         "BLOCKED.md is a FIFO (no hang)",
         _fifo_blocked,
-        listed=False,
-        dry_rc=2,
-        answer_rc=2,
-        message="no open block",
+        # Listed as a block that cannot be read (the loop stays stopped), never answered.
+        answer=("--text", "carry on"),
+        dry_rc=1,
+        answer_rc=1,
+        message="cannot be read",
+    ),
+    Case(
+        "BLOCKED.md is a symlink to /dev/zero (no endless read)",
+        _dev_zero_blocked,
+        answer=("--text", "carry on"),
+        dry_rc=1,
+        answer_rc=1,
+        message="cannot be read",
     ),
     Case(
         "BLOCKED.md is a dangling symlink",
         _dangling_blocked,
-        listed=False,
-        dry_rc=3,
-        answer_rc=3,
-        message="does not exist",
+        # Listed as a block that cannot be read (the loop stays stopped), never answered.
+        answer=("--text", "carry on"),
+        dry_rc=1,
+        answer_rc=1,
+        message="cannot be read",
     ),
     Case(
         # agenticloop's reader has no aliases: the "bomb" is nine short strings, and the task
@@ -572,10 +589,11 @@ CASES: list[Case] = [
     Case(
         "BLOCKED.md is a folder",
         lambda root: _mkdir_blocked(root),
-        listed=False,
-        dry_rc=2,
-        answer_rc=2,
-        message="no open block",
+        # Listed as a block that cannot be read (the loop stays stopped), never answered.
+        answer=("--text", "carry on"),
+        dry_rc=1,
+        answer_rc=1,
+        message="cannot be read",
     ),
 ]
 

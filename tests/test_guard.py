@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -133,7 +135,101 @@ def test_an_unreadable_block_still_blocks(tmp_path: Path) -> None:
         pytest.skip("running as root: the file stays readable")
     result = guard(str(repo), cwd=tmp_path)
     assert result.returncode == 2
-    assert result.stdout == "locked: blocked: (BLOCKED.md could not be read)\n"
+    assert result.stdout == "locked: blocked: (BLOCKED.md could not be read: Permission denied)\n"
+
+
+#: A BLOCKED.md (or a task file) that is there but is no file to read (issue 23): how to make
+#: it, and the reason `guard` and `list` give.
+NOT_A_FILE = {
+    "folder": (lambda p: p.mkdir(), "it is a folder, not a file"),
+    "fifo": (os.mkfifo, "it is a FIFO, not a file"),
+    "dev-zero": (lambda p: p.symlink_to("/dev/zero"), "it is a device, not a file"),
+    "dangling": (
+        lambda p: p.symlink_to(p.parent / "share" / "not-mounted.md"),
+        "it is a symlink to nothing there",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", NOT_A_FILE)
+def test_a_blocked_md_that_is_no_file_stops_the_loop(tmp_path: Path, kind: str) -> None:
+    make, why = NOT_A_FILE[kind]
+    repo = tmp_path / "shop"
+    (repo / ".git").mkdir(parents=True)
+    make(repo / "BLOCKED.md")
+    result = guard(str(repo), cwd=tmp_path)  # never hangs: subprocess.run's timeout says so
+    assert (result.returncode, result.stderr) == (2, "")
+    assert result.stdout == f"shop: blocked: (BLOCKED.md could not be read: {why})\n"
+    listed = hitl("list", str(repo), cwd=tmp_path)
+    assert listed.returncode == 0 and "no open blocks" not in listed.stdout, listed.stdout
+    assert f"(BLOCKED.md could not be read: {why})" in listed.stdout
+    [block] = json.loads(hitl("list", "--json", str(repo), cwd=tmp_path).stdout)
+    assert block["problems"] == [f"BLOCKED.md could not be read: {why}."]
+    answered = hitl("answer", str(repo / "BLOCKED.md"), "--text", "go", cwd=tmp_path)
+    assert answered.returncode == 1
+    assert answered.stderr == "hitl: shop: BLOCKED.md cannot be read, so it cannot be answered\n"
+    assert os.path.lexists(repo / "BLOCKED.md") and not (repo / "PROMPT.md").exists()
+
+
+def test_a_blocked_md_linked_to_a_file_in_the_repo_still_reads(tmp_path: Path) -> None:
+    repo = tmp_path / "shop"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "docs").mkdir()
+    (repo / "docs" / "blocked.md").write_text("## Question\nShip it?\n## Choices\n- A) yes\n")
+    (repo / "BLOCKED.md").symlink_to(Path("docs") / "blocked.md")
+    result = guard(str(repo), cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, "shop: blocked: Ship it?\n")
+
+
+@pytest.mark.skipif(not _agenticloop_registered(), reason="the agenticloop source is not landed")
+@pytest.mark.parametrize("kind", NOT_A_FILE)
+def test_a_task_file_that_is_no_file_stops_the_loop(task_repo: Path, kind: str) -> None:
+    make, why = NOT_A_FILE[kind]
+    make(task_repo / ".agenticloop" / "tasks" / "T-008.md")
+    result = guard(cwd=task_repo)
+    assert result.returncode == 2
+    assert f"billing/T-008: blocked: (T-008: the task file could not be read: {why})\n" in (
+        result.stdout
+    )
+    (task_repo / ".agenticloop" / "tasks" / "T-007.md").unlink()
+    result = guard(cwd=task_repo)
+    assert (result.returncode, result.stdout.count("\n")) == (2, 1), result.stdout
+
+
+@pytest.mark.skipif(not _agenticloop_registered(), reason="the agenticloop source is not landed")
+@pytest.mark.parametrize(
+    ("make", "why"),
+    [
+        (lambda r: os.mkfifo(r / ".agenticloop"), ".agenticloop is in the way: it is a FIFO"),
+        (
+            lambda r: (r / ".agenticloop").symlink_to("unmounted"),
+            ".agenticloop is in the way: it is a symlink to nothing there",
+        ),
+        (lambda r: (r / ".agenticloop" / "tasks").symlink_to("../gone"), "it is a symlink"),
+        (lambda r: (r / ".agenticloop" / "tasks").write_text("x"), "it is a file, not a folder"),
+    ],
+    ids=["agenticloop-fifo", "agenticloop-dangling", "tasks-dangling", "tasks-a-file"],
+)
+def test_a_task_folder_that_cannot_be_listed_stops_the_loop(
+    task_repo: Path, make: Callable[[Path], object], why: str
+) -> None:
+    shutil.rmtree(task_repo / ".agenticloop" / "tasks")
+    if "agenticloop-" in why or why.startswith(".agenticloop"):
+        (task_repo / ".agenticloop").rmdir()
+    make(task_repo)
+    result = guard(cwd=task_repo)
+    assert result.returncode == 2, result.stdout
+    assert result.stdout.startswith(
+        "billing/tasks: blocked: (tasks: the task folder .agenticloop/tasks/ cannot be read: "
+    )
+    assert why in result.stdout
+
+
+def test_a_repo_without_tasks_or_block_is_not_stopped(tmp_path: Path) -> None:
+    repo = tmp_path / "clean"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".agenticloop").mkdir()  # no task folder yet: nothing to read, nothing blocked
+    assert guard(str(repo), cwd=tmp_path).returncode == 0
 
 
 def test_a_missing_path_stops_the_loop_too(tmp_path: Path) -> None:

@@ -131,11 +131,16 @@ def test_unrelated_paths_change_nothing(root: Path, tmp_path: Path):
     assert len(inbox.blocks) == 2
 
 
-def test_block_replaced_by_a_folder_is_removed(root: Path):
+def test_block_replaced_by_a_folder_becomes_unreadable(root: Path):
+    # Issue 23: a BLOCKED.md that is no file keeps its loop stopped (`guard`), so it stays.
     inbox = Inbox.open([root])
     path = root / "a" / "BLOCKED.md"
     path.unlink()
     path.mkdir()
+    assert ids(inbox.handle([path])) == ([], ["a"], [])
+    block = inbox.blocks[("loopkit", path)]
+    assert block.problems == ("BLOCKED.md could not be read: it is a folder, not a file.",)
+    path.rmdir()
     assert ids(inbox.handle([path])) == ([], [], [path])
 
 

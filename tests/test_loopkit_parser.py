@@ -479,10 +479,12 @@ def test_parse_fields_from_file(tmp_path: Path):
     assert block.category is None
 
 
-def test_missing_file_or_a_folder_is_no_block(tmp_path: Path):
+def test_missing_file_is_no_block_but_a_folder_is_an_unreadable_one(tmp_path: Path):
     assert LoopkitSource().parse(tmp_path, tmp_path / "BLOCKED.md", "r") is None
-    (tmp_path / "BLOCKED.md").mkdir()
-    assert LoopkitSource().parse(tmp_path, tmp_path / "BLOCKED.md", "r") is None
+    (tmp_path / "BLOCKED.md").mkdir()  # issue 23: a BLOCKED.md that is no file keeps its loop
+    block = LoopkitSource().parse(tmp_path, tmp_path / "BLOCKED.md", "r")
+    assert block is not None and not block.answerable
+    assert block.problems == ("BLOCKED.md could not be read: it is a folder, not a file.",)
 
 
 # -- printable --------------------------------------------------------------------------------
@@ -529,6 +531,8 @@ def test_a_fifo_named_blocked_md_does_not_hang(tmp_path: Path):
     parsed = _without_hanging(
         repo / "BLOCKED.md", lambda: LoopkitSource().parse(repo, repo / "BLOCKED.md", "r")
     )
-    assert parsed is None
+    # Issue 23: not a file to read, so an unreadable block (the loop stays stopped).
+    assert parsed is not None and not parsed.answerable
+    assert parsed.question == "(BLOCKED.md could not be read: it is a FIFO, not a file)"
     inbox = _without_hanging(repo / "BLOCKED.md", lambda: Inbox.open([tmp_path]))
-    assert inbox.blocks == {}
+    assert [b.question for b in inbox.blocks.values()] == [parsed.question]

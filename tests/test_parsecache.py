@@ -390,29 +390,47 @@ def test_header_values_come_back_exactly(fleet: Path) -> None:
     assert {k: type(v) for k, v in again.items()} == {k: type(v) for k, v in header.items()}
 
 
+def _hitl(*args: object) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    return subprocess.run(
+        [sys.executable, "-m", "hitl_tui", *map(str, args)], capture_output=True, text=True, env=env
+    )
+
+
+def _cached_rows(root: Path, path: Path) -> list:
+    """The entry rows of the shards on disk for `path`."""
+    return [
+        row
+        for shard in _shards(root)
+        for row in json.loads(shard.read_bytes())["entries"]
+        if row[1] == str(path)
+    ]
+
+
 def test_a_stale_entry_cannot_make_an_answer_write(fleet: Path, monkeypatch) -> None:
-    """Forge the worst case: an entry whose signature matches but whose block is old."""
+    """Forge the worst case: an entry whose signature matches but whose block is old (another
+    fingerprint). Issue 23: the answer is the file's, and the entry is dropped; `--expect` of
+    the forged fingerprint (what a `list` from that cache said) is still refused."""
     path = fleet / "loop-0" / "BLOCKED.md"
     prompt = fleet / "loop-0" / "PROMPT.md"
     Inbox.open([fleet], cached=True)
+    forged = "sha256:" + "0" * 64
 
     def forge(row):
         if row[1] == str(path):
-            row[4][FIELD["fingerprint"]] = "sha256:" + "0" * 64
+            row[4][FIELD["fingerprint"]] = forged
         return row
 
     _rewrite_rows(fleet, forge)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     before = path.read_bytes()
-    run = subprocess.run(
-        [sys.executable, "-m", "hitl_tui", "answer", "--choice", "A", str(path), str(fleet)],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    run = _hitl("answer", "--choice", "A", "--expect", forged, path, fleet)
     assert run.returncode == 3, run.stderr
-    assert "changed since it was read" in run.stderr
+    assert "changed since" in run.stderr
     assert path.read_bytes() == before and not prompt.exists()
+    assert [row[4][FIELD["fingerprint"]] for row in _cached_rows(fleet, path)] == [], "kept"
+    run = _hitl("answer", "--choice", "A", path, fleet)
+    assert run.returncode == 0, run.stderr
+    assert "Ship loop 0? → A) yes\n" in prompt.read_text() and not path.exists()
 
 
 def test_what_an_answer_writes_follows_the_file_not_the_cache(fleet: Path, tmp_path) -> None:
@@ -502,7 +520,10 @@ def test_list_json_is_the_same_cold_and_warm(fleet: Path) -> None:
 
 def test_the_choice_written_is_the_files_not_the_caches(fleet: Path) -> None:
     """A planted entry with the file's true stat and fingerprint but its own text for choice A:
-    `hitl answer --choice A` writes the file's choice A, or refuses; never the planted text."""
+    `hitl answer --choice A` writes the file's choice A, never the planted text. Issue 23: it
+    was refused (exit 3, "review it again") at every retry, the operator never shown the
+    planted text; now the entry is dropped and the file answered. The `--expect FP` contract
+    stays: a file changed since FP is refused."""
     path = fleet / "loop-0" / "BLOCKED.md"
     prompt = fleet / "loop-0" / "PROMPT.md"
     Inbox.open([fleet], cached=True)
@@ -515,22 +536,31 @@ def test_the_choice_written_is_the_files_not_the_caches(fleet: Path) -> None:
     _rewrite_rows(fleet, plant)
     [shown] = [b for b in Inbox.open([fleet], cached=True).blocks.values() if b.path == path]
     assert shown.choices[0].option == "drop the production database"  # the plant took
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    true_fp = shown.fingerprint
     before = path.read_bytes()
-    run = subprocess.run(
-        [sys.executable, "-m", "hitl_tui", "answer", "--choice", "A", str(path), str(fleet)],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    assert run.returncode == 3, run.stderr
-    assert "choice A reads differently in the file than what was shown" in run.stderr
-    assert path.read_bytes() == before and not prompt.exists()
+    dry = _hitl("answer", "--choice", "A", "--expect", true_fp, "--dry-run", path, fleet)
+    assert dry.returncode == 0, dry.stderr
+    assert "Ship loop 0? → A) yes" in dry.stdout and "production" not in dry.stdout
+    assert not any("production" in json.dumps(row) for row in _cached_rows(fleet, path))
+    [again] = [b for b in Inbox.open([fleet], cached=True).blocks.values() if b.path == path]
+    assert again.choices[0].option == "yes"  # the entry is gone: the file is read again
+
+    # The FILE changed since the operator read FP: refused, as ever.
+    path.write_text(BLOCKED.format(what="now"))
+    stale = _hitl("answer", "--choice", "A", "--expect", true_fp, path, fleet)
+    assert stale.returncode == 3, stale.stderr
+    assert not prompt.exists()
+    path.write_bytes(before)
+    done = _hitl("answer", "--choice", "A", path, fleet)
+    assert done.returncode == 0, done.stderr
+    assert "Ship loop 0? → A) yes\n" in prompt.read_text()
+    assert "production" not in prompt.read_text()
 
 
 async def test_the_app_writes_the_files_choice_not_the_caches(fleet: Path) -> None:
     from hitl_tui.config import Config
     from hitl_tui.tui.app import HitlApp
+    from hitl_tui.tui.screens import PreviewScreen
     from hitl_tui.workspace import Workspace
 
     repo = fleet / "loop-0"
@@ -551,10 +581,25 @@ async def test_the_app_writes_the_files_choice_not_the_caches(fleet: Path) -> No
         assert "drop the production database" in _screen_text(app)  # the plant is shown
         await pilot.press("1")
         await pilot.pause()
-        assert any("reads differently" in n.message for n in app._notifications)
+        assert any(
+            n.title == "Block changed" and "reads differently" in n.message
+            for n in app._notifications
+        )
         await pilot.press("enter")  # whatever has the focus now, nothing may be written
         await pilot.pause(0.2)
-    assert path.read_bytes() == before and not (repo / "PROMPT.md").exists()
+        assert path.read_bytes() == before and not (repo / "PROMPT.md").exists()
+        # Issue 23: the file's block is shown now (the entry is dropped), and asked again,
+        # the answer goes through: it was refused at every retry.
+        screen = _screen_text(app)
+        assert "drop the production database" not in screen and "A) yes" in screen
+        await pilot.press("1")
+        await pilot.pause()
+        assert isinstance(app.screen, PreviewScreen)
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+    assert not path.exists()
+    assert "Ship loop 0? → A) yes\n" in (repo / "PROMPT.md").read_text()
 
 
 def _screen_text(app) -> str:

@@ -9,6 +9,7 @@ the block's question is in xterm.js's screen, two keys answer it, and the files 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import os
@@ -651,3 +652,62 @@ def test_sigterm_with_two_sessions_open_leaves_no_app_running(loops: Path, serve
     while apps_running(loops) and time.monotonic() < ends:
         time.sleep(0.2)
     assert apps_running(loops) == []
+
+
+def test_sigkill_of_the_server_ends_its_session_apps(loops: Path, serve):
+    """Issue 23: a server killed with SIGKILL (no handler runs) left its tab apps running, still
+    taking locks and claiming notices, for as long as nothing made them write. Each ends with
+    the server (PR_SET_PDEATHSIG, set by the app itself for the server that started it)."""
+    import aiohttp
+
+    port = free_port()
+    served = serve(loops, "--port", port, cwd=loops)
+    served.first_line()
+    url = f"ws://127.0.0.1:{port}/ws/{TOKEN}?width=80&height=24"
+
+    async def killed_with_a_session_open() -> list[str]:
+        async with aiohttp.ClientSession() as session:
+            tab = await session.ws_connect(url, headers={"Origin": f"http://127.0.0.1:{port}"})
+            await tab.send_json(["resize", {"width": 80, "height": 24}])
+            ends = time.monotonic() + WAIT
+            while not apps_running(loops) and time.monotonic() < ends:
+                await asyncio.sleep(0.2)
+            running = apps_running(loops)
+            # The app is up (its screen drawn) before the kill: not caught starting.
+            while time.monotonic() < ends:
+                try:
+                    message = await asyncio.wait_for(tab.receive(), 1)
+                except TimeoutError:
+                    continue
+                if message.type not in (aiohttp.WSMsgType.BINARY, aiohttp.WSMsgType.TEXT):
+                    pytest.fail(f"the session ended before the app drew its screen: {message}")
+                if "shop" in str(message.data):
+                    break
+            served.proc.kill()
+            await asyncio.to_thread(served.proc.wait, WAIT)
+            return running
+
+    running = asyncio.run(killed_with_a_session_open())
+    assert len(running) == 1, running
+    ends = time.monotonic() + 10
+    while apps_running(loops) and time.monotonic() < ends:
+        time.sleep(0.1)
+    left = app_pids(loops)
+    for pid in left:  # never leave one behind for the next test
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert left == [], "the session's app outlived the server killed with SIGKILL"
+
+
+def app_pids(folder: Path) -> list[int]:
+    """The pids of the hitl apps running on `folder` (see apps_running)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        line = " ".join(argv)
+        if "hitl_tui" in line and str(folder) in line and " serve " not in line:
+            found.append(int(proc.name))
+    return found

@@ -124,6 +124,18 @@ def test_a_corrupt_snooze_file_hides_nothing(fleet: Path, _isolated_state: Path)
     os.chmod(_isolated_state, 0o700)
 
 
+def test_list_json_says_on_stderr_how_many_are_snoozed(fleet: Path) -> None:
+    assert run_hitl("snooze", "shop", fleet, "--for", "1h").returncode == 0
+    assert run_hitl("snooze", "billing/T-009", fleet, "--for", "1h").returncode == 0
+    plain = run_hitl("list", fleet)
+    as_json = run_hitl("list", "--json", fleet)
+    assert as_json.returncode == 0
+    assert as_json.stderr == plain.stderr == b"hitl: 2 snoozed not listed (--all lists them)\n"
+    assert {r["id"] for r in json.loads(as_json.stdout)}.isdisjoint({"shop", "billing/T-009"})
+    every = run_hitl("list", "--json", "--all", fleet)
+    assert every.stderr == b"" and len(json.loads(every.stdout)) == 4
+
+
 def test_every_block_snoozed_still_says_how_many_are_set_aside(shop: Path) -> None:
     assert run_hitl("snooze", "shop", shop, "--for", "1h").returncode == 0
     listing = run_hitl("list", shop)

@@ -42,7 +42,14 @@ from hitl_tui.model import (
 )
 from hitl_tui.sources.agentic_common import CATEGORIES, labelled_parts, lettered
 from hitl_tui.sources.base import Source
-from hitl_tui.textio import _LINE, TextDoc, heading_of, normalise_heading, one_line
+from hitl_tui.textio import (
+    _LINE,
+    TextDoc,
+    heading_of,
+    normalise_heading,
+    one_line,
+    placeholder_in,
+)
 
 NAME = "agenticloop"
 PROJECT = Path(".agenticloop") / "project.md"
@@ -61,26 +68,6 @@ OTHER_STATES = frozenset(
 RESUMED = "agent-ready"
 EDITABLE_KEYS = ("status", "block_category", "approved")
 EPOCH = datetime.fromtimestamp(0, UTC)
-
-#: agenticloop's task linter (`src/validate-config.js` PLACEHOLDER_PATTERNS): a task file
-#: matching one fails validation, which blocks every later transition. JavaScript's `\b` and
-#: `/i` are ASCII-only: so are these. Each with the word the refusal names and why it is one.
-PLACEHOLDERS = (
-    ("TBD", re.compile(r"\bTBD\b", re.I | re.A), "it leaves the decision open"),
-    ("as needed", re.compile(r"\bas needed\b", re.I | re.A), "it does not say how much"),
-    ("etc.", re.compile(r"\betc\.", re.I | re.A), "it does not say what else"),
-    (
-        "similar to previous task",
-        re.compile(r"\bsimilar to previous task\b", re.I | re.A),
-        "it points elsewhere instead of saying it",
-    ),
-    ("to be filled", re.compile(r"\bto be filled\b", re.I | re.A), "it leaves the text to later"),
-    (
-        "to be filled during review",
-        re.compile(r"\bto be filled during review\b", re.I | re.A),
-        "it leaves the text to later",
-    ),
-)
 
 #: Sections that follow `## Comments` in the loop's template: a new Comments goes before them.
 AFTER_COMMENTS = ("revision log",)
@@ -523,6 +510,26 @@ def _task_folder(repo: Path, template: object) -> tuple[Path | None, str | None]
     return folder, None
 
 
+def _unlisted(repo: Path, folder: Path, exc: OSError) -> str | None:
+    """Why the task folder, whose listing failed with `exc`, is there but unreadable, or None
+    when it is simply not there (nor the one it would be made in: a repo with no tasks yet)."""
+    if folder == repo:
+        return None
+    if not isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+        return exc.strerror or str(exc)  # there, but not for us (EACCES, EIO)
+    here = folder
+    while here != repo and not os.path.lexists(here):
+        here = here.parent
+    if here == repo:
+        return None
+    if os.path.isdir(here):
+        return None  # a folder on the way, without the task folder in it yet
+    why = fsio.why_not_a_file(here) or "it is a file"  # None: a regular file
+    why = why.removesuffix(", not a file") + ", not a folder"
+    rel = os.path.relpath(here, repo)
+    return why if here == folder else f"{rel} is in the way: {why}"
+
+
 def _has_symlink_below(top: str, inner: str) -> bool:
     """Whether a folder on the way from `top` down to `inner` (normalised, below it) is a
     symlink. A few lstats: os.path.realpath costs a dozen, and this runs for every repo."""
@@ -573,17 +580,17 @@ class AgenticloopSource(Source):
             return files
         try:
             entries = list(os.scandir(layout.folder))
-        except OSError:
+        except OSError as exc:
+            if _unlisted(repo, layout.folder, exc) is not None:
+                files.append(layout.folder)  # `parse` makes it an unreadable block
             return files
-        names: list[str] = []
-        for entry in entries:
-            if not entry.name.endswith(".md") or entry.name.startswith(fsio.TEMP_PREFIX):
-                continue
-            try:
-                if entry.is_file():
-                    names.append(entry.name)
-            except OSError:
-                continue
+        # Every `.md` entry, files or not: one that is not a file to read (a FIFO, a folder, a
+        # symlink to nothing) may hide a blocked task, so `parse` makes it an unreadable block.
+        names = [
+            entry.name
+            for entry in entries
+            if entry.name.endswith(".md") and not entry.name.startswith(fsio.TEMP_PREFIX)
+        ]
         # Names in one folder sort as their paths do; sorting strings skips pathlib's parts.
         folder = layout.folder
         files.extend(fsio.child(folder, name) for name in sorted(names))
@@ -614,23 +621,33 @@ class AgenticloopSource(Source):
 
     def cacheable(self, repo: Path, path: Path) -> bool:
         # A task's block is its file's bytes, mtime and the label. project.md's block is the
-        # layout, which depends on other files: always read afresh.
-        return path.name != PROJECT.name or path != repo / PROJECT
+        # layout, which depends on other files, and the task folder's is a failed listing:
+        # always read afresh.
+        if path.name == PROJECT.name and path == repo / PROJECT:
+            return False
+        return path != self.layout(repo).folder
 
     def parse(self, repo: Path, path: Path, label: str) -> Block | None:
         if path.name == PROJECT.name and path == repo / PROJECT:
             return None  # a layout problem is a warning (`warnings`), never a block
+        if path == self.layout(repo).folder:
+            return self._unlisted_folder(repo, path, label)
         try:
             # No stat first: read_file opens without blocking (a FIFO) and refuses anything
-            # that is not a regular file (IsADirectoryError), which is no block.
+            # that is not a regular file (IsADirectoryError).
             read = fsio.read_file(path)
-        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
-            return None
         except OSError as exc:
-            if exc.errno == errno.ENXIO:  # a socket: not a file, no block
-                return None
+            why: str | None = str(exc)
+            if isinstance(exc, (FileNotFoundError, NotADirectoryError, IsADirectoryError)) or (
+                exc.errno == errno.ENXIO  # a socket
+            ):
+                # Something that is no file to read (a FIFO, a folder, a device, a symlink to
+                # nothing) may hide a blocked task: an unreadable block keeps the loop stopped.
+                why = fsio.why_not_a_file(path)
+                if why is None:
+                    return None  # nothing there (or it went away meanwhile): no block
             return self._broken(
-                repo, path, label, path.stem, "", f"the task file could not be read: {exc}", None
+                repo, path, label, path.stem, "", f"the task file could not be read: {why}", None
             )
         text = read.head.decode("utf-8", "replace")
         lines = split_lines(text)
@@ -759,6 +776,20 @@ class AgenticloopSource(Source):
                 "head": head,
             },
         )
+
+    def _unlisted_folder(self, repo: Path, folder: Path, label: str) -> Block | None:
+        """The task folder that is there but cannot be listed (a FIFO or a file in its place,
+        a symlink to nothing, no permission): its tasks may be blocked, so it is a block."""
+        try:
+            os.scandir(folder).close()
+        except OSError as exc:
+            why = _unlisted(repo, folder, exc)
+        else:
+            return None
+        if why is None:
+            return None
+        problem = f"the task folder {_shown_folder(repo, folder)} cannot be read: {why}"
+        return self._broken(repo, folder, label, folder.name, "", problem, None)
 
     def _broken(
         self,
@@ -946,14 +977,12 @@ def _sentence(text: str) -> str:
 
 def check_placeholders(text: str) -> None:
     """Refuse text the loop's linter would reject (it would block every later step)."""
-    for word, pattern, why in PLACEHOLDERS:
-        found = pattern.search(text)
-        if found:
-            raise UsageError(
-                f"the answer contains the placeholder {word!r} ({found.group(0)!r}: {why}): "
-                "agenticloop's task linter rejects a task file holding it, which would block "
-                "every later step of the loop; say it concretely"
-            )
+    found = placeholder_in(text)
+    if found:
+        raise UsageError(
+            f"the answer contains {found}: agenticloop's task linter rejects a task file "
+            "holding it, which would block every later step of the loop; say it concretely"
+        )
 
 
 def _task_id(header: dict, path: Path) -> str:

@@ -10,6 +10,7 @@ IMPLEMENTATION_PLAN.md's `## Notes for the next session`, and removes BLOCKED.md
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from dataclasses import dataclass, field
@@ -254,14 +255,17 @@ class LoopkitSource(Source):
         path = fsio.child(repo, BLOCKED)
         try:
             read = fsio.read_file(path)
-        except FileNotFoundError:
-            return None
-        except NotADirectoryError:
-            return None
-        except IsADirectoryError:
-            return None
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            # Something is there but it is no file to read (a folder, a FIFO, a device, a
+            # symlink to nothing): the loop must stay stopped, so it is an unreadable block.
+            why = fsio.why_not_a_file(path)
+            if why is None:
+                return None  # nothing there (or it went away meanwhile): no block
+            return self._unreadable(repo, path, label, why)
         except OSError as exc:
-            return self._unreadable(repo, path, label, exc)
+            if exc.errno == errno.ENXIO:  # a socket
+                return self._unreadable(repo, path, label, fsio.why_not_a_file(path) or "")
+            return self._unreadable(repo, path, label, exc.strerror or str(exc))
         text = read.head.decode("utf-8", "replace")
         fields, problems = parse_blocked(text)
         if b"\x00" in read.head:
@@ -291,15 +295,15 @@ class LoopkitSource(Source):
             truncated=read.truncated,
         )
 
-    def _unreadable(self, repo: Path, path: Path, label: str, exc: OSError) -> Block:
-        reason = exc.strerror or str(exc)
+    def _unreadable(self, repo: Path, path: Path, label: str, reason: str) -> Block:
+        reason = reason or "it is not a regular file"
         return Block(
             id=label,
             source=self.name,
             repo=repo,
             path=path,
             state="blocked",
-            question="(BLOCKED.md could not be read)",
+            question=f"(BLOCKED.md could not be read: {reason})",
             context="",
             attempted=(),
             choices=(),

@@ -1151,7 +1151,13 @@ class InboxScreen(Screen):
 
     def _stale(self, block: Block, message: str) -> None:
         """The block changed since it was read: nothing was written; show it as it is now."""
-        self.host.apply_delta(self.inbox.handle([block.path]))
+        delta = self.inbox.handle([block.path])
+        now = self.inbox.blocks.get(key_of(block))
+        if now is not None and now != block and all(b is not now for b in delta.changed):
+            # Same bytes, other text: what was shown came from a wrong parse-cache entry
+            # (`answering.cache_was_wrong` dropped it); the file's block replaces it.
+            delta.changed.append(now)
+        self.host.apply_delta(delta)
         self.notify(
             printable(message) + "\nNothing was written; the block as it is now is shown.",
             title="Block changed",
