@@ -29,6 +29,10 @@ from hitl_tui.textio import printable
 from hitl_tui.view import Key, key_of, ordered
 from hitl_tui.workspace import Workspace
 
+#: Seconds a file's mtime or ctime is taken back when compared with the clock (a file system's
+#: time granularity, a network file system's clock a little behind, an event read late).
+SLACK = 2.0
+
 #: Below this many repositories a scan is quicker in-process than starting workers.
 PARALLEL_MIN_REPOS = 64
 MAX_WORKERS = 4
@@ -110,6 +114,15 @@ class Delta:
 
     def __bool__(self) -> bool:
         return bool(self.added or self.changed or self.removed or self.rewatch or self.waiting)
+
+    def merge(self, other: Delta) -> Delta:
+        """This delta followed by `other` (what a later look at the files changed)."""
+        self.added += other.added
+        self.changed += other.changed
+        self.removed += other.removed
+        self.rewatch = self.rewatch or other.rewatch
+        self.waiting += other.waiting
+        return self
 
 
 class Inbox:
@@ -430,6 +443,89 @@ class Inbox:
             delta.waiting = self._resumed(paths, delta.added)
         return delta
 
+    def catch_up(self, since: float) -> Delta:
+        """What no file event may have said, read from the files: call it once the watch is
+        live (every watch in place), with `since` the wall time from which events may be
+        missing (the scan's start, or the previous catch-up's).
+
+        - Repositories and roots that appeared or left under the PATHs: the workspace is
+          probed (outside the lock) and, if it moved, rescanned; new repositories are read
+          whole. (A repository made before the watch was in place has no event at all.)
+        - In the others, each file a source may read a block from whose mtime or ctime is at
+          or after `since` (a rename into place keeps the mtime, not the ctime), and each
+          listed block whose file is gone, read again.
+        - A repository whose folders or layout files changed since then has its watched
+          folders listed again: if they moved (a new task folder), its sources are read again
+          and the watch restarts (`Delta.rewatch`).
+
+        What changed before `since` was read by the scan or an earlier catch-up, and what
+        changes after this one's stats has its event in the live watch: so nothing is missed,
+        whatever the moment it was made. Stats only, outside the lock; only what they find is
+        read, under it.
+        """
+        delta = Delta()
+        with self.lock:
+            before = set(self.workspace.repos)
+        if self.workspace.moved(SLACK):
+            with self.lock:
+                self._rediscover(set(), delta)
+                if delta.rewatch:
+                    self._index_dirs()
+        with self.lock:
+            repos = [r for r in self.workspace.repos if r in before]
+            folders: dict[Path, list[Path]] = {}
+            for folder, repo in self._owners().items():
+                folders.setdefault(repo, []).append(folder)
+            gone = [
+                (block.repo, key)
+                for key, block in self.blocks.items()
+                if isinstance(key[1], Path) and block.repo in before
+            ]
+        changed: list[tuple[Path, Source, Path]] = []
+        relaid: list[Path] = []
+        layouts: set[Path] = set()
+        for repo in repos:
+            for source in self.sources:
+                changed += [(repo, source, p) for p in source.block_files(repo) if _since(p, since)]
+            if any(_since(p, since) for s in self.sources for p in s.layout_files(repo)):
+                layouts.add(repo)
+            # (A watched folder that is gone counts as changed.)
+            if repo in layouts or any(_since(d, since, True) for d in folders.get(repo, ())):
+                relaid.append(repo)
+        gone = [(repo, key) for repo, key in gone if not os.path.lexists(key[1])]
+        if changed or relaid or gone:
+            with self.lock:
+                current = set(self.workspace.repos)
+                for repo, source, path in changed:
+                    if repo in current:
+                        self._refresh(repo, source, path, delta)
+                for repo, key in gone:
+                    if key in self.blocks:
+                        self._drop(repo, key, delta)
+                watched = self._owners()
+                relayout = False
+                for repo in relaid:
+                    if repo not in current:
+                        continue
+                    dirs = {d for s in self.sources for d in s.watch_dirs(repo)}
+                    # A folder to watch that is not, or one watched for it that is no more.
+                    moved = any(d not in watched for d in dirs) or set(folders.get(repo, ())) - dirs
+                    if moved or repo in layouts:
+                        for source in self.sources:
+                            self._scan_source(repo, source, delta)
+                    if moved:
+                        relayout = delta.rewatch = True
+                if relayout:
+                    self._index_dirs()
+        return self._waiting_of(delta)
+
+    def _waiting_of(self, delta: Delta) -> Delta:
+        """`delta` with the waiting answers its new blocks resolve (a loop that asked again)."""
+        if self.resumes is not None and delta.added:
+            with self.lock:
+                delta.waiting += self._resumed([], delta.added)
+        return delta
+
     def _resumed(self, paths: list, added: list[Block]) -> list:
         """The waiting answers these paths show resumed, and those of repositories where a
         new block was parsed (the loop ran, and asked again)."""
@@ -585,6 +681,16 @@ class Inbox:
 
 
 _BLOCK_FIELDS = tuple(f.name for f in dataclasses.fields(Block))
+
+
+def _since(path: Path, since: float, missing: bool = False) -> bool:
+    """Whether `path` was written, created or renamed at or after `since` (its mtime or its
+    ctime: a rename keeps the mtime and sets the ctime); `missing` when it is not there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return missing
+    return st.st_mtime >= since or st.st_ctime >= since
 
 
 def _with_since(block: Block, since: datetime) -> Block:
