@@ -156,6 +156,8 @@ class Inbox:
         self.remotes: list[Source] = []
         #: Blocks of remote sources (GitHub), by (source, scope); kept across local rescans.
         self._remote: dict[tuple[str, str], set[Key]] = {}
+        #: When this inbox first had each remote block (its `since` is never later).
+        self._remote_seen: dict[Key, datetime] = {}
         #: What a source could not read in a repository's configuration (a project.md it
         #: cannot parse, ...), by (repo, source name): warnings, never blocks.
         self._warnings: dict[tuple[Path, str], tuple[str, ...]] = {}
@@ -307,8 +309,9 @@ class Inbox:
 
     def _dated(self, block: Block) -> Block:
         """`block` with `since` by the rule of `began` (a parse, cached or not, gives the
-        file's mtime)."""
-        first = block.since
+        file's mtime). A file dated in the future (a clock ahead: NFS, a VM; or just wrong)
+        counts from now, when hitl first sees it: never later, or it would never age."""
+        first = min(block.since, datetime.now(UTC))
         if self.book is not None:
             first = self.book.first_seen(key_for(block.source, block.path), block.repo, first)
         since = began(block, first)
@@ -626,16 +629,22 @@ class Inbox:
         delta = Delta()
         old_keys = self._remote.get((source, scope), set())
         new_keys: set[Key] = set()
+        now = datetime.now(UTC)
         for block in blocks:
             key = key_of(block)
             new_keys.add(key)
             old = self.blocks.get(key)
+            # Another machine's clock may be ahead: never later than this inbox first had it.
+            first = self._remote_seen.setdefault(key, now)
+            if block.since > first:
+                block = _with_since(block, first)
             self.blocks[key] = block
             if old is None:
                 delta.added.append(block)
             elif old.fingerprint != block.fingerprint or old.since != block.since:
                 delta.changed.append(block)
         for key in old_keys - new_keys:
+            self._remote_seen.pop(key, None)
             if self.blocks.pop(key, None) is not None:
                 delta.removed.append(key)
         self._remote[(source, scope)] = new_keys
@@ -721,16 +730,17 @@ def began(block: Block, first_seen: datetime) -> datetime:
     """When `block` began, given when hitl first saw it.
 
     A task file: the date of the note that explains the block (agenticloop's notes carry a day,
-    read as UTC), or when hitl first saw it if that was later the same day. Anything else (a
-    BLOCKED.md): when hitl first saw it.
+    read as UTC), or when hitl first saw it if that was later the same day, or earlier (a note
+    dated in the future: never later than hitl first saw the block, or it would never age).
+    Anything else (a BLOCKED.md): when hitl first saw it.
     """
     day = block.meta.get("note_date") if block.source == "agenticloop" else None
     if not isinstance(day, str):
         return first_seen
     start = _day_start(day) if len(day) <= 16 else _parse_day(day)
-    if start is None:
+    if start is None or start > first_seen:
         return first_seen
-    if first_seen > start and first_seen.astimezone(UTC).date() == start.date():
+    if first_seen.astimezone(UTC).date() == start.date():
         return first_seen
     return start
 
