@@ -29,6 +29,10 @@ from hitl_tui.textio import printable
 from hitl_tui.view import Key, key_of, ordered
 from hitl_tui.workspace import Workspace
 
+#: Seconds a file's mtime or ctime is taken back when compared with the clock (a file system's
+#: time granularity, a network file system's clock a little behind, an event read late).
+SLACK = 2.0
+
 #: Below this many repositories a scan is quicker in-process than starting workers.
 PARALLEL_MIN_REPOS = 64
 MAX_WORKERS = 4
@@ -111,6 +115,15 @@ class Delta:
     def __bool__(self) -> bool:
         return bool(self.added or self.changed or self.removed or self.rewatch or self.waiting)
 
+    def merge(self, other: Delta) -> Delta:
+        """This delta followed by `other` (what a later look at the files changed)."""
+        self.added += other.added
+        self.changed += other.changed
+        self.removed += other.removed
+        self.rewatch = self.rewatch or other.rewatch
+        self.waiting += other.waiting
+        return self
+
 
 class Inbox:
     """Every open block under a Workspace, keyed by (source, file)."""
@@ -143,6 +156,8 @@ class Inbox:
         self.remotes: list[Source] = []
         #: Blocks of remote sources (GitHub), by (source, scope); kept across local rescans.
         self._remote: dict[tuple[str, str], set[Key]] = {}
+        #: When this inbox first had each remote block (its `since` is never later).
+        self._remote_seen: dict[Key, datetime] = {}
         #: What a source could not read in a repository's configuration (a project.md it
         #: cannot parse, ...), by (repo, source name): warnings, never blocks.
         self._warnings: dict[tuple[Path, str], tuple[str, ...]] = {}
@@ -297,8 +312,9 @@ class Inbox:
 
     def _dated(self, block: Block) -> Block:
         """`block` with `since` by the rule of `began` (a parse, cached or not, gives the
-        file's mtime)."""
-        first = block.since
+        file's mtime). A file dated in the future (a clock ahead: NFS, a VM; or just wrong)
+        counts from now, when hitl first sees it: never later, or it would never age."""
+        first = min(block.since, datetime.now(UTC))
         if self.book is not None:
             first = self.book.first_seen(key_for(block.source, block.path), block.repo, first)
         since = began(block, first)
@@ -434,6 +450,89 @@ class Inbox:
             delta.waiting = self._resumed(paths, delta.added)
         return delta
 
+    def catch_up(self, since: float) -> Delta:
+        """What no file event may have said, read from the files: call it once the watch is
+        live (every watch in place), with `since` the wall time from which events may be
+        missing (the scan's start, or the previous catch-up's).
+
+        - Repositories and roots that appeared or left under the PATHs: the workspace is
+          probed (outside the lock) and, if it moved, rescanned; new repositories are read
+          whole. (A repository made before the watch was in place has no event at all.)
+        - In the others, each file a source may read a block from whose mtime or ctime is at
+          or after `since` (a rename into place keeps the mtime, not the ctime), and each
+          listed block whose file is gone, read again.
+        - A repository whose folders or layout files changed since then has its watched
+          folders listed again: if they moved (a new task folder), its sources are read again
+          and the watch restarts (`Delta.rewatch`).
+
+        What changed before `since` was read by the scan or an earlier catch-up, and what
+        changes after this one's stats has its event in the live watch: so nothing is missed,
+        whatever the moment it was made. Stats only, outside the lock; only what they find is
+        read, under it.
+        """
+        delta = Delta()
+        with self.lock:
+            before = set(self.workspace.repos)
+        if self.workspace.moved(SLACK):
+            with self.lock:
+                self._rediscover(set(), delta)
+                if delta.rewatch:
+                    self._index_dirs()
+        with self.lock:
+            repos = [r for r in self.workspace.repos if r in before]
+            folders: dict[Path, list[Path]] = {}
+            for folder, repo in self._owners().items():
+                folders.setdefault(repo, []).append(folder)
+            gone = [
+                (block.repo, key)
+                for key, block in self.blocks.items()
+                if isinstance(key[1], Path) and block.repo in before
+            ]
+        changed: list[tuple[Path, Source, Path]] = []
+        relaid: list[Path] = []
+        layouts: set[Path] = set()
+        for repo in repos:
+            for source in self.sources:
+                changed += [(repo, source, p) for p in source.block_files(repo) if _since(p, since)]
+            if any(_since(p, since) for s in self.sources for p in s.layout_files(repo)):
+                layouts.add(repo)
+            # (A watched folder that is gone counts as changed.)
+            if repo in layouts or any(_since(d, since, True) for d in folders.get(repo, ())):
+                relaid.append(repo)
+        gone = [(repo, key) for repo, key in gone if not os.path.lexists(key[1])]
+        if changed or relaid or gone:
+            with self.lock:
+                current = set(self.workspace.repos)
+                for repo, source, path in changed:
+                    if repo in current:
+                        self._refresh(repo, source, path, delta)
+                for repo, key in gone:
+                    if key in self.blocks:
+                        self._drop(repo, key, delta)
+                watched = self._owners()
+                relayout = False
+                for repo in relaid:
+                    if repo not in current:
+                        continue
+                    dirs = {d for s in self.sources for d in s.watch_dirs(repo)}
+                    # A folder to watch that is not, or one watched for it that is no more.
+                    moved = any(d not in watched for d in dirs) or set(folders.get(repo, ())) - dirs
+                    if moved or repo in layouts:
+                        for source in self.sources:
+                            self._scan_source(repo, source, delta)
+                    if moved:
+                        relayout = delta.rewatch = True
+                if relayout:
+                    self._index_dirs()
+        return self._waiting_of(delta)
+
+    def _waiting_of(self, delta: Delta) -> Delta:
+        """`delta` with the waiting answers its new blocks resolve (a loop that asked again)."""
+        if self.resumes is not None and delta.added:
+            with self.lock:
+                delta.waiting += self._resumed([], delta.added)
+        return delta
+
     def _resumed(self, paths: list, added: list[Block]) -> list:
         """The waiting answers these paths show resumed, and those of repositories where a
         new block was parsed (the loop ran, and asked again)."""
@@ -534,16 +633,22 @@ class Inbox:
         delta = Delta()
         old_keys = self._remote.get((source, scope), set())
         new_keys: set[Key] = set()
+        now = datetime.now(UTC)
         for block in blocks:
             key = key_of(block)
             new_keys.add(key)
             old = self.blocks.get(key)
+            # Another machine's clock may be ahead: never later than this inbox first had it.
+            first = self._remote_seen.setdefault(key, now)
+            if block.since > first:
+                block = _with_since(block, first)
             self.blocks[key] = block
             if old is None:
                 delta.added.append(block)
             elif old.fingerprint != block.fingerprint or old.since != block.since:
                 delta.changed.append(block)
         for key in old_keys - new_keys:
+            self._remote_seen.pop(key, None)
             if self.blocks.pop(key, None) is not None:
                 delta.removed.append(key)
         self._remote[(source, scope)] = new_keys
@@ -591,6 +696,16 @@ class Inbox:
 _BLOCK_FIELDS = tuple(f.name for f in dataclasses.fields(Block))
 
 
+def _since(path: Path, since: float, missing: bool = False) -> bool:
+    """Whether `path` was written, created or renamed at or after `since` (its mtime or its
+    ctime: a rename keeps the mtime and sets the ctime); `missing` when it is not there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return missing
+    return st.st_mtime >= since or st.st_ctime >= since
+
+
 def _with_since(block: Block, since: datetime) -> Block:
     """`dataclasses.replace(block, since=since)`, a few times quicker (once per block at every
     start): the fields copied as they are, none checked again."""
@@ -619,16 +734,17 @@ def began(block: Block, first_seen: datetime) -> datetime:
     """When `block` began, given when hitl first saw it.
 
     A task file: the date of the note that explains the block (agenticloop's notes carry a day,
-    read as UTC), or when hitl first saw it if that was later the same day. Anything else (a
-    BLOCKED.md): when hitl first saw it.
+    read as UTC), or when hitl first saw it if that was later the same day, or earlier (a note
+    dated in the future: never later than hitl first saw the block, or it would never age).
+    Anything else (a BLOCKED.md): when hitl first saw it.
     """
     day = block.meta.get("note_date") if block.source == "agenticloop" else None
     if not isinstance(day, str):
         return first_seen
     start = _day_start(day) if len(day) <= 16 else _parse_day(day)
-    if start is None:
+    if start is None or start > first_seen:
         return first_seen
-    if first_seen > start and first_seen.astimezone(UTC).date() == start.date():
+    if first_seen.astimezone(UTC).date() == start.date():
         return first_seen
     return start
 

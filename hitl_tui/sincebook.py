@@ -4,7 +4,8 @@ A block's age is how long its loop has waited, so it must not restart when an ag
 rewrites its file. The file's mtime says when it was last written; this memory says when hitl
 first saw a block at that path, and keeps saying it across restarts and rewrites for as long as
 the block stays open. The first time hitl ever sees a block, its file's mtime stands in (the
-loop may have blocked long before hitl ran).
+loop may have blocked long before hitl ran), unless it is in the future (a clock ahead): then
+now. No time remembered is later than when it was first asked for.
 
 The memory is small and never a reason for a command to fail:
 
@@ -85,9 +86,19 @@ class SinceBook:
     # -- use ---------------------------------------------------------------------------------
 
     def first_seen(self, key: Key, repo: object, fallback: datetime) -> datetime:
-        """When this block was first seen; `fallback` (the file's mtime) the first time."""
+        """When this block was first seen; `fallback` (the file's mtime) the first time.
+
+        Never later than now: a time in the future (a file dated ahead, a row an older hitl
+        wrote from such a file) is replaced by now, and remembered, so the block ages from
+        this first sight like any other.
+        """
+        now = datetime.now(UTC)
         with self._mutex:
-            return self._first_seen(key, repo, fallback)
+            seen = self._first_seen(key, repo, min(fallback, now))
+            if seen > now:
+                self.remember(key, repo, now)
+                return _when(_micros(now))
+            return seen
 
     def _first_seen(self, key: Key, repo: object, fallback: datetime) -> datetime:
         row = self._rows.get(key)
@@ -106,8 +117,9 @@ class SinceBook:
         return _when(row[1])
 
     def remember(self, key: Key, repo: object, when: datetime) -> None:
-        """Set when a block began (an undo puts back the `since` its answer recorded)."""
-        row = (_repo_name(repo), _micros(when))
+        """Set when a block began (an undo puts back the `since` its answer recorded); never
+        later than now."""
+        row = (_repo_name(repo), _micros(min(when, datetime.now(UTC))))
         with self._mutex:
             self._rows[key] = self._added[key] = row
             self._dropped.discard(key)

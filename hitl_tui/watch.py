@@ -5,55 +5,45 @@ costs thousands), and one watcher per repo runs out of inotify instances (128 pe
 So there is a single `awatch` over the exact folders the sources name (each repo's root, its task
 folder, ...) plus the workspace roots, with `recursive=False`. When that set of folders changes
 (a repo or task folder created or deleted) the watcher is restarted on the new set.
+
+Nothing made after start-up is missed, by construction: a change made while a folder's watch is
+in place has an event; one made before (after the scan, or while a restart adds 10,000 watches)
+has none. So once awatch yields for the first time (every watch is in place by then) the files
+are looked at (`Inbox.catch_up`): the workspace searched again if a root changed, and every
+block file, watched folder and layout file whose mtime or ctime is at or after the previous
+look began (the scan's start the first time). Events lost while watching (the kernel's queue
+overflowing, a notice watchfiles drops) are made up the same way every CATCH_UP_EVERY seconds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import watchfiles
 
-from hitl_tui.inbox import Delta, Inbox
+from hitl_tui.inbox import SLACK, Delta, Inbox
 
 #: Milliseconds the Rust side waits for more events before yielding a batch.
 STEP_MS = 15
 #: Longest a burst of events is grouped before it is yielded anyway.
 DEBOUNCE_MS = 150
-#: How soon after (re)starting the watch the blocks are re-read once, to catch what changed
-#: between the scan and the watch going live.
+#: How soon after (re)starting the watch the files are looked at once (`Inbox.catch_up`), to
+#: catch what changed between the scan (or the last watch) and this watch going live.
 CATCH_UP_MS = 200
+#: Seconds between two catch-ups while a watch runs: what no event said, made up. The kernel's
+#: event queue can overflow (16,384 events by default), and watchfiles drops the kernel's
+#: notice of it (an event with no path); a folder at the deepest level searched that becomes a
+#: repository later has no watch of its own. At 10,000 repositories a catch-up is about
+#: 0.3–0.5 s of stats, in a thread: every 30 s, 1–2% of a core.
+CATCH_UP_EVERY = 30.0
 #: First-seen times learnt from file events are written at most this often (seconds), and
 #: once more when the watch stops: a save at 5,000 blocks is milliseconds of the interpreter,
 #: and after every batch it slowed the next event's way to the screen.
 SINCE_SAVE_EVERY = 10.0
-
-
-def _changed_since_scan(inbox: Inbox) -> list[Path]:
-    """Block files that may have changed while the watch was starting: a stat each, no reads.
-
-    Re-reading every file here would cost a second full scan (seconds at 5,000 blocks, all of
-    it competing with the UI for the interpreter); a file's mtime says whether it was written
-    after the scan began, and a block whose file is gone is handed over to be dropped.
-    """
-    since = inbox.scanned_at - 2.0  # mtime granularity and clock skew on network file systems
-    paths: list[Path] = []
-    with inbox.lock:
-        keys = list(inbox.blocks)
-    for _source, path in keys:
-        if isinstance(path, Path) and not os.path.lexists(path):
-            paths.append(path)
-    for repo in inbox.workspace.repos:
-        for source in inbox.sources:
-            for path in source.block_files(repo):
-                try:
-                    if os.stat(path).st_mtime >= since:
-                        paths.append(path)
-                except OSError:
-                    continue
-    return paths
 
 
 class _Aliases:
@@ -128,7 +118,7 @@ async def watch_inbox(
     """
     saver = _SinceSaver(inbox)
     try:
-        await _watch_until(inbox, on_delta, stop, on_ready, on_error, saver)
+        await _watch_until(inbox, on_delta, stop, on_ready, on_error, saver, _CatchUp(inbox))
     finally:
         saver.flush()
 
@@ -140,6 +130,7 @@ async def _watch_until(
     on_ready: Callable[[list[Path]], None] | None,
     on_error: Callable[[Exception], None] | None,
     saver: _SinceSaver,
+    catch_up: _CatchUp,
 ) -> None:
     while not stop.is_set():
         dirs = inbox.watch_dirs()
@@ -159,7 +150,9 @@ async def _watch_until(
             continue
         aliases = _Aliases(dirs)
         try:
-            await _watch(inbox, dirs, aliases, on_delta, combined, restart, on_error, saver)
+            await _watch(
+                inbox, dirs, aliases, on_delta, combined, restart, on_error, saver, catch_up
+            )
         finally:
             aliases.close()
 
@@ -173,6 +166,7 @@ async def _watch(
     restart: asyncio.Event,
     on_error: Callable[[Exception], None] | None,
     saver: _SinceSaver,
+    catch_up: _CatchUp,
 ) -> None:
     """One watch over `dirs`, until it must restart on a new set of folders (or stop)."""
     caught_up = False
@@ -188,19 +182,18 @@ async def _watch(
         yield_on_timeout=True,
     ):
         paths = [aliases.path(p) for _, p in changes]
-        first = not caught_up
-        if first:
-            # The watch is live now: re-read what may have changed while it was starting.
-            paths += await asyncio.to_thread(_changed_since_scan, inbox)
-            caught_up = True
-        if not paths and not first:
+        # awatch yields only once every folder's watch is in place (its first yield comes
+        # CATCH_UP_MS later, or with the first events): from here on, a change has an event,
+        # and what changed before has none, so the files are looked at now, and every
+        # CATCH_UP_EVERY seconds for events the kernel or watchfiles lost.
+        due = not caught_up or catch_up.due()
+        if not paths and not due:
             continue
+        caught_up = True
         try:
             delta = await asyncio.to_thread(inbox.handle, paths) if paths else Delta()
-            if first:
-                # And every answer waiting for its loop: a commit made while the watch was
-                # (re)starting has no event of its own.
-                delta.waiting += (await asyncio.to_thread(inbox.check_waiting)).waiting
+            if due:
+                delta.merge(await catch_up.run())
         except Exception as exc:  # a bug must not end live watching for every repo
             if on_error is not None:
                 on_error(exc)
@@ -251,6 +244,29 @@ class _SinceSaver:
             self.pending.cancel()
         self.pending = None
         self.inbox.save_since()
+
+
+class _CatchUp:
+    """When the files were last looked at (`Inbox.catch_up`), across the watch's restarts: each
+    catch-up reads what changed since the one before began (or since the scan began), so the
+    time between two watches, when no folder is watched, is covered too."""
+
+    def __init__(self, inbox: Inbox) -> None:
+        self.inbox = inbox
+        self.since = inbox.scanned_at - SLACK
+        self.next = 0.0
+
+    def due(self) -> bool:
+        return time.monotonic() >= self.next
+
+    async def run(self) -> Delta:
+        began = time.time()
+        self.next = time.monotonic() + CATCH_UP_EVERY  # (a failure is retried then)
+        delta = await asyncio.to_thread(self.inbox.catch_up, self.since)
+        # And every answer waiting for its loop: a commit made meanwhile has no event of its own.
+        delta.waiting += (await asyncio.to_thread(self.inbox.check_waiting)).waiting
+        self.since = began - SLACK
+        return delta
 
 
 class _Either:

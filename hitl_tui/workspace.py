@@ -8,6 +8,7 @@ watched so that repositories created or deleted later are noticed.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +53,11 @@ class Workspace:
     roots: list[Path] = field(default_factory=list)
     #: Each repository's id part (see `repo_id`), fixed when the repository is first found.
     ids: dict[Path, str] = field(default_factory=dict)
+    #: Folders at the deepest level searched that are not repositories: not watched, but one
+    #: may become a repository (`moved` looks at their times).
+    edges: list[Path] = field(default_factory=list)
+    #: When the last search began (`time.time()`).
+    searched_at: float = 0.0
 
     @classmethod
     def discover(cls, paths: list[Path] | tuple[Path, ...]) -> Workspace:
@@ -75,10 +81,12 @@ class Workspace:
         spelling met, and a spelling already known keeps its place (a link created later never
         renames a repository's blocks).
         """
+        self.searched_at = time.time()
         known = {_identity(repo): repo for repo in self.repos}
         repos: dict[object, Path] = {}
         roots: dict[object, Path] = {}
         under: dict[Path, Path] = {}
+        edges: list[Path] = []
         for path in self.paths:
             if is_repo(path):
                 kept = _add(repos, path, known)
@@ -86,9 +94,10 @@ class Workspace:
                     under.setdefault(kept, path)
                 continue
             if _add(roots, path, {}) is not None:
-                self._walk(path, 1, repos, roots, known, under, path)
+                self._walk(path, 1, repos, roots, known, under, path, edges)
         self.repos = list(repos.values())
         self.roots = list(roots.values())
+        self.edges = edges
         prefixes = path_prefixes(self.paths)
         ids = {}
         for repo in self.repos:
@@ -99,21 +108,60 @@ class Workspace:
             ids[repo] = found
         self.ids = ids
 
+    def moved(self, slack: float = 0.0) -> bool:
+        """Whether a search now would find other repositories or roots; this one is left as
+        it is (the watcher's catch-up asks, without holding the inbox, before it rescans).
+
+        Cheap when nothing moved: a folder's mtime changes whenever an entry is made, removed
+        or renamed in it, so the search runs again (in a copy) only if a PATH, a root or an
+        edge changed since the last search began (less `slack` seconds) or is gone.
+        """
+        began = time.time()
+        since = self.searched_at - slack
+        if not any(_changed(p, since) for p in (*self.paths, *self.roots, *self.edges)):
+            return False
+        probe = Workspace(self.paths, list(self.repos), list(self.roots), dict(self.ids))
+        probe.rescan()
+        if set(probe.repos) != set(self.repos) or set(probe.roots) != set(self.roots):
+            return True
+        self.edges, self.searched_at = probe.edges, began  # (what this one knows, still)
+        return False
+
     def _walk(
-        self, folder: Path, depth: int, repos: dict, roots: dict, known: dict, under: dict, top
+        self,
+        folder: Path,
+        depth: int,
+        repos: dict,
+        roots: dict,
+        known: dict,
+        under: dict,
+        top: Path,
+        edges: list[Path],
     ) -> None:
         for sub in _subdirs(folder):
             if is_repo(sub):
                 kept = _add(repos, sub, known)
                 if kept is not None:
                     under.setdefault(kept, top)
-            elif depth < DEPTH and _add(roots, sub, {}) is not None:
-                self._walk(sub, depth + 1, repos, roots, known, under, top)
+            elif depth < DEPTH:
+                if _add(roots, sub, {}) is not None:
+                    self._walk(sub, depth + 1, repos, roots, known, under, top, edges)
+            else:
+                edges.append(sub)
 
     def id_of(self, repo: Path) -> str:
         """The id part of `repo`'s blocks (see `repo_id`)."""
         found = self.ids.get(repo)
         return found if found is not None else repo.name
+
+
+def _changed(folder: Path, since: float) -> bool:
+    """Whether `folder` had an entry made, removed or renamed at or after `since`, or is gone."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return True
+    return st.st_mtime >= since or st.st_ctime >= since
 
 
 def _identity(path: Path) -> object:

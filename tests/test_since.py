@@ -8,18 +8,21 @@ that blocked it (or when hitl first saw it, if later that same day). Through rea
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from hitl_tui import parsecache
 from hitl_tui.inbox import Inbox
-from tests.hostile_cases import SHOP, run_hitl
+from tests.hostile_cases import SHOP, hitl_env, run_hitl
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 DAY = 86400
@@ -183,3 +186,104 @@ async def test_the_app_shows_the_same_ids_and_ages_as_list(tmp_path: Path) -> No
         rows = [(b.id, age(b.since)) for b in (table.blocks[k] for k in table.order)]
     assert rows == [("team-a/svc-one", "3d"), ("team-c/svc-one", "2d"), ("team-b/svc-two", "1d")]
     assert _order(root) == rows
+
+
+# -- issue 23, item 7: a file dated in the future ------------------------------------------------
+
+
+def _later(minutes: int, *args: object) -> subprocess.CompletedProcess:
+    """`hitl ARGS` run as if it were `minutes` later (libfaketime; the CLI never sleeps)."""
+    hitl = Path(sys.executable).with_name("hitl")
+    return subprocess.run(
+        ["faketime", "-f", f"+{minutes}m", hitl, *map(str, args)],
+        env=hitl_env(),
+        capture_output=True,
+        timeout=60,
+    )
+
+
+def _sinces(done) -> dict[str, datetime]:
+    assert done.returncode == 0, done.stderr
+    return {b["id"]: datetime.fromisoformat(b["since"]) for b in json.loads(done.stdout)}
+
+
+@pytest.mark.skipif(shutil.which("faketime") is None, reason="needs libfaketime's faketime")
+def test_a_block_dated_in_the_future_ages_from_when_hitl_first_saw_it(tmp_path: Path) -> None:
+    root = tmp_path / "loops"
+    _loopkit(root / "far", time.time() - datetime(2099, 1, 1, tzinfo=UTC).timestamp())
+    _loopkit(root / "ahead", -3600)  # a file server whose clock is an hour ahead
+    _loopkit(root / "old", 2 * 3600)
+    billing = _billing(root)
+    task = billing / ".agenticloop/tasks/T-009.md"
+    task.write_text(task.read_text().replace("- 2026-11-28: Blocked", "- 2099-01-01: Blocked"))
+    before = datetime.now(UTC)
+    first = _sinces(run_hitl("list", "--json", root))
+    after = datetime.now(UTC)
+    for found in ("far", "ahead", "billing/T-009"):
+        assert before - timedelta(seconds=1) <= first[found] <= after, (found, first[found])
+    # Newest first seen, so listed last, seconds old; none is older than an hour yet.
+    last = dict(_order(root)[-3:])
+    assert set(last) == {"ahead", "billing/T-009", "far"}
+    assert all(age.endswith("s") for age in last.values()), last
+    future = {"far", "ahead", "billing/T-009"}
+    hour_old = _ids(run_hitl("list", "--json", "--filter", "age:>1h", root))
+    assert "old" in hour_old and not hour_old & future
+
+    # Ninety minutes later they have aged like any other block.
+    assert _sinces(_later(90, "list", "--json", root)) == first
+    later = _later(90, "list", root)
+    assert later.returncode == 0, later.stderr
+    ages = dict(tuple(line.split()[:2]) for line in later.stdout.decode().splitlines())
+    assert (ages["far"], ages["ahead"], ages["billing/T-009"], ages["old"]) == (
+        "1h",
+        "1h",
+        "1h",
+        "3h",
+    )
+    aged = _later(90, "list", "--json", "--filter", "age:>1h", root)
+    assert _ids(aged) == hour_old | future
+
+
+def test_a_future_time_remembered_by_an_older_hitl_is_replaced(tmp_path: Path) -> None:
+    """since.json rows written from future-dated files before this fix: from now on, now."""
+    root = tmp_path / "loops"
+    repo = _loopkit(root / "far", 3600)
+    memory = Path(os.environ["HITL_STATE_DIR"]) / "since.json"
+    future = (datetime(2099, 1, 1, tzinfo=UTC) - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(
+        microseconds=1
+    )
+    row = ["loopkit", os.fsdecode(repo / "BLOCKED.md"), os.fsdecode(repo), future]
+    memory.write_text(json.dumps({"format": 1, "blocks": [row]}))
+    before = datetime.now(UTC)
+    first = _listed(root)
+    assert (
+        before - timedelta(seconds=1) <= datetime.fromisoformat(first["far"]) <= datetime.now(UTC)
+    )
+    assert _listed(root) == first  # remembered: it ages from there
+
+
+def _ids(done) -> set[str]:
+    return set(_sinces(done))
+
+
+def test_a_remote_block_from_a_clock_ahead_is_never_later_than_its_arrival(tmp_path) -> None:
+    from hitl_tui.workspace import Workspace
+
+    shop = _loopkit(tmp_path / "shop", 3600)
+    inbox = Inbox(Workspace.discover([shop]))
+    inbox.scan()
+    (block,) = inbox.blocks.values()
+    ahead = dataclasses.replace(
+        block,
+        id="far:shop",
+        path="far:/srv/shop/BLOCKED.md",
+        since=datetime.now(UTC) + timedelta(days=1),
+    )
+    before = datetime.now(UTC)
+    delta = inbox.replace_remote("ssh", "far", [ahead])
+    (arrived,) = delta.added
+    assert before <= arrived.since <= datetime.now(UTC)
+    # The next poll brings the same block: its time stays, and it is not "changed".
+    again = inbox.replace_remote("ssh", "far", [ahead])
+    assert not again
+    assert [b.since for b in inbox.blocks.values() if b.id == "far:shop"] == [arrived.since]

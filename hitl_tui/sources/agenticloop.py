@@ -602,6 +602,9 @@ class AgenticloopSource(Source):
         warning = self.layout(repo).warning
         return [warning] if warning else []
 
+    def layout_files(self, repo: Path) -> list[Path]:
+        return [repo / PROJECT]
+
     def claims(self, repo: Path, path: Path) -> bool:
         folder = self.layout(repo).folder
         if folder is None:

@@ -66,6 +66,11 @@ class Source:
         """Every file in `repo` that may hold a block now (parsed on a full scan)."""
         return []
 
+    def layout_files(self, repo: Path) -> list[Path]:
+        """Files whose change (even in place) can move where this source's blocks live: the
+        watcher's catch-up stats them (`Inbox.catch_up`)."""
+        return []
+
     def claims(self, repo: Path, path: Path) -> bool:
         """Whether a change to `path` may add, change or remove one of this source's blocks."""
         return False
