@@ -201,3 +201,41 @@ async def test_a_commit_between_the_question_and_y_is_asked_about_too(tmp_path: 
         await _press(pilot, app, "y")
         assert app.screen.forced and '"meanwhile" after it' in _asked(app)
         assert _files(repo) == answered and not journal.history()[0].undone
+
+
+async def test_u_on_an_open_block_undoes_its_own_answer_not_the_journals_last(
+    tmp_path: Path,
+) -> None:
+    """An agenticloop task answered with a note only stays blocked: highlighted, `u` undoes
+    that note, not the answer given since in another repository."""
+    from tests.hostile_cases import run_hitl
+
+    root = demo_workspace(tmp_path)
+    task = root / "billing" / ".agenticloop" / "tasks" / "T-007.md"
+    task_before = task.read_bytes()
+    noted = run_hitl("answer", "billing/T-007", "--choice", "D", "--note", "ask legal", root)
+    assert noted.returncode == 0, noted.stderr
+    task_noted = task.read_bytes()
+    assert task_noted != task_before
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await _settle(pilot, app)
+        await _answer(pilot, app, "api")  # the journal's last answer, in another repository
+        api_answered = _files(root / "api")
+        table = app.query_one(BlockList)
+        await pilot.press("home")
+        for _ in range(len(table.order)):  # the open block, not its answer's waiting row
+            current = table.current
+            if current is not None and current.id == "billing/T-007" and current.state != "waiting":
+                break
+            await pilot.press("j")
+        assert table.current.id == "billing/T-007" and table.current.state != "waiting"
+        await _press(pilot, app, "u")
+        text = _asked(app)
+        assert text.startswith(
+            "Undo the answer to billing/T-007 (.agenticloop/tasks/T-007.md): "
+            '"D) Keep blocked, add a note'
+        ), text
+        await _press(pilot, app, "y")
+        assert task.read_bytes() == task_before
+        assert _files(root / "api") == api_answered
