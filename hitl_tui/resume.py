@@ -17,6 +17,9 @@ change is made to the rows as they are in the file at that moment). A file that 
 is ignored with one line on stderr; it only ever holds the operator's view. Closed records are
 kept KEEP_DAYS for `hitl status` and the history, at most MAX_RECORDS in all.
 
+`loop_acted` reads the same signs for `hitl undo`, which refuses an answer its loop has acted
+on (a commit after it: every local answer's record keeps the HEAD it left, `signs["head"]`).
+
 Domain code: no Textual.
 """
 
