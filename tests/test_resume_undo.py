@@ -180,3 +180,43 @@ def test_a_remote_answer_its_loop_committed_on_is_refused_there_and_force_is_pas
     assert "on build-1: undid" in forced.stdout
     assert (repo / "BLOCKED.md").read_bytes() == (SHOP / "BLOCKED.md").read_bytes()
     assert json.loads(hitl(config, "history", "--json").stdout)[0]["undone"]
+
+
+def test_a_hostile_reflog_is_read_as_text_and_cut(tmp_path: Path) -> None:
+    """The reflog is the loop's bytes: an escape sequence, bytes that are not UTF-8, a line
+    that is no reflog line, a subject of 10,000 characters; what the refusal quotes is one
+    printable line, cut."""
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from hitl_tui import gitref
+    from hitl_tui.resume import ResumeBook, loop_acted
+
+    one, two, three = "1" * 40, "2" * 40, "3" * 40
+    repo = tmp_path / "shop"
+    (repo / ".git" / "logs").mkdir(parents=True)
+    (repo / ".git" / "HEAD").write_text(f"{three}\n")  # detached
+    log = b"".join(
+        [
+            f"{'0' * 40} {one} t <t@x> 1700000000 +0000\tcommit (initial): start\n".encode(),
+            b"not a reflog line at all\n",
+            f"{one} {two} t <t@x> 1900000000 +0000\tcommit: ".encode()
+            + b"\x1b[31mred\x1b[0m \xff\xfe [b]bold[/b]\n",
+            f"{two} {three} t <t@x> 1900000001 +0000\tcommit: ".encode() + b"x" * 10_000 + b"\n",
+        ]
+    )
+    (repo / ".git" / "logs" / "HEAD").write_bytes(log)
+    moves = gitref.head_moves(repo, after=one)
+    assert [m.new for m in moves] == [two, three]
+    assert "\x1b" in moves[0].subject  # read as it is; shown printable
+    entry = SimpleNamespace(
+        id="e1", remote=False, repo=repo, time=datetime.fromtimestamp(1_800_000_000, UTC)
+    )
+    said = loop_acted(entry, repo, book=ResumeBook(None))
+    assert said is not None and said.startswith(f'2 commits after it, the last {three[:7]} "xxx')
+    assert said.endswith('…"') and len(said) < 120
+    moves_one = gitref.head_moves(repo, since=1_900_000_000 - 1)[:1]
+    from hitl_tui.resume import _moves_said
+
+    text = _moves_said(moves_one)
+    assert "\x1b" not in text and "\n" not in text and "[b]bold[/b]" in text
