@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -163,3 +164,36 @@ def note_answer(book, loops, plan: Plan, done: list[str]):
         return book.note(plan.block, plan, getattr(done, "entry", None), within)
     except Exception:  # the operator's view only: never a reason for an answer to fail
         return None
+
+
+# -- undo: `hitl undo`, `u` in the app and in its history ---------------------------------------
+
+
+def undo_target(
+    entry_id: str | None = None, block: tuple[str, str] | None = None, remotes: Sequence = ()
+):
+    """The answer an undo would take (`undo.target`: the named one, or the newest of `block`,
+    a `statefile.block_key`, else the last), and what the loop did since (`resume.loop_acted`),
+    found before anything is written. Raises as the undo would (UsageError, StaleError)."""
+    from hitl_tui.resume import loop_acted
+    from hitl_tui.undo import target
+
+    return target(entry_id, block, acted=lambda e, where: loop_acted(e, where, remotes))
+
+
+def undo_answer(entry_id: str | None, operator: str, remotes: Sequence = (), force: bool = False):
+    """Undo an answer (`journal.undo`), refused when the loop has acted on it since unless
+    `force` (`undo.LoopActed`); then nothing waits for its loop any more. The one place the
+    CLI and the app do it. Returns `undo.Undid`."""
+    from hitl_tui import journal
+    from hitl_tui.resume import forget_undone, loop_acted
+
+    message = journal.undo(
+        entry_id,
+        operator=operator,
+        sources=remotes,
+        force=force,
+        acted=lambda e, where: loop_acted(e, where, remotes),
+    )
+    forget_undone(message)
+    return message

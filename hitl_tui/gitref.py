@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 from hitl_tui.fsio import read_small
@@ -22,6 +24,8 @@ from hitl_tui.fsio import read_small
 #: Longest file read here (HEAD, a ref, `.git` file, commondir); packed-refs may be larger.
 MAX_SMALL = 4096
 MAX_PACKED = 64 << 20
+#: How much of the end of `logs/HEAD` (the reflog) is read for HEAD's last moves.
+MAX_REFLOG_TAIL = 256 << 10
 _OID = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 _REF = re.compile(r"refs/[A-Za-z0-9._/@+-]+")
 
@@ -111,3 +115,79 @@ def watch_dirs(repo: Path) -> list[Path]:
     if gitdir is None:
         return []
     return [d for d in (gitdir, gitdir / "logs") if os.path.isdir(d)]
+
+
+@dataclass(frozen=True)
+class Move:
+    """One move of HEAD, as the reflog (`logs/HEAD`) recorded it."""
+
+    #: The commit HEAD moved to.
+    new: str
+    #: When, in seconds since the epoch.
+    when: int
+    #: What moved it, as git wrote it: `commit: the subject`, `reset: moving to HEAD~1`, ...
+    message: str
+
+    @property
+    def is_commit(self) -> bool:
+        """A commit made here (`commit`, `commit (amend)`, `commit (merge)`, ...)."""
+        return self.message.startswith("commit")
+
+    @property
+    def subject(self) -> str:
+        """The message without git's `commit: ` in front."""
+        return self.message.partition(": ")[2] if ": " in self.message else self.message
+
+
+def _reflog_tail(path: Path) -> bytes | None:
+    """The last MAX_REFLOG_TAIL bytes of a regular file, from a whole line; None: unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        start = max(0, info.st_size - MAX_REFLOG_TAIL)
+        data = os.pread(fd, MAX_REFLOG_TAIL, start)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if start:
+        data = data.partition(b"\n")[2]  # the first line is cut: dropped
+    return data
+
+
+def head_moves(repo: Path, after: str | None = None, since: float | None = None) -> list[Move]:
+    """HEAD's moves recorded after the line that moved it to `after` (the last such line), or,
+    without `after` or when no line has it, those made at or after `since` (seconds since the
+    epoch; git records whole seconds, so a move in the same second counts), oldest first.
+    Read from the end of the reflog only; none when there is no reflog (or it is off)."""
+    gitdir = git_dir(repo)
+    data = _reflog_tail(gitdir / "logs" / "HEAD") if gitdir is not None else None
+    if not data:
+        return []
+    moves: list[Move] = []
+    for raw in data.split(b"\n"):
+        head, _, message = raw.partition(b"\t")
+        fields = head.split()
+        if len(fields) < 4:
+            continue
+        new = fields[1].decode("ascii", "replace")
+        try:
+            when = int(fields[-2])
+        except ValueError:
+            continue
+        if not _OID.fullmatch(new):
+            continue
+        text = " ".join(message.decode("utf-8", "replace").split())
+        moves.append(Move(new, when, text))
+    if after is not None:
+        marks = [i for i, move in enumerate(moves) if move.new == after]
+        if marks:
+            return moves[marks[-1] + 1 :]
+    if since is None:
+        return []
+    return [move for move in moves if move.when >= int(since)]

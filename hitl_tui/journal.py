@@ -32,11 +32,12 @@ from hitl_tui.journal_entries import (
 )
 from hitl_tui.journal_files import roll_back
 from hitl_tui.recovery import recover
-from hitl_tui.undo import undo
+from hitl_tui.undo import LoopActed, undo
 
 __all__ = [
     "Entry",
     "FileStep",
+    "LoopActed",
     "abandon",
     "begin",
     "commit",

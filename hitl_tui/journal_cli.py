@@ -30,8 +30,13 @@ Every file the answer wrote gets back the exact bytes it had before (the block f
 again), but only when none of them changed since: otherwise nothing is written and the file
 that moved on is named.
 
-exit codes: 0 undone, 2 nothing to undo or unknown ID, 3 a file changed since (nothing
-written), 1 anything else.
+When the loop has acted on the answer since (a commit after it, its task's status or files
+changed, it asked again: the signs 'hitl status' watches for), the undo is refused and says
+what the loop did: the old block and files would go back under the loop's work. --force
+undoes it anyway (the files must still be unchanged).
+
+exit codes: 0 undone, 2 nothing to undo or unknown ID, 3 a file changed since, or the loop
+has acted on the answer (nothing written), 1 anything else.
 """
 
 HISTORY_EPILOG = """\
@@ -67,6 +72,11 @@ def build_undo() -> argparse.ArgumentParser:
         help='print one JSON object: {"protocol", "undone": the entry undone, "message"}',
     )
     p.add_argument("--operator", metavar="NAME", help="who undoes (default: the config's operator)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="undo even when the loop has acted on the answer since (a commit after it)",
+    )
     return p
 
 
@@ -122,7 +132,7 @@ def repo_matcher(paths: list[str]) -> Callable[[Entry], bool]:
 
 
 def run_undo(args: argparse.Namespace) -> int:
-    from hitl_tui import journal
+    from hitl_tui.answering import undo_answer
     from hitl_tui.config import load_config
     from hitl_tui.model import UsageError
     from hitl_tui.textio import printable
@@ -131,15 +141,13 @@ def run_undo(args: argparse.Namespace) -> int:
     cli_base.use_config(config)
     from datetime import UTC, datetime
 
-    from hitl_tui.resume import forget_undone
     from hitl_tui.similar import remember_recent
 
     named = getattr(args, "operator", None)
     if named is not None and not named.strip():
         raise UsageError("--operator is empty")
     operator = named.strip() if named else config.operator_name()
-    message = journal.undo(args.id, operator=operator, sources=config.remotes)
-    forget_undone(message)
+    message = undo_answer(args.id, operator, config.remotes, force=args.force)
     if args.json:
         from hitl_tui.textio import json_encoder
         from hitl_tui.wire import PROTOCOL

@@ -38,6 +38,7 @@ SECTIONS = {
     "preview": "In the preview of an answer",
     "text": "In a text box (your own words)",
     "discard": "Asked before a draft or an edit is thrown away",
+    "undo": "Asked before an answer is undone (u)",
     "help": "In this help",
     "history": "In the history",
 }
@@ -126,7 +127,8 @@ KEYS: tuple[KeySpec, ...] = (
         "undo",
         "Undo last",
         "inbox",
-        "undo the last answer, byte for byte (refused if a file changed)",
+        "undo the highlighted answer (else the last one): asks first, again if the loop "
+        "acted on it",
     ),
     KeySpec(
         "hitl.open",
@@ -262,6 +264,16 @@ KEYS: tuple[KeySpec, ...] = (
         for n in range(1, 4)
     ),
     KeySpec("reuse.cancel", "escape", "cancel", "Cancel", "reuse", "cancel, nothing reused"),
+    KeySpec("undo.yes", "y", "yes", "Undo", "undo", "undo it"),
+    KeySpec(
+        "undo.force",
+        "f",
+        "force",
+        "Undo anyway",
+        "undo",
+        "undo it anyway (asked again: the loop has acted on the answer)",
+    ),
+    KeySpec("undo.keep", "escape,n", "keep", "Keep", "undo", "keep the answer: nothing undone"),
     KeySpec("discard.discard", "d", "discard", "Discard", "discard", "discard"),
     KeySpec("discard.keep", "escape,n,k", "keep", "Keep editing", "discard", "keep editing"),
     KeySpec("help.close", "escape,q,question_mark", "close", "Close", "help", "close the help"),
@@ -285,7 +297,8 @@ KEYS: tuple[KeySpec, ...] = (
         "undo",
         "Undo this",
         "history",
-        "undo the highlighted answer, as hitl undo ID does (refused if a file changed)",
+        "undo the highlighted answer, as hitl undo ID does: asks first, again if the loop "
+        "acted on it",
     ),
     KeySpec(
         "text.editor",

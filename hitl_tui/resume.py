@@ -20,6 +20,9 @@ change is made to the rows as they are in the file at that moment). A file that 
 is ignored with one line on stderr; it only ever holds the operator's view. Closed records are
 kept KEEP_DAYS for `hitl status` and the history, at most MAX_RECORDS in all.
 
+`loop_acted` reads the same signs for `hitl undo`, which refuses an answer its loop has acted
+on (a commit after it: every local answer's record keeps the HEAD it left, `signs["head"]`).
+
 Domain code: no Textual.
 """
 
@@ -32,6 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from hitl_tui import statefile
 from hitl_tui.model import Block, Plan
@@ -66,6 +70,86 @@ def forget_undone(message: object) -> None:
         ResumeBook.for_state().undone(entry)
     except Exception:
         pass
+
+
+#: A commit subject or a reflog line quoted by `loop_acted` is cut to this many characters.
+SAID = 60
+
+
+def loop_acted(
+    entry: Any, where: Path | None = None, remotes: Iterable = (), book: ResumeBook | None = None
+) -> str | None:
+    """What shows the loop has acted on the journal `entry`'s answer since it was given, in a
+    few words (`commit abc1234 "msg" after it`); None: no sign. `hitl undo` refuses then.
+
+    The signs `resume` watches for: a commit after the answer (HEAD moved: the reflog's lines
+    after the HEAD recorded right after the answer, else after the answer's time), what the
+    answer's backend reads now against its record (a file or a status the loop changed, a
+    new block), and a record already resumed. A remote answer (`remotes`: the config's remote
+    backends): only a record resumed here (no network; its machine's `hitl undo` looks there).
+    `where`: where the repository is now. Never raises: a sign that cannot be read is none."""
+    try:
+        return _acted(entry, where, remotes, book)
+    except Exception:
+        return None
+
+
+def _acted(
+    entry: Any, where: Path | None, remotes: Iterable, book: ResumeBook | None
+) -> str | None:
+    from hitl_tui import gitref
+
+    if book is None:
+        from hitl_tui.sources import default_sources
+
+        given = list(remotes)
+        names = {getattr(s, "name", None) for s in given}
+        local = [s for s in default_sources() if s.name not in names]
+        book = ResumeBook.for_state([*given, *local])
+    record = book.get(entry.id)
+    if record is not None and record.entry != entry.id:
+        record = None
+    seen = (record.how or "it acted") if record is not None and record.state == "resumed" else None
+    if entry.remote:
+        return _said(seen) if seen else None
+    repo = where if where is not None else entry.repo
+    head = record.signs.get("head") if record is not None else None
+    if isinstance(repo, Path) and repo.is_dir():
+        after = head if isinstance(head, str) else None
+        now = gitref.head(repo)
+        if after is None or now != after:  # HEAD where the answer left it: no commit since
+            moves = gitref.head_moves(repo, after=after, since=entry.time.timestamp())
+            if moves:
+                return _moves_said(moves)
+            if after is not None and now is not None:  # moved, and no reflog says how
+                return f"HEAD moved to {now[:7]} since"
+    found = (book.acted(record) if record is not None else None) or seen
+    return _said(found) if found else None
+
+
+def _said(text: str) -> str:
+    from hitl_tui.textio import printable
+
+    return " ".join(printable(text).split())
+
+
+def _cut(text: str) -> str:
+    text = _said(text)
+    return text if len(text) <= SAID else text[: SAID - 1] + "…"
+
+
+def _moves_said(moves: list) -> str:
+    """`commit abc1234 "msg" after it`, `3 commits after it, the last abc1234 "msg"`, or how
+    HEAD moved when not only by commits (`HEAD moved once since, to abc1234 (reset: ...)`)."""
+    last = moves[-1]
+    short = last.new[:7]
+    if all(m.is_commit for m in moves):
+        subject = _cut(last.subject)
+        if len(moves) == 1:
+            return f'commit {short} "{subject}" after it'
+        return f'{len(moves)} commits after it, the last {short} "{subject}"'
+    times = "once" if len(moves) == 1 else f"{len(moves)} times"
+    return f"HEAD moved {times} since, to {short} ({_cut(last.message)})"
 
 
 def loop_states(book: ResumeBook) -> dict[str, Waiting]:
@@ -350,6 +434,11 @@ class ResumeBook:
     def _source(self, name: str):
         return next((s for s in self.sources if s.name == name), None)
 
+    def acted(self, record: Waiting) -> str | None:
+        """What the backend sees now that shows the loop acted on `record` since its answer
+        (`hitl undo` refuses then); None: no sign. Never raises; the record is not changed."""
+        return self._resumed(record)
+
     def _resumed(self, record: Waiting) -> str | None:
         """The backend's `how` line when the loop acted since the answer; never raises."""
         source = self._source(record.source)
@@ -382,6 +471,11 @@ class ResumeBook:
                 signs = dict(source.resume_signs(block, plan) or {})
             except Exception:
                 signs = {}
+        if isinstance(block.repo, Path) and "head" not in signs:
+            # Any local answer: a commit after it is a sign for `loop_acted` (undo refuses).
+            from hitl_tui import gitref
+
+            signs["head"] = gitref.head(block.repo)
         record = Waiting(
             key=key_of(block),
             entry=entry,

@@ -1,11 +1,23 @@
 """Undo: revert a journaled answer byte for byte, the block file included, as an entry of its
 own (kind "undo") that crash recovery finishes or rolls back like an answer. Which answer
 `hitl undo [ID]` means, whether it can still be undone, and what to say when it cannot.
+
+Two refusals. A file the answer wrote changed since: always (undoing would throw the loop's
+bytes away). The loop has acted on the answer (the caller's check, `resume.loop_acted`: a
+commit after it, the signs its backend reads for `resume`): unless forced, since the old
+block and files would go back under the loop's work and leave the repository changed
+(`LoopActed`, `--force`).
+
+`target` says, before anything is written, which answer an undo would take (a block's own, or
+the journal's last) and whether it would be refused: the app asks the operator with it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 
 from hitl_tui.journal_entries import (
     Entries,
@@ -21,11 +33,31 @@ from hitl_tui.locks import LOCK_TIMEOUT, repo_lock
 from hitl_tui.model import HitlError, StaleError, UsageError
 from hitl_tui.recovery import locate, recover
 from hitl_tui.repofs import ConcurrentWrite, RepoDir
+from hitl_tui.textio import printable
 
 #: Called after each step of an undo: "journaled", "<action>:<file>", "committed".
 StepHook = Callable[[str], None]
 #: An ambiguous `hitl undo ID` names at most this many of the answers it matches.
 SHOW_MATCHES = 10
+#: A block's own answer (`target`) is looked for among this many of the newest answers.
+OWN_WITHIN = 1000
+#: What shows the loop has acted on an answer since (`resume.loop_acted`): a few words, or
+#: None. Given the answer and where its repository is now (None: not found, or remote).
+ActedCheck = Callable[[Entry, Path | None], str | None]
+
+
+class LoopActed(StaleError):
+    """`undo` refused: the loop has acted on the answer since (`what`: `commit abc1234 "msg"
+    after it`); `force` undoes it anyway. Exit 3, as for a file changed since."""
+
+    def __init__(self, entry: Entry, what: str) -> None:
+        #: The journal id of the answer, and what the loop did.
+        self.entry = entry.id
+        self.what = what
+        super().__init__(
+            f"refused to undo {entry.id} ({entry.block_id}): the loop has acted on this answer "
+            f"({what}); nothing was changed; hitl undo {entry.id} --force to undo anyway"
+        )
 
 
 def _pick(entries: Entries, entry_id: str | None) -> Entry:
@@ -39,8 +71,6 @@ def _pick(entries: Entries, entry_id: str | None) -> Entry:
             if e.kind == "answer" and e.status == "done" and not e.undone and e.undoable:
                 return e
         raise UsageError("nothing to undo: no answer in the journal (see 'hitl history')")
-    from hitl_tui.textio import printable
-
     wanted = entry_id.strip()
     tail = "/" + wanted.strip("/")
     found: dict[str, Entry] = {}
@@ -72,6 +102,82 @@ def _pick(entries: Entries, entry_id: str | None) -> Entry:
     return next(iter(found.values()))
 
 
+def _own(entries: Entries, block: tuple[str, str]) -> Entry | None:
+    """The newest answer to `block` (`(source, path)`) that can still be undone, among the
+    OWN_WITHIN newest answers; None: none."""
+    import os
+
+    answers = 0
+    for e in entries.newest_first():
+        if e.kind != "answer":
+            continue
+        answers += 1
+        if answers > OWN_WITHIN:
+            return None
+        path = os.fsdecode(e.block_path) if isinstance(e.block_path, Path) else str(e.block_path)
+        if (e.block_source, path) != block:
+            continue
+        if e.status == "done" and not e.undone and e.undoable:
+            return e
+    return None
+
+
+@dataclass(frozen=True)
+class Target:
+    """The answer an undo would take, found before anything is written: the app asks first."""
+
+    entry: Entry
+    #: The answer named, or the asked block's own (False: the journal's last answer, which
+    #: may be another repository's).
+    own: bool
+    #: What the loop did since (the check's words): the undo is refused unless forced.
+    acted: str | None = None
+
+    def said(self, now: datetime | None = None) -> str:
+        """`the answer to shop (BLOCKED.md): "B) Keep invoices", 4m ago`, printable."""
+        from hitl_tui.timefmt import age
+
+        e = self.entry
+        where = printable(e.block_id)
+        if not e.remote and isinstance(e.block_path, Path):
+            where += f" ({printable(rel(e.repo, e.block_path))})"
+        answered = " ".join(printable(e.answered).split())
+        if len(answered) > 80:
+            answered = answered[:79] + "…"
+        return f'the answer to {where}: "{answered}", {age(e.time, now or datetime.now(UTC))} ago'
+
+    @property
+    def repo(self) -> str:
+        """Where it was given (a remote one: its name), printable."""
+        return printable(str(self.entry.repo))
+
+
+def target(
+    entry_id: str | None = None,
+    block: tuple[str, str] | None = None,
+    acted: ActedCheck | None = None,
+) -> Target:
+    """The answer `undo(entry_id)` would take; with `block` (a block's `(source, path)`, as
+    `statefile.block_key`) and no id, that block's newest answer not undone yet when there is
+    one (among the OWN_WITHIN newest), else the last as `undo()`. Refused as `undo` would
+    refuse it (UsageError; StaleError naming the file that changed since); `acted` gives what
+    the loop did since. Nothing is written or locked: `undo` checks it all again."""
+    entries = journal_entries()
+    entry = _own(entries, block) if block is not None and entry_id is None else None
+    own = entry is not None or entry_id is not None
+    if entry is None:
+        entry = _pick(entries, entry_id)
+    _check_undoable(entry)
+    where = None
+    if not entry.remote:
+        where = locate(entry)
+        if where is None:
+            raise StaleError(f"cannot undo {entry.id}: the repository {entry.repo} is gone")
+        with RepoDir(entry.repo, located=where) as rd:
+            _check_files(entry, rd)
+    return Target(entry, own, acted(entry, where) if acted is not None else None)
+
+
 class Undid(str):
     """`undo`'s one-line message, and the id of the entry it undid (`entry`)."""
 
@@ -88,11 +194,15 @@ def undo(
     operator: str | None = None,
     hook: StepHook | None = None,
     sources: Sequence = (),
+    force: bool = False,
+    acted: ActedCheck | None = None,
 ) -> Undid:
     """Revert the last answer (or `entry_id`) byte for byte, the block file included.
 
-    Refuses with StaleError (exit 3) when any file it wrote changed since, naming the file;
-    UsageError when there is nothing to undo. Returns a one-line message.
+    Refuses with StaleError (exit 3) when any file it wrote changed since, naming the file,
+    and with LoopActed (a StaleError) when `acted` (checked under the repository's lock, after
+    the files) says the loop has acted on the answer since, unless `force`; UsageError when
+    there is nothing to undo. Returns a one-line message.
 
     An answer sent to a remote backend that can undo it (another machine's hitl) is undone
     there by that backend, one of `sources` (`Source.undo_sent`), and journaled here as undone.
@@ -102,7 +212,7 @@ def undo(
     if operator is None:  # every command passes the config's operator (`Config.operator_name`)
         operator = "operator"
     if entry.remote:
-        return _undo_sent(entry, operator, sources)
+        return _undo_sent(entry, operator, sources, force, acted)
     where = locate(entry)
     if where is None:
         raise StaleError(f"cannot undo {entry.id}: the repository {entry.repo} is gone")
@@ -110,11 +220,11 @@ def undo(
         recovered = recover(where, locked=True)
         entry = journal_entries()[entry.id]
         _check_undoable(entry)
-        for step in entry.files:
-            rd.spot(step.path)  # refuses a path that now leads out of the repository
-            state = state_of(rd, step)
-            if state not in ("new", "both"):
-                raise StaleError(_moved_on(entry, step, rd))
+        _check_files(entry, rd)
+        if not force and acted is not None:
+            what = acted(entry, where)
+            if what is not None:
+                raise LoopActed(entry, what)
         steps = [
             FileStep(
                 s.path,
@@ -176,16 +286,37 @@ def undo(
     return Undid("; ".join([*recovered, done]), entry.id)
 
 
-def _undo_sent(entry: Entry, operator: str, sources: Sequence) -> Undid:
-    """Undo a remote answer where it was sent, then journal the undo here (no file steps)."""
+def _undo_sent(
+    entry: Entry, operator: str, sources: Sequence, force: bool, acted: ActedCheck | None
+) -> Undid:
+    """Undo a remote answer where it was sent, then journal the undo here (no file steps).
+
+    Whether the loop acted on it is for that machine's `hitl undo` to say (it refuses as this
+    one does, and is passed `--force` only when forced); a sign already seen here (its record
+    resumed) refuses without asking."""
     source = next((s for s in sources if s.name == entry.block_source), None)
     if source is None:
         raise UsageError(
             f"cannot undo {entry.id}: it was sent to {entry.block_source}, which the config "
             "no longer names"
         )
+    if not force and acted is not None:
+        what = acted(entry, None)
+        if what is not None:
+            raise LoopActed(entry, what)
     _hush(entry)
-    said = source.undo_sent(entry, operator)
+    try:
+        # `force` only when forced: a backend of its own (a test's) may not take it.
+        if force:
+            said = source.undo_sent(entry, operator, force=True)
+        else:
+            said = source.undo_sent(entry, operator)
+    except StaleError as exc:
+        what = _far_acted(str(exc))
+        if what is None:
+            raise
+        host = (entry.sent or {}).get("host")
+        raise LoopActed(entry, f"{what}, on {host}" if isinstance(host, str) else what) from None
     try:
         undo_id = begin_undo(entry, [], operator, ())
         commit(undo_id)
@@ -233,6 +364,29 @@ def _check_undoable(entry: Entry) -> None:
         raise UsageError(f"{entry.id} was rolled back: there is nothing to undo")
     if entry.status != "done":
         raise UsageError(f"{entry.id} is still in progress")
+
+
+def _check_files(entry: Entry, rd: RepoDir) -> None:
+    """StaleError naming the first file the answer wrote that changed since."""
+    for step in entry.files:
+        rd.spot(step.path)  # refuses a path that now leads out of the repository
+        state = state_of(rd, step)
+        if state not in ("new", "both"):
+            raise StaleError(_moved_on(entry, step, rd))
+
+
+#: How a refusal of `LoopActed` says what the loop did (read back from another machine's).
+_ACTED = "the loop has acted on this answer ("
+
+
+def _far_acted(said: str) -> str | None:
+    """What the loop did, from another machine's `LoopActed` refusal; None: not one."""
+    start = said.find(_ACTED)
+    if start < 0:
+        return None
+    what = said[start + len(_ACTED) :]
+    end = what.rfind("); nothing was changed")
+    return (what[:end] if end >= 0 else what.rstrip(")")).strip() or "it acted"
 
 
 def _moved_on(entry: Entry, step: FileStep, rd: RepoDir) -> str:

@@ -138,7 +138,9 @@ def test_the_next_real_history_and_undo_know_nothing_of_the_demo(
 def test_undo_inside_the_demo_undoes_the_demo_answer(headless_demo) -> None:
     async def script(pilot, seen: dict) -> None:
         await _answer_shop(pilot, seen)
-        await pilot.press("u")
+        await pilot.press("u")  # asks first (which answer, when): y undoes it
+        await _until(pilot, lambda: type(pilot.app.screen).__name__ == "ConfirmUndo")
+        await pilot.press("y")
         await _until(pilot, lambda: (seen["shop"] / "BLOCKED.md").exists())
         seen["undone"] = [n.title for n in pilot.app._notifications if n.title == "Undone"]
         await pilot.press("q")

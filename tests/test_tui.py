@@ -395,7 +395,10 @@ async def test_u_undoes_the_last_answer_byte_for_byte(tmp_path: Path) -> None:
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert not (shop / "BLOCKED.md").exists()
-        await pilot.press("u")
+        await pilot.press("u")  # asks first (tests/test_undo_confirm.py): y undoes it
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("y")
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert {p.name: p.read_bytes() for p in shop.iterdir() if p.is_file()} == before

@@ -49,7 +49,10 @@ async def test_u_undoes_the_highlighted_answer_not_the_last(tmp_path: Path) -> N
         assert screen.current.block_id == "api"
         await pilot.press("k", "down")
         assert screen.current.block_id == "api"
-        await pilot.press("u")
+        await pilot.press("u")  # asks first (tests/test_undo_confirm.py): y undoes it
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("y")
         await app.workers.wait_for_complete()
         await pilot.pause()
         # The api answer is undone byte for byte; shop's, the newer one, stays.
@@ -165,6 +168,9 @@ async def test_hostile_text_in_the_history_is_shown_not_run(tmp_path: Path) -> N
         await pilot.pause()
         assert _blocks(screen) == ["shop"]
         await pilot.press("escape", "u")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("y")  # the question first: the operator's name in it is text
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert app.is_running

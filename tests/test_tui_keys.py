@@ -23,12 +23,13 @@ from hitl_tui.tui.screens import (
     TextAnswerScreen,
 )
 from hitl_tui.tui.snooze_screen import SnoozeScreen
+from hitl_tui.tui.undo_flow import ConfirmUndo
 from hitl_tui.tui.widgets import BlockList
 from hitl_tui.workspace import Workspace
 from tests.tui_support import NOW, SIZE, demo_workspace
 
 SCREENS = (InboxScreen, BlockList, PreviewScreen, TextAnswerScreen, ConfirmDiscard, HelpScreen)
-SCREENS += (HistoryScreen, FilterInput, SnoozeScreen, ReuseScreen)
+SCREENS += (HistoryScreen, FilterInput, SnoozeScreen, ReuseScreen, ConfirmUndo)
 
 
 def test_every_binding_has_an_id_of_the_key_table() -> None:

@@ -53,7 +53,13 @@ async def test_each_key_of_the_inbox_has_its_command_by_name(tmp_path: Path) -> 
         names = [name for name, _, _ in HitlCommands(app.screen).commands()]
         current = app.inbox_screen.current
         assert len([n for n in names if n.startswith("Answer with choice")]) == len(current.choices)
-        for wanted in ("Quit", "Keys", "History", "Undo the last answer", "Next block"):
+        for wanted in (
+            "Quit",
+            "Keys",
+            "History",
+            "Undo the highlighted answer, or the last answer (asks first)",
+            "Next block",
+        ):
             assert wanted in names, names
         assert "Last (newest) block" in names
 

@@ -321,7 +321,10 @@ async def test_an_own_words_draft_survives_esc_from_the_preview(tmp_path: Path) 
             (root / "shop" / "PROMPT.md").read_text()
         )
         # Answered: the draft is gone. Undone, the block is back with an empty box.
-        await pilot.press("u")
+        await pilot.press("u")  # asks first: y undoes it
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        await pilot.press("y")
         await app.workers.wait_for_complete()
         await pilot.pause()
         await _select(pilot, app, "shop")

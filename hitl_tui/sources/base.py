@@ -170,10 +170,11 @@ class Source:
         folder here (`t` in the app: another machine's repository); None: no such place."""
         return None
 
-    def undo_sent(self, entry: Any, operator: str) -> str:
+    def undo_sent(self, entry: Any, operator: str, force: bool = False) -> str:
         """Undo, where it was sent, the answer of the journal `entry` (a `journal.Entry` whose
         `sent` this backend recorded); one line saying what was done. Raises HitlError (a
-        StaleError when it moved on there). Only for a backend whose answers are `undoable`."""
+        StaleError when it moved on there, or its loop has acted on it: refused unless
+        `force`). Only for a backend whose answers are `undoable`."""
         raise UsageError(f"{entry.id}: {self.title or self.name} answers cannot be undone")
 
     def refresh_soon(self) -> None:

@@ -723,7 +723,7 @@ class SshBackend(Source):
                     return True
         return False
 
-    def undo_sent(self, entry: Any, operator: str) -> str:
+    def undo_sent(self, entry: Any, operator: str, force: bool = False) -> str:
         sent = entry.sent or {}
         host = self.hosts.get(str(sent.get("host", "")))
         far = sent.get("entry")
@@ -733,7 +733,10 @@ class SshBackend(Source):
             raise UsageError(f"cannot undo {entry.id}: {host.host} gave no journal entry for it")
         began = datetime.now(UTC)
         try:
-            ran = self._run(host, ["undo", far, "--json", f"--operator={operator}"], writes=True)
+            words = ["undo", far, "--json", f"--operator={operator}"]
+            if force:  # that machine's hitl refuses, as this one does, when its loop acted
+                words.append("--force")
+            ran = self._run(host, words, writes=True)
         except Unreached as exc:
             return self._undo_settled(host, entry, far, began, str(exc))
         if ran.code == 2:  # nothing to undo there: undone already (a retry after a drop)?

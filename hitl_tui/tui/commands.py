@@ -38,7 +38,7 @@ APP_ACTIONS = frozenset({"quit", "help", "history"})
 NAMES = {
     "hitl.own-words": "Answer in your own words",
     "hitl.raw": "Raw file on / off",
-    "hitl.undo": "Undo the last answer",
+    "hitl.undo": "Undo the highlighted answer, or the last answer (asks first)",
     "hitl.history": "History",
     "hitl.help": "Keys",
     "hitl.quit": "Quit",

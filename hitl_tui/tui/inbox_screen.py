@@ -5,8 +5,9 @@ The app owns the data and the workers that feed it (the Inbox, the scan, the wat
 polling), the arrivals' toasts, and the other screens (help, history). This screen owns its
 layout and what it shows (the header's text is built here and nowhere else), and the answer
 flow: a choice, an optional text box (drafts kept), the preview, the confirm, the write in a
-worker, and what follows it (answered, stale, refused); the undo of the last answer; the raw
-file. Its workers post the messages of `messages.py`; the `@on` handlers below take them.
+worker, and what follows it (answered, stale, refused); the undo of the highlighted answer
+(asked first: `undo_flow`); the raw file. Its workers post the messages of `messages.py`; the
+`@on` handlers below take them.
 
 Triage is here too: the filter (`/`, `set_filter`), the order (`s`) and grouping (`v`), the
 marks of blocks not seen yet (`n` / `N`; `seenbook`, saved every few seconds in a thread), and
@@ -47,8 +48,8 @@ from hitl_tui.loops import (
     values_for,
 )
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
-from hitl_tui.resume import forget_undone, row_path
 from hitl_tui.resume import key_of as resume_key
+from hitl_tui.resume import row_path
 from hitl_tui.seenbook import SeenBook
 from hitl_tui.snoozebook import SnoozeBook
 from hitl_tui.textio import printable
@@ -66,8 +67,10 @@ from hitl_tui.tui.messages import (
 )
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen, Typed
 from hitl_tui.tui.snooze_screen import CHOICES, DURATIONS, SnoozeScreen, until_of
+from hitl_tui.tui.undo_flow import AsksBeforeUndo
 from hitl_tui.tui.waiting import rows_delta, waiting_of
 from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader, Clock, row_key
+from hitl_tui.undo import LoopActed
 from hitl_tui.view import GROUP_OF, ORDER_NAMES, ORDERS, RowOrder, ViewSpec, row_of
 
 READING = "hitl · reading repositories…"
@@ -181,7 +184,7 @@ class Host(Protocol):
         """`notice` on the channels of the config's [notify] (desktop, terminal, ...)."""
 
 
-class InboxScreen(Screen):
+class InboxScreen(AsksBeforeUndo, Screen):
     """The app's first screen, under every modal: the inbox shown, and the answer flow."""
 
     #: Every key of the inbox section; quit, help and history switch screens: the app's.
@@ -1166,20 +1169,54 @@ class InboxScreen(Screen):
             timeout=10,
         )
 
-    # -- undo: the last answer given from this machine, byte for byte ------------------------
+    # -- undo: the highlighted answer (else the last one), asked first (tui/undo_flow.py) ----
 
-    @work(thread=True, group="apply", exit_on_error=False, description="action_undo")
     def action_undo(self) -> None:
-        from hitl_tui import journal
+        """`u`: the highlighted answer waiting for its loop, or the highlighted block's own
+        newest answer not undone yet, else the journal's last answer: said, and asked first."""
+        self._find_undo(self.current)
 
+    @work(thread=True, group="apply", exit_on_error=False, description="_find_undo")
+    def _find_undo(self, block: Block | None) -> None:
+        from hitl_tui import statefile
+        from hitl_tui.answering import undo_target
+
+        record = waiting_of(block)
+        remotes = self.inbox.remotes
         try:
-            message = journal.undo(None, operator=self.operator, sources=self.inbox.remotes)
-            forget_undone(message)
+            if record is not None and record.entry:
+                found = undo_target(record.entry, remotes=remotes)
+            elif record is not None:  # no journal id: its block's newest answer
+                found = undo_target(block=(record.source, record.path), remotes=remotes)
+            else:
+                key = statefile.block_key(block) if block is not None else None
+                found = undo_target(block=key, remotes=remotes)
         except HitlError as exc:
             self.post_message(Refused("Not undone", str(exc)))
             return
-        entry = getattr(message, "entry", None)
-        undone = next((e for e in journal.newest_first() if e.id == entry), None)
+        self.app.call_from_thread(self._ask_undo, found, block.id if block is not None else None)
+
+    def _ask_undo(self, found, highlighted: str | None) -> None:
+        if self.app.screen is self:  # not over a screen the operator went to meanwhile
+            self.ask_undo(found, highlighted)
+
+    def undo_now(self, entry, force: bool) -> None:
+        self._undo(entry, force)
+
+    @work(thread=True, group="apply", exit_on_error=False, description="_undo")
+    def _undo(self, entry, force: bool) -> None:
+        from hitl_tui import journal
+        from hitl_tui.answering import undo_answer
+
+        try:
+            message = undo_answer(entry.id, self.operator, self.inbox.remotes, force=force)
+        except LoopActed as exc:  # the loop acted since the question: asked again
+            self.app.call_from_thread(self.ask_force, entry, exc.what)
+            return
+        except HitlError as exc:
+            self.post_message(Refused("Not undone", str(exc)))
+            return
+        undone = next((e for e in journal.newest_first() if e.id == message.entry), None)
         paths = [undone.block_path] if undone else []
         delta = self.inbox.handle([p for p in paths if isinstance(p, Path)])
         if undone is not None:  # its row waiting for the loop goes (`undo` forgot it)

@@ -84,7 +84,7 @@ class AnswerStale(Message):
 
 @dataclass
 class Undone(Message):
-    """The last answer was undone."""
+    """An answer was undone (`u` in the inbox)."""
 
     message: str
     delta: Delta

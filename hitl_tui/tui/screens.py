@@ -27,10 +27,11 @@ from textual.widgets import Button, DataTable, Footer, Input, Label, Static, Tex
 from hitl_tui.inbox import Delta, Inbox
 from hitl_tui.journal import Entry
 from hitl_tui.model import Block, HitlError, Plan
-from hitl_tui.resume import forget_undone, loop_states, loop_word, row_path
+from hitl_tui.resume import loop_states, loop_word, row_path
 from hitl_tui.textio import printable
 from hitl_tui.tui.bindings import bindings, help_text
 from hitl_tui.tui.messages import Refused
+from hitl_tui.tui.undo_flow import AsksBeforeUndo
 
 
 def one_line(text: str) -> str:
@@ -537,11 +538,12 @@ class HistoryUndone(Message):
     entries: list[Entry]
 
 
-class HistoryScreen(ModalScreen[None]):
+class HistoryScreen(AsksBeforeUndo, ModalScreen[None]):
     """Every answer given from this machine, newest first: when, who, where, what, undone.
 
     j/k (or the arrows) move the cursor, `/` filters as you type, `u` undoes the highlighted
-    answer with the rules of `hitl undo ID` (the domain decides; a refusal is one line).
+    answer with the rules of `hitl undo ID` (the domain decides; a refusal is one line), asked
+    first, and again when the loop has acted on it (`undo_flow`).
     """
 
     DEFAULT_CSS = """
@@ -669,17 +671,44 @@ class HistoryScreen(ModalScreen[None]):
         if entry is None:
             self.notify("No answer is highlighted.", severity="warning")
             return
-        self._undo(entry)
+        self._find_undo(entry)
 
-    @work(thread=True, group="apply", exit_on_error=False, description="_undo")
-    def _undo(self, entry: Entry) -> None:
-        """`hitl undo ID` for the highlighted answer, then the block it put back re-read."""
-        from hitl_tui import journal
+    @property
+    def remotes(self) -> list:
+        return self.inbox.remotes if self.inbox is not None else []
+
+    @work(thread=True, group="apply", exit_on_error=False, description="_find_undo")
+    def _find_undo(self, entry: Entry) -> None:
+        """What `hitl undo ID` would do with the highlighted answer, asked first (undo_flow)."""
+        from hitl_tui.answering import undo_target
 
         try:
-            remotes = self.inbox.remotes if self.inbox is not None else ()
-            message = journal.undo(entry.id, operator=self.operator, sources=remotes)
-            forget_undone(message)
+            found = undo_target(entry.id, remotes=self.remotes)
+        except HitlError as exc:
+            self.post_message(Refused("Not undone", one_line(str(exc))))
+            return
+        self.app.call_from_thread(self._ask_undo, found)
+
+    def _ask_undo(self, found) -> None:
+        if self.app.screen is self:
+            self.ask_undo(found)
+
+    def undo_now(self, entry: Entry, force: bool) -> None:
+        self._undo(entry, force)
+
+    @work(thread=True, group="apply", exit_on_error=False, description="_undo")
+    def _undo(self, entry: Entry, force: bool = False) -> None:
+        """`hitl undo ID [--force]` for the highlighted answer, then the block it put back
+        re-read."""
+        from hitl_tui import journal
+        from hitl_tui.answering import undo_answer
+        from hitl_tui.undo import LoopActed
+
+        try:
+            message = undo_answer(entry.id, self.operator or "operator", self.remotes, force)
+        except LoopActed as exc:  # the loop acted since the question: asked again
+            self.app.call_from_thread(self.ask_force, entry, exc.what)
+            return
         except HitlError as exc:
             self.post_message(Refused("Not undone", one_line(str(exc))))
             return
