@@ -8,7 +8,7 @@ import os
 import subprocess
 import sys
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -231,15 +231,19 @@ def test_earlier_answers_this_repo_first_best_first(answered, tmp_path) -> None:
 def test_malformed_journal_entries_never_crash(answered, shop: Path) -> None:
     _entry, block = answered
     huge = "invoices " * 200_000
+    # An hour ago, so within asked-again's window whatever today's date is (the fixed
+    # 2026-12-01 this test had fell out of it two days later).
+    begun = (datetime.now(UTC) - timedelta(hours=1)).replace(microsecond=0)
+    t0, t1 = begun.isoformat(), (begun + timedelta(seconds=1)).isoformat()
     records = [
-        {"type": "begin", "id": "bad-1", "time": "2026-12-01T00:00:00+00:00", "kind": "answer",
+        {"type": "begin", "id": "bad-1", "time": t0, "kind": "answer",
          "repo": str(shop), "block": {"question": huge}, "answer": ["not", "a", "dict"],
          "files": []},
-        {"type": "commit", "id": "bad-1", "time": "2026-12-01T00:00:01+00:00", "by": "apply"},
-        {"type": "begin", "id": "bad-2", "time": "2026-12-01T00:00:00+00:00", "kind": "answer",
+        {"type": "commit", "id": "bad-1", "time": t1, "by": "apply"},
+        {"type": "begin", "id": "bad-2", "time": t0, "kind": "answer",
          "repo": str(shop), "block": {"question": REWORDED},
          "answer": {"choice": "B", "texts": [1, None, "ok"], "note": 5}, "files": []},
-        {"type": "commit", "id": "bad-2", "time": "2026-12-01T00:00:01+00:00", "by": "apply"},
+        {"type": "commit", "id": "bad-2", "time": t1, "by": "apply"},
     ]  # fmt: skip
     with open(journalstore.active_file(), "a", encoding="utf-8") as out:
         out.write("{not json\n")
