@@ -6,6 +6,7 @@ host = "build-1"              # an ssh destination, as the operator's ssh config
 paths = ["~/loops"]           # repositories, or folders of them, on that machine
 hitl = "~/.local/bin/hitl"    # optional: the command there (default: hitl)
 ssh = ["ssh", "-F", "~/.ssh/hitl_config"]   # optional: the ssh command here (default: ssh)
+list_timeout_seconds = 5      # optional: how long `hitl list` and `hitl status` wait for it
 ```
 
 The far side is hitl itself, through its CLI (`wire` is the format): `hitl list --json --watch
@@ -70,6 +71,11 @@ VERSION_RETRY = 300
 STEADY = 60.0
 #: Seconds for a one-shot command (a preview, an undo, a look at the journal).
 COMMAND_TIMEOUT = 60.0
+#: Seconds `hitl list` and `hitl status` wait for one host (all hosts are asked at once), as
+#: they wait 5 s for GitHub: a host that accepts the connection and never answers holds
+#: neither a status bar's `hitl status` nor the local blocks. `list_timeout_seconds` in
+#: `[[remote]]`.
+LIST_TIMEOUT = 5.0
 #: An answer may wait for the far side's lock behind a loop's write.
 SEND_TIMEOUT = 120.0
 #: Seconds for the first line (the whole list: the far side scans its repositories first).
@@ -103,6 +109,7 @@ class Host:
     paths: tuple[str, ...]
     hitl: tuple[str, ...] = ("hitl",)
     ssh: tuple[str, ...] = ("ssh",)
+    list_timeout: float = LIST_TIMEOUT
 
 
 def parse_config(tables: list) -> list[Host]:
@@ -112,9 +119,12 @@ def parse_config(tables: list) -> list[Host]:
         where = f"[[remote]] #{index}"
         if not isinstance(table, dict):
             raise UsageError(f"{where} must be a table")
-        unknown = sorted(set(table) - {"host", "paths", "hitl", "ssh"})
+        unknown = sorted(set(table) - {"host", "paths", "hitl", "ssh", "list_timeout_seconds"})
         if unknown:
-            raise UsageError(f"{where}: unknown key {unknown[0]!r} (known: host, hitl, paths, ssh)")
+            raise UsageError(
+                f"{where}: unknown key {unknown[0]!r} "
+                "(known: host, hitl, list_timeout_seconds, paths, ssh)"
+            )
         host = table.get("host")
         if not isinstance(host, str) or not HOST.fullmatch(host) or host.startswith("-"):
             raise UsageError(f"{where}: 'host' must be an ssh destination such as \"build-1\"")
@@ -140,9 +150,15 @@ def parse_config(tables: list) -> list[Host]:
         if not isinstance(ssh, list) or not ssh or not all(isinstance(w, str) and w for w in ssh):
             raise UsageError(f"{where} ({host}): 'ssh' must be a command, as a list of words")
         ssh = [os.path.expanduser(ssh[0]), *(os.path.expanduser(w) for w in ssh[1:])]
+        wait = table.get("list_timeout_seconds", LIST_TIMEOUT)
+        if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 < wait <= 3600:
+            raise UsageError(
+                f"{where} ({host}): 'list_timeout_seconds' must be a number of seconds "
+                "(more than 0, at most 3600)"
+            )
         if any(h.host == host for h in hosts):
             raise UsageError(f"{where}: host {host!r} is named twice")
-        hosts.append(Host(host, tuple(paths), words, tuple(ssh)))
+        hosts.append(Host(host, tuple(paths), words, tuple(ssh), float(wait)))
     return hosts
 
 
@@ -265,6 +281,9 @@ class SshBackend(Source):
         #: app's watch ends (`stop_reading`), so quitting never waits for a hung host.
         self._reading: set[subprocess.Popen] = set()
         self._lock = threading.Lock()
+        #: Hosts that did not answer `hitl list` or `hitl status` in time (the command line):
+        #: not asked again in the same command (each waiting answer would wait again).
+        self._silent: set[str] = set()
 
     def __repr__(self) -> str:
         return f"SshBackend({list(self.hosts)!r})"
@@ -358,20 +377,26 @@ class SshBackend(Source):
         readers = [threading.Thread(target=f, daemon=True) for f in (read_out, read_err)]
         for reader in readers:
             reader.start()
+        cut = False  # ended here: its pipes may outlive it
         try:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
+            cut = True
             _kill_group(proc)
             raise Unreached(f"{host.host}: no answer within {timeout:g} s") from None
         finally:
             with self._lock:
                 self._reading.discard(proc)
             if proc.poll() is None:
+                cut = True
                 _kill_group(proc)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(5)
             for reader, stream in zip(readers, (proc.stdout, proc.stderr), strict=True):
-                reader.join(5)
+                # An ssh that shared a connection handed its pipes to the master ssh, which
+                # keeps them open after this one is killed: not waited for (a hung host's
+                # master holds them until its own watch gives up).
+                reader.join(0.5 if cut else 5)
                 if not reader.is_alive():  # else a straggler holds the pipe: closing would wait
                     with contextlib.suppress(OSError):
                         stream.close()
@@ -770,9 +795,12 @@ class SshBackend(Source):
             raise UsageError(f"{target!r} matches {len(found)} blocks on {head}; give more of it")
         raise UsageError(f"no open block {rest!r} on {head} (see 'hitl list')")
 
-    def _read_host(self, host: Host) -> list[Block]:
+    def _read_host(self, host: Host, timeout: float = COMMAND_TIMEOUT) -> list[Block]:
         ran = self._run(
-            host, ["list", "--json", "--all", "--local", *host.paths], limit=wire.MAX_LIST_LINE
+            host,
+            ["list", "--json", "--all", "--local", *host.paths],
+            timeout,
+            limit=wire.MAX_LIST_LINE,
         )
         items = self._reply(host, ran, "the list")
         blocks = []
@@ -782,15 +810,23 @@ class SshBackend(Source):
         return blocks
 
     def read_into(self, inbox: Any, warn: Callable[[str], None]) -> None:
+        """`hitl list` and `hitl status`: every host at once, each given its
+        `list_timeout_seconds`; one line for each that did not answer (its blocks not listed)."""
+
         def one(host: Host) -> None:
             try:
-                blocks = self._read_host(host)
+                blocks = self._read_host(host, host.list_timeout)
+            except Unreached as exc:
+                with self._lock:
+                    self._silent.add(host.host)
+                warn(f"{exc} (its blocks are not listed)")
+                return
             except HitlError as exc:
                 warn(f"{exc} (its blocks are not listed)")
                 return
             inbox.replace_remote(self.name, host.host, blocks)
 
-        with ThreadPoolExecutor(max_workers=min(8, max(1, len(self.hosts)))) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, len(self.hosts))) as pool:
             list(pool.map(one, self.hosts.values()))
 
     # -- watching (the app) ---------------------------------------------------------------------
@@ -865,9 +901,16 @@ class SshBackend(Source):
         far = _far_entry(waiting)
         if host is None or not isinstance(repo, str) or far is None:
             return None
+        if host.host in self._silent:  # it did not answer this command: asked next time
+            return None
         try:  # exit 4: something did not resume there (not this one, maybe)
-            ran = self._run(host, ["status", "--json", "--local", repo])
+            ran = self._run(host, ["status", "--json", "--local", repo], host.list_timeout)
             data = self._reply(host, ran, "the status", ok=(0, 4))
+        except Unreached:
+            if not self.keeps_pending:  # the command line: the next answer would wait again
+                with self._lock:
+                    self._silent.add(host.host)
+            return None
         except HitlError:
             return None
         rows = data.get("repos") if isinstance(data, dict) else None
