@@ -29,6 +29,7 @@ its text is as untrusted as a local file's (`wire.block_from_wire` checks every 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import os
 import re
@@ -99,6 +100,18 @@ PENDING_KEEP = timedelta(days=7)
 PENDING_MAX = 1000
 #: Pages of 100 of that machine's journal read back to find one (answers since the send).
 HISTORY_PAGES = 20
+#: A host's changes reach the inbox as they come, unless it sends more than FLOOD_RATE lines a
+#: second (a hitl there gone wrong, or hostile): then it is flooding, and until it has sent
+#: fewer for FLOOD_CALM seconds its changes are kept per block (the last one wins) and applied
+#: every APPLY_EVERY seconds, and its lines are read for at most READ_SHARE of the time (the
+#: rest waits in the pipe, and the far side with it): the operator's keys stay quick.
+FLOOD_RATE = 50
+APPLY_EVERY = 0.25
+READ_SHARE = 0.05
+FLOOD_CALM = 2.0
+#: A flood is named in the host's state once it has lasted this long (a burst of changes, a
+#: `git checkout` there, is only paced).
+FLOOD_NAMED = 1.0
 
 
 @dataclass(frozen=True)
@@ -1035,6 +1048,18 @@ class Session:
         self.warnings: list[str] = []  # the far side's (its `list` and `warnings` lines)
         self.err = bytearray()
         self._settling: asyncio.Future | None = None  # the look at dropped answers, if any
+        #: The lines of the last second (time, count), for the flood's rate.
+        self._recent: collections.deque[tuple[float, int]] = collections.deque()
+        self._lines_in_second = 0
+        self.flooding = False
+        self._flood_began = 0.0
+        self._calm_since: float | None = None
+        #: Changes read but not applied yet (flooding), and the task that applies them.
+        self._dirty = False
+        self._ticker: asyncio.Task | None = None
+        self.applies = 0  # how many times the inbox was given this host's blocks
+        self._applied_at = 0.0
+        self._said: tuple[str, str] | None = None  # the state last said
 
     async def run(self) -> tuple[str, str, int | None]:
         alive = self.backend.alive_every
@@ -1055,7 +1080,15 @@ class Session:
         errors = asyncio.ensure_future(self._drain(proc.stderr))
         try:
             ended = await self._read(proc)
+            if self._ticker is not None:  # what was read is listed, whatever comes next
+                self._ticker.cancel()
+                self._ticker = None
+                self.flooding = False
+                if not self.stop.is_set():
+                    await self._apply()
         finally:
+            if self._ticker is not None:
+                self._ticker.cancel()
             if self._settling is not None:
                 self._settling.cancel()  # its thread ends on its own (see _off_loop)
             task = asyncio.current_task()
@@ -1115,11 +1148,18 @@ class Session:
                 buffer = bytearray(lines.pop())
                 if len(buffer) > longest or any(len(x) > longest for x in lines):
                     return "error", "its hitl sent a line too long to be the protocol", None
+                took = time.thread_time()  # this thread's work (not the machine's load)
                 ended = await self._lines(lines)
                 if ended is not None:
                     return ended
                 if self.listed:
                     patience = 3 * self.backend.alive_every + 5
+                if self.flooding:  # read for READ_SHARE of the time; the far side waits
+                    took = time.thread_time() - took
+                    rest = min(1.0, took * (1 / READ_SHARE - 1))
+                    done, _ = await asyncio.wait([waiter_stop], timeout=rest)
+                    if done:
+                        return "ok", "stopped", None
         finally:
             waiter_stop.cancel()
 
@@ -1127,9 +1167,11 @@ class Session:
         import orjson
 
         touched = False
+        counted = 0
         for line in lines:
             if not line.strip():
                 continue
+            counted += 1
             try:
                 event = orjson.loads(line)
             except ValueError:
@@ -1139,7 +1181,9 @@ class Session:
                 self.skipped += 1
                 continue
             kind = event.get("event")
-            if kind == "list":
+            if kind == "alive":
+                counted -= 1  # the far side's heartbeat: not a change
+            elif kind == "list":
                 if wire.too_new(event.get("protocol")):
                     message = version_message(
                         self.host.host, event.get("protocol"), event.get("hitl")
@@ -1165,17 +1209,67 @@ class Session:
                 if key is not None and self.blocks.pop(key, None) is not None:
                     self.total -= self.weights.pop(key, 0)
                     touched = True
-        delta = None
-        if touched:
-            delta = self.inbox.replace_remote(
-                self.backend.name, self.host.host, list(self.blocks.values())
-            )
         looking = self._settling is not None and not self._settling.done()  # one at a time
         if self.listed and self.backend._pending.get(self.host.host) and not looking:
             self._settling = asyncio.ensure_future(self._settle())  # at each line: alive too
+        began = self._count(counted)
         if touched:
-            await self.on_update(self.host.host, self._condition(), self._state(), delta)
+            self._dirty = True
+        # At once, unless flooding: then the first of it, or one after it has slowed down.
+        slow = self._lines_in_second <= FLOOD_RATE
+        if self._dirty and (not self.flooding or began or (slow and self._applied_long_ago())):
+            await self._apply()
         return None
+
+    def _applied_long_ago(self) -> bool:
+        return time.monotonic() - self._applied_at >= APPLY_EVERY
+
+    def _count(self, lines: int) -> bool:
+        """Note `lines` read now; whether the host has just begun to flood (then a ticker
+        applies its changes every APPLY_EVERY seconds, until it calms down)."""
+        now = time.monotonic()
+        self._recent.append((now, lines))
+        self._lines_in_second += lines
+        while self._recent and self._recent[0][0] <= now - 1.0:
+            self._lines_in_second -= self._recent.popleft()[1]
+        if self.flooding or self._lines_in_second <= FLOOD_RATE:
+            return False
+        self.flooding, self._flood_began, self._calm_since = True, now, None
+        self._ticker = asyncio.ensure_future(self._tick())
+        return True
+
+    async def _tick(self) -> None:
+        """While the host floods: what it changed, applied every APPLY_EVERY seconds; once
+        it has sent no more than FLOOD_RATE lines a second for FLOOD_CALM seconds, it is said
+        calm and its changes are applied as they come again."""
+        while True:
+            await asyncio.sleep(APPLY_EVERY)
+            self._count(0)
+            now = time.monotonic()
+            if self._lines_in_second > FLOOD_RATE:
+                self._calm_since = None
+            elif self._calm_since is None:
+                self._calm_since = now
+            if self._calm_since is not None and now - self._calm_since >= FLOOD_CALM:
+                self.flooding, self._ticker = False, None
+                await self._apply()  # its state says it is calm
+                return
+            if self._dirty or (self._condition(), self._state()) != self._said:
+                await self._apply()  # (the rate, or lines that changed no block, said too)
+
+    async def _apply(self) -> None:
+        """Give the inbox this host's blocks as they are now (its changes since the last
+        time, each block's last), and say the host's state."""
+        delta = None
+        if self._dirty:
+            self._dirty = False
+            self.applies += 1
+            self._applied_at = time.monotonic()
+            delta = self.inbox.replace_remote(
+                self.backend.name, self.host.host, list(self.blocks.values())
+            )
+        self._said = (self._condition(), self._state())
+        await self.on_update(self.host.host, *self._said, delta)
 
     async def _settle(self) -> None:
         """Ask that machine what became of the answers whose connection dropped, beside the
@@ -1188,7 +1282,17 @@ class Session:
             await self.on_update(self.host.host, "answer", line, None)
 
     def _condition(self) -> str:
-        return "warning" if self.skipped or self.over or self.warnings else "ok"
+        trouble = self.skipped or self.over or self.warnings or self._named()
+        return "warning" if trouble else "ok"
+
+    def _named(self) -> bool:
+        """Whether the host's state says it floods: it has for FLOOD_NAMED seconds, and sent
+        more than half of FLOOD_RATE in each half of the last second (a burst is in one)."""
+        now = time.monotonic()
+        if not self.flooding or now - self._flood_began < FLOOD_NAMED:
+            return False
+        late = sum(n for t, n in self._recent if t > now - 0.5)
+        return late > FLOOD_RATE / 2 and self._lines_in_second - late > FLOOD_RATE / 2
 
     def _put(self, item: object) -> None:
         try:
@@ -1220,6 +1324,9 @@ class Session:
     def _state(self) -> str:
         count = len(self.blocks)
         text = f"connected, {count} block{'' if count == 1 else 's'}"
+        if self._named():
+            rate = self._lines_in_second
+            text = f"flooding, throttled ({rate:,} change{'' if rate == 1 else 's'}/s); {text}"
         if self.skipped:
             many = self.skipped
             what = "line that was not a block" if many == 1 else "lines that were not blocks"
