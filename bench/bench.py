@@ -17,7 +17,8 @@ its range and a ratio to the bare read's median: the machine's other work moves 
 figures, less the ratios. bench/list_bench.py runs the same rounds alone, with profiles, or
 interleaved across two source trees (before and after a change). Row 9 (bench/remote_bench.py)
 times a block written on "another machine", a real sshd on 127.0.0.1, to the Inbox here, beside
-the same write watched locally.
+the same write watched locally; row 9b (bench/flood_bench.py) times the cursor's moves while a
+host there floods the app with changes.
 """
 
 from __future__ import annotations
@@ -776,6 +777,20 @@ def main() -> int:
         else:
             text, ok = remote_bench.verdict(remote)
             rows.append(Row(name + " (median / p95)", text, target, ok))
+        import flood_bench
+
+        flood = flood_bench.measure(2000, max(20, args.trials), fleet=fleet)
+        raw["flood"] = flood
+        text, ok = flood_bench.verdict(flood)
+        rows.append(
+            Row(
+                f"9b. cursor move while a host floods 2,000 blocks, {app['blocks']} here "
+                "(median / p95)",
+                text,
+                "median <= 50 ms and <= 2x a quiet host's",
+                ok,
+            )
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

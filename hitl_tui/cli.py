@@ -92,7 +92,9 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         + triage_cli.FILTER_HELP
         + "\n\nexamples:\n"
         "  hitl list --filter 'repo:shop ruff' --sort repo\n"
-        "  hitl list --json --filter 'cat:credentials age:>1h'",
+        "  hitl list --json --filter 'cat:credentials age:>1h'\n\n"
+        "Each [[remote]] host is asked at once, for list_timeout_seconds at most (5);\n"
+        "one that does not answer is one stderr line, and the rest is listed.",
         formatter_class=fmt,
     )
     add_common(p)

@@ -60,6 +60,9 @@ examples:
   hitl status
   hitl status ~/loops --json | jq '.repos[] | select(.not_resumed != [])'
 
+Each [[remote]] host is asked at once, for list_timeout_seconds at most (5); one that
+does not answer is one stderr line, and the rest is shown.
+
 exit codes: 0 nothing failed to resume; 4 an answer did not resume in time; 5 the restart
 of an answer's loop failed (before 4); 2 bad usage; 1 anything else."""
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 import time
@@ -996,3 +997,125 @@ def test_a_damaged_record_cannot_be_journaled_as_anything(tmp_path: Path):
     with pytest.raises(HitlError):
         journal.record_prepared({"operator": "x"}, "w", {"host": "h1", "entry": "F7"})
     assert len(journal.history()) == 2
+
+
+def flood_body(blocks: int = 2000, seconds: float = 2.0) -> str:
+    """A far hitl that lists `blocks` blocks, sends `changed` lines for them in turn as fast as
+    its pipe takes them for `seconds`, then its last state (every block's question 'final';
+    r7 changed then removed; x1 added then removed), then waits for stdin to close."""
+    return (
+        f"N, SECONDS = {blocks}, {seconds}\n"
+        f"base = {_block()!r}\n"
+        "def block(n, r):\n"
+        "    return {**base, 'id': f'r{n}', 'repo': f'/far/r{n}',\n"
+        "            'path': f'/far/r{n}/BLOCKED.md', 'question': f'Ship {n}? ({r})',\n"
+        "            'fingerprint': 'sha256:%064x' % abs(hash(r))}\n"
+        "def line(kind, b):\n"
+        "    return json.dumps({'event': kind, 'block': b})\n"
+        "def gone(b):\n"
+        "    return json.dumps({'event': 'removed', 'source': 'loopkit', 'path': b['path']})\n"
+        "out = sys.stdout\n"
+        f"out.write(json.dumps({{**{LIST!r}, 'blocks': [block(n, 0) for n in range(N)]}}))\n"
+        "out.write('\\n'); out.flush()\n"
+        "end, r = time.monotonic() + SECONDS, 0\n"
+        "while time.monotonic() < end:\n"
+        "    r += 1\n"
+        "    out.write('\\n'.join(line('changed', block(n, r)) for n in range(N)) + '\\n')\n"
+        "last = [line('changed', block(n, 'final')) for n in range(N)]\n"
+        "last += [line('changed', block(7, 'again')), gone(block(7, 0))]\n"
+        "last += [line('added', block('x1', 0)), gone(block('x1', 0))]\n"
+        "out.write('\\n'.join(last) + '\\n'); out.flush()\n"
+        "sys.stdin.read()\n"
+    )
+
+
+async def test_a_far_side_that_floods_changes_is_applied_a_few_times_a_second(tmp_path: Path):
+    """`changed` lines as fast as the pipe carries them: the host is said to be flooding and
+    throttled, the inbox is given its blocks a few times a second (it was given them at every
+    read, which held the operator's keys for seconds), and ends as the far side's last state."""
+    backend = _far(tmp_path, flood_body())
+    inbox = Inbox(Workspace.discover([]))
+    applies: list[float] = []
+    replace = inbox.replace_remote
+
+    def counted(*args):
+        applies.append(time.monotonic())
+        return replace(*args)
+
+    inbox.replace_remote = counted  # type: ignore[method-assign]
+    updates: list = []
+
+    async def on_update(scope, state, message, delta) -> None:
+        updates.append((state, message))
+
+    def question(n) -> str | None:
+        block = inbox.blocks.get(("remote", f"h1:/far/r{n}/BLOCKED.md"))
+        return None if block is None else block.question
+
+    stop = asyncio.Event()
+    session = Session(backend, backend.hosts["h1"], inbox, on_update, stop)
+    task = asyncio.ensure_future(session.run())
+    try:
+        deadline = time.monotonic() + 30
+        while not (question(1999) == "Ship 1999? (final)" and updates[-1][0] == "ok"):
+            assert time.monotonic() < deadline, f"not the last state after 30 s: {updates[-1:]}"
+            assert not task.done(), (task.result(), updates[-2:])
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        ended = await asyncio.wait_for(task, 15)
+    assert ended == ("ok", "stopped", None)
+    flooding = [m for s, m in updates if m.startswith("flooding, throttled (")]
+    assert flooding and all(s == "warning" for s, m in updates if m in flooding)
+    assert re.fullmatch(
+        r"flooding, throttled \([\d,]+ changes/s\); connected, 2000 blocks", flooding[0]
+    )
+    # The list, then (the first change at once) at most four applies a second.
+    flood = applies[1:]
+    seconds = flood[-1] - flood[0]
+    assert len(flood) <= seconds * 4 + 2, f"{len(flood)} applies in {seconds:.1f} s"
+    # The far side's last state: every block's last change, r7 removed after its change,
+    # x1 added then removed (never listed at the end).
+    assert len(inbox.blocks) == 1999
+    assert all(question(n) == f"Ship {n}? (final)" for n in range(2000) if n != 7)
+    assert question(7) is None and question("x1") is None
+    assert updates[-1] == ("ok", "connected, 1999 blocks")
+
+
+async def test_a_burst_of_changes_is_paced_but_not_called_a_flood(tmp_path: Path):
+    """500 blocks changed at once there (a `git checkout`), then one more change once the host
+    is calm: all listed, and the host's state never says it floods."""
+    body = (
+        flood_body(blocks=500, seconds=0).split("end, r =")[0]
+        + "time.sleep(0.3)\n"
+        + "out.write('\\n'.join(line('changed', block(n, 1)) for n in range(N)) + '\\n')\n"
+        + "out.flush(); time.sleep(2.5)\n"
+        + "out.write(line('changed', block(0, 'single')) + '\\n'); out.flush()\n"
+        + "sys.stdin.read()\n"
+    )
+    backend = _far(tmp_path, body)
+    inbox = Inbox(Workspace.discover([]))
+    updates: list = []
+
+    async def on_update(scope, state, message, delta) -> None:
+        updates.append((state, message))
+
+    def question(n) -> str | None:
+        block = inbox.blocks.get(("remote", f"h1:/far/r{n}/BLOCKED.md"))
+        return None if block is None else block.question
+
+    stop = asyncio.Event()
+    session = Session(backend, backend.hosts["h1"], inbox, on_update, stop)
+    task = asyncio.ensure_future(session.run())
+    try:
+        deadline = time.monotonic() + 20
+        while question(0) != "Ship 0? (single)":
+            assert time.monotonic() < deadline, f"no last change after 20 s: {updates[-2:]}"
+            assert not task.done(), (task.result(), updates[-2:])
+            await asyncio.sleep(0.05)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 15)
+    assert all(question(n) == f"Ship {n}? (1)" for n in range(1, 500))
+    assert all(state == "ok" and "flooding" not in message for state, message in updates), updates
+    assert updates[-1] == ("ok", "connected, 500 blocks")

@@ -20,7 +20,7 @@ from hitl_tui import __version__, journal
 from hitl_tui.config import load_config
 from hitl_tui.inbox import Inbox
 from hitl_tui.model import Answer, HitlError
-from hitl_tui.sources.ssh import SshBackend
+from hitl_tui.sources.ssh import SshBackend, control_dir
 from tests.conftest import FIXTURES
 from tests.sshd import Sshd
 
@@ -125,6 +125,59 @@ def test_an_unreachable_host_is_one_line_and_the_rest_is_listed(tmp_path: Path, 
     assert out.stderr.strip() == (
         "hitl: down-1: unreachable (connection refused) (its blocks are not listed)"
     )
+
+
+@pytest.mark.parametrize("app_open", [False, True], ids=["alone", "app-connected"])
+def test_a_host_that_hangs_holds_list_and_status_only_for_its_bound(
+    tmp_path: Path, sshd: Sshd, app_open: bool
+):
+    """A host whose sshd accepts the connection and never answers (SIGSTOP): `hitl list` and
+    `hitl status` (a status bar's) wait `list_timeout_seconds` for it, name it, and print the
+    local blocks. With the app open, its connection to the host (the one the commands share,
+    ssh's ControlMaster) hung too: they waited 60 s."""
+    config, loops = write_config(tmp_path, sshd)
+    loop_repo(loops)
+    blocked(tmp_path / "here", "api", "Local question?")
+    out = hitl(config, "answer", "build-1:shop", "--choice", "B")  # an answer waiting there
+    assert out.returncode == 0, out.stderr
+    config.write_text(config.read_text() + "list_timeout_seconds = 2\n")
+    master = None
+    if app_open:  # the connection the app's watch holds, which the commands reuse
+        control = control_dir()
+        assert control is not None
+        options = ["ControlMaster=yes", f"ControlPath={control}/%C", "ControlPersist=no"]
+        words = [w for o in options for w in ("-o", o)]
+        master = subprocess.Popen(
+            [*sshd.ssh_argv(), *words, "-N", "build-1"], stdin=subprocess.DEVNULL
+        )
+        shared = [*sshd.ssh_argv(), "-o", f"ControlPath={control}/%C", "-O", "check", "build-1"]
+        deadline = time.monotonic() + 15
+        while subprocess.run(shared, capture_output=True).returncode != 0:
+            assert time.monotonic() < deadline, "the shared connection did not come up"
+            time.sleep(0.05)
+    try:
+        sshd.suspend()
+        said = "hitl: build-1: no answer within 2 s (its blocks are not listed)"
+        for args in (("list",), ("status", "--json")):
+            started = time.monotonic()
+            try:
+                out = hitl(config, *args, timeout=20)
+            except subprocess.TimeoutExpired:
+                pytest.fail(f"hitl {' '.join(args)} still waits for the hung host after 20 s")
+            took = time.monotonic() - started
+            assert took < 2 + 5, f"hitl {' '.join(args)} took {took:.1f} s"
+            assert out.returncode == 0, out.stderr
+            assert said in out.stderr.splitlines(), out.stderr
+            if args == ("list",):
+                assert out.stdout.splitlines()[0].startswith("api "), out.stdout
+            else:
+                status = json.loads(out.stdout)
+                assert status["counts"]["open"] == 1 and status["counts"]["waiting"] == 1, status
+                assert [r["name"] for r in status["repos"] if r["open"]["count"]] == ["api"]
+    finally:
+        if master is not None:
+            master.kill()
+            master.wait(5)
 
 
 # -- the watch (what the app runs) -----------------------------------------------------------

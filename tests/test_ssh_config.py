@@ -158,3 +158,17 @@ def test_the_far_sides_exit_codes_keep_their_meaning():
     assert type(missing) is HitlError and "no hitl command there" in str(missing)
     hostile = ssh.far_error("b", ssh.Ran(1, b"", "hitl: \x1b]0;pwn\x07 [red]x[/red]"), "x")
     assert "\x1b" not in str(hostile) and "\x07" not in str(hostile)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "true", '"5"', "3601"])
+def test_list_timeout_seconds_is_a_bound_in_seconds(tmp_path: Path, value: str):
+    base = '[[remote]]\nhost = "b"\npaths = ["x"]\n'
+    [backend] = load_config(_config(tmp_path, base)).remotes
+    assert backend.hosts["b"].list_timeout == ssh.LIST_TIMEOUT == 5.0
+    path = _config(tmp_path, base + "list_timeout_seconds = 2.5\n")
+    [backend] = load_config(path).remotes
+    assert backend.hosts["b"].list_timeout == 2.5
+    path = _config(tmp_path, base + f"list_timeout_seconds = {value}\n")
+    with pytest.raises(UsageError) as err:
+        load_config(path)
+    assert "(b): 'list_timeout_seconds' must be a number of seconds" in str(err.value)

@@ -226,3 +226,65 @@ async def test_an_answer_told_does_not_toast_the_hosts_warning_again(tmp_path: P
         toasts = [str(n.message) for n in app._notifications]
         assert toasts == ["h1: " + warned, "h1: the answer to h1:shop was written"]
         assert app.source_states["SSH"]["h1"] == ("warning", warned)
+
+
+async def test_a_host_that_floods_is_named_throttled_and_the_keys_still_move(
+    tmp_path: Path,
+) -> None:
+    """A far hitl sending `changed` lines for its 2,000 blocks as fast as the pipe takes them:
+    the header names it as flooding and throttled, the operator's keys move the cursor
+    meanwhile, and the inbox ends as the far side's last state, the host calm again. (Row 9b
+    of bench/bench.py times the keys.)"""
+    import json
+    import sys
+    import time
+
+    from tests.test_remote_hostile import _fake_ssh, flood_body
+
+    far = tmp_path / "far-hitl"
+    far.write_text(f"#!{sys.executable}\nimport sys, json, time\n{flood_body(seconds=3.0)}\n")
+    far.chmod(0o755)
+    blocked(tmp_path / "here", "api", "Local question?")
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f"repos = [{json.dumps(str(tmp_path / 'here'))}]\n"
+        f'[[remote]]\nhost = "h1"\npaths = ["/far"]\nhitl = {json.dumps(str(far))}\n'
+        f"ssh = [{json.dumps(_fake_ssh(tmp_path))}]\n"
+    )
+    app = _app(config)
+    app.config.remotes[0]._control = None
+
+    def bar() -> str:
+        return str(app.query_one("#topbar").render())
+
+    def question(n: int) -> str | None:
+        rows = app.inbox_screen.blocklist.blocks
+        block = next((b for b in rows.values() if b.id == f"h1:r{n}"), None)
+        return None if block is None else block.question
+
+    async with app.run_test(size=SIZE) as pilot:
+        await _until(pilot, lambda: "h1: flooding, throttled (" in bar(), seconds=20)
+        assert "SSH 1/1 ok (h1: flooding, throttled (" in bar()
+        assert " changes/s); connected, 2000 blocks)" in bar()
+        toasts = [str(n.message) for n in app._notifications if "flooding" in str(n.message)]
+        assert len(toasts) == 1 and toasts[0].startswith("h1: flooding, throttled (")
+        moved = 0
+        for key in "kkkkjjjj":  # each key moves the cursor while the host floods (from api,
+            # the newest, at the end)
+            before = app.inbox_screen.current
+            await pilot.press(key)
+            await _until(
+                pilot, lambda b=before: getattr(app.inbox_screen.current, "id", None) != b.id
+            )
+            moved += 1
+        assert "h1: flooding, throttled" in bar()
+        assert moved == 8
+        began = time.monotonic()
+        await _until(pilot, lambda: question(1999) == "Ship 1999? (final)", seconds=30)
+        await _until(pilot, lambda: "flooding" not in bar(), seconds=10)
+        assert time.monotonic() - began < 30
+        assert bar().endswith("SSH 1/1 ok")
+        rows = app.inbox_screen.blocklist.blocks
+        remote = [b for b in rows.values() if b.id.startswith("h1:")]
+        assert len(remote) == 1999 and question(7) is None and question(0) == "Ship 0? (final)"
+        assert all(b.question.endswith("(final)") for b in remote)

@@ -6,6 +6,7 @@ host = "build-1"              # an ssh destination, as the operator's ssh config
 paths = ["~/loops"]           # repositories, or folders of them, on that machine
 hitl = "~/.local/bin/hitl"    # optional: the command there (default: hitl)
 ssh = ["ssh", "-F", "~/.ssh/hitl_config"]   # optional: the ssh command here (default: ssh)
+list_timeout_seconds = 5      # optional: how long `hitl list` and `hitl status` wait for it
 ```
 
 The far side is hitl itself, through its CLI (`wire` is the format), each command sent as
@@ -30,6 +31,7 @@ its text is as untrusted as a local file's (`wire.block_from_wire` checks every 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import os
@@ -73,6 +75,11 @@ VERSION_RETRY = 300
 STEADY = 60.0
 #: Seconds for a one-shot command (a preview, an undo, a look at the journal).
 COMMAND_TIMEOUT = 60.0
+#: Seconds `hitl list` and `hitl status` wait for one host (all hosts are asked at once), as
+#: they wait 5 s for GitHub: a host that accepts the connection and never answers holds
+#: neither a status bar's `hitl status` nor the local blocks. `list_timeout_seconds` in
+#: `[[remote]]`.
+LIST_TIMEOUT = 5.0
 #: An answer may wait for the far side's lock behind a loop's write.
 SEND_TIMEOUT = 120.0
 #: Seconds for the first line (the whole list: the far side scans its repositories first).
@@ -96,6 +103,18 @@ PENDING_KEEP = timedelta(days=7)
 PENDING_MAX = 1000
 #: Pages of 100 of that machine's journal read back to find one (answers since the send).
 HISTORY_PAGES = 20
+#: A host's changes reach the inbox as they come, unless it sends more than FLOOD_RATE lines a
+#: second (a hitl there gone wrong, or hostile): then it is flooding, and until it has sent
+#: fewer for FLOOD_CALM seconds its changes are kept per block (the last one wins) and applied
+#: every APPLY_EVERY seconds, and its lines are read for at most READ_SHARE of the time (the
+#: rest waits in the pipe, and the far side with it): the operator's keys stay quick.
+FLOOD_RATE = 50
+APPLY_EVERY = 0.25
+READ_SHARE = 0.05
+FLOOD_CALM = 2.0
+#: A flood is named in the host's state once it has lasted this long (a burst of changes, a
+#: `git checkout` there, is only paced).
+FLOOD_NAMED = 1.0
 
 
 @dataclass(frozen=True)
@@ -106,6 +125,7 @@ class Host:
     paths: tuple[str, ...]
     hitl: tuple[str, ...] = ("hitl",)
     ssh: tuple[str, ...] = ("ssh",)
+    list_timeout: float = LIST_TIMEOUT
 
 
 def parse_config(tables: list) -> list[Host]:
@@ -115,9 +135,12 @@ def parse_config(tables: list) -> list[Host]:
         where = f"[[remote]] #{index}"
         if not isinstance(table, dict):
             raise UsageError(f"{where} must be a table")
-        unknown = sorted(set(table) - {"host", "paths", "hitl", "ssh"})
+        unknown = sorted(set(table) - {"host", "paths", "hitl", "ssh", "list_timeout_seconds"})
         if unknown:
-            raise UsageError(f"{where}: unknown key {unknown[0]!r} (known: host, hitl, paths, ssh)")
+            raise UsageError(
+                f"{where}: unknown key {unknown[0]!r} "
+                "(known: host, hitl, list_timeout_seconds, paths, ssh)"
+            )
         host = table.get("host")
         if not isinstance(host, str) or not HOST.fullmatch(host) or host.startswith("-"):
             raise UsageError(f"{where}: 'host' must be an ssh destination such as \"build-1\"")
@@ -143,9 +166,15 @@ def parse_config(tables: list) -> list[Host]:
         if not isinstance(ssh, list) or not ssh or not all(isinstance(w, str) and w for w in ssh):
             raise UsageError(f"{where} ({host}): 'ssh' must be a command, as a list of words")
         ssh = [os.path.expanduser(ssh[0]), *(os.path.expanduser(w) for w in ssh[1:])]
+        wait = table.get("list_timeout_seconds", LIST_TIMEOUT)
+        if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 < wait <= 3600:
+            raise UsageError(
+                f"{where} ({host}): 'list_timeout_seconds' must be a number of seconds "
+                "(more than 0, at most 3600)"
+            )
         if any(h.host == host for h in hosts):
             raise UsageError(f"{where}: host {host!r} is named twice")
-        hosts.append(Host(host, tuple(paths), words, tuple(ssh)))
+        hosts.append(Host(host, tuple(paths), words, tuple(ssh), float(wait)))
     return hosts
 
 
@@ -300,6 +329,9 @@ class SshBackend(Source):
         #: app's watch ends (`stop_reading`), so quitting never waits for a hung host.
         self._reading: set[subprocess.Popen] = set()
         self._lock = threading.Lock()
+        #: Hosts that did not answer `hitl list` or `hitl status` in time (the command line):
+        #: not asked again in the same command (each waiting answer would wait again).
+        self._silent: set[str] = set()
 
     def __repr__(self) -> str:
         return f"SshBackend({list(self.hosts)!r})"
@@ -400,20 +432,26 @@ class SshBackend(Source):
         readers = [threading.Thread(target=f, daemon=True) for f in (read_out, read_err)]
         for reader in readers:
             reader.start()
+        cut = False  # ended here: its pipes may outlive it
         try:
             proc.wait(timeout)
         except subprocess.TimeoutExpired:
+            cut = True
             _kill_group(proc)
             raise Unreached(f"{host.host}: no answer within {timeout:g} s") from None
         finally:
             with self._lock:
                 self._reading.discard(proc)
             if proc.poll() is None:
+                cut = True
                 _kill_group(proc)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(5)
             for reader, stream in zip(readers, (proc.stdout, proc.stderr), strict=True):
-                reader.join(5)
+                # An ssh that shared a connection handed its pipes to the master ssh, which
+                # keeps them open after this one is killed: not waited for (a hung host's
+                # master holds them until its own watch gives up).
+                reader.join(0.5 if cut else 5)
                 if not reader.is_alive():  # else a straggler holds the pipe: closing would wait
                     with contextlib.suppress(OSError):
                         stream.close()
@@ -819,9 +857,12 @@ class SshBackend(Source):
             raise UsageError(f"{target!r} matches {len(found)} blocks on {head}; give more of it")
         raise UsageError(f"no open block {rest!r} on {head} (see 'hitl list')")
 
-    def _read_host(self, host: Host) -> list[Block]:
+    def _read_host(self, host: Host, timeout: float = COMMAND_TIMEOUT) -> list[Block]:
         ran = self._run(
-            host, ["list", "--json", "--all", "--local", *host.paths], limit=wire.MAX_LIST_LINE
+            host,
+            ["list", "--json", "--all", "--local", *host.paths],
+            timeout,
+            limit=wire.MAX_LIST_LINE,
         )
         items = self._reply(host, ran, "the list")
         blocks = []
@@ -831,15 +872,23 @@ class SshBackend(Source):
         return blocks
 
     def read_into(self, inbox: Any, warn: Callable[[str], None]) -> None:
+        """`hitl list` and `hitl status`: every host at once, each given its
+        `list_timeout_seconds`; one line for each that did not answer (its blocks not listed)."""
+
         def one(host: Host) -> None:
             try:
-                blocks = self._read_host(host)
+                blocks = self._read_host(host, host.list_timeout)
+            except Unreached as exc:
+                with self._lock:
+                    self._silent.add(host.host)
+                warn(f"{exc} (its blocks are not listed)")
+                return
             except HitlError as exc:
                 warn(f"{exc} (its blocks are not listed)")
                 return
             inbox.replace_remote(self.name, host.host, blocks)
 
-        with ThreadPoolExecutor(max_workers=min(8, max(1, len(self.hosts)))) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, len(self.hosts))) as pool:
             list(pool.map(one, self.hosts.values()))
 
     # -- watching (the app) ---------------------------------------------------------------------
@@ -914,9 +963,16 @@ class SshBackend(Source):
         far = _far_entry(waiting)
         if host is None or not isinstance(repo, str) or far is None:
             return None
+        if host.host in self._silent:  # it did not answer this command: asked next time
+            return None
         try:  # exit 4 / 5: something did not resume there, or its restart failed (not this one)
-            ran = self._run(host, ["status", "--json", "--local", repo])
+            ran = self._run(host, ["status", "--json", "--local", repo], host.list_timeout)
             data = self._reply(host, ran, "the status", ok=(0, 4, 5))
+        except Unreached:
+            if not self.keeps_pending:  # the command line: the next answer would wait again
+                with self._lock:
+                    self._silent.add(host.host)
+            return None
         except HitlError:
             return None
         rows = data.get("repos") if isinstance(data, dict) else None
@@ -1041,6 +1097,18 @@ class Session:
         self.warnings: list[str] = []  # the far side's (its `list` and `warnings` lines)
         self.err = bytearray()
         self._settling: asyncio.Future | None = None  # the look at dropped answers, if any
+        #: The lines of the last second (time, count), for the flood's rate.
+        self._recent: collections.deque[tuple[float, int]] = collections.deque()
+        self._lines_in_second = 0
+        self.flooding = False
+        self._flood_began = 0.0
+        self._calm_since: float | None = None
+        #: Changes read but not applied yet (flooding), and the task that applies them.
+        self._dirty = False
+        self._ticker: asyncio.Task | None = None
+        self.applies = 0  # how many times the inbox was given this host's blocks
+        self._applied_at = 0.0
+        self._said: tuple[str, str] | None = None  # the state last said
 
     async def run(self) -> tuple[str, str, int | None]:
         alive = self.backend.alive_every
@@ -1061,7 +1129,15 @@ class Session:
         errors = asyncio.ensure_future(self._drain(proc.stderr))
         try:
             ended = await self._read(proc)
+            if self._ticker is not None:  # what was read is listed, whatever comes next
+                self._ticker.cancel()
+                self._ticker = None
+                self.flooding = False
+                if not self.stop.is_set():
+                    await self._apply()
         finally:
+            if self._ticker is not None:
+                self._ticker.cancel()
             if self._settling is not None:
                 self._settling.cancel()  # its thread ends on its own (see _off_loop)
             task = asyncio.current_task()
@@ -1121,11 +1197,18 @@ class Session:
                 buffer = bytearray(lines.pop())
                 if len(buffer) > longest or any(len(x) > longest for x in lines):
                     return "error", "its hitl sent a line too long to be the protocol", None
+                took = time.thread_time()  # this thread's work (not the machine's load)
                 ended = await self._lines(lines)
                 if ended is not None:
                     return ended
                 if self.listed:
                     patience = 3 * self.backend.alive_every + 5
+                if self.flooding:  # read for READ_SHARE of the time; the far side waits
+                    took = time.thread_time() - took
+                    rest = min(1.0, took * (1 / READ_SHARE - 1))
+                    done, _ = await asyncio.wait([waiter_stop], timeout=rest)
+                    if done:
+                        return "ok", "stopped", None
         finally:
             waiter_stop.cancel()
 
@@ -1133,9 +1216,11 @@ class Session:
         import orjson
 
         touched = False
+        counted = 0
         for line in lines:
             if not line.strip():
                 continue
+            counted += 1
             try:
                 event = orjson.loads(line)
             except ValueError:
@@ -1145,7 +1230,9 @@ class Session:
                 self.skipped += 1
                 continue
             kind = event.get("event")
-            if kind == "list":
+            if kind == "alive":
+                counted -= 1  # the far side's heartbeat: not a change
+            elif kind == "list":
                 if wire.too_new(event.get("protocol")):
                     message = version_message(
                         self.host.host, event.get("protocol"), event.get("hitl")
@@ -1171,17 +1258,67 @@ class Session:
                 if key is not None and self.blocks.pop(key, None) is not None:
                     self.total -= self.weights.pop(key, 0)
                     touched = True
-        delta = None
-        if touched:
-            delta = self.inbox.replace_remote(
-                self.backend.name, self.host.host, list(self.blocks.values())
-            )
         looking = self._settling is not None and not self._settling.done()  # one at a time
         if self.listed and self.backend._pending.get(self.host.host) and not looking:
             self._settling = asyncio.ensure_future(self._settle())  # at each line: alive too
+        began = self._count(counted)
         if touched:
-            await self.on_update(self.host.host, self._condition(), self._state(), delta)
+            self._dirty = True
+        # At once, unless flooding: then the first of it, or one after it has slowed down.
+        slow = self._lines_in_second <= FLOOD_RATE
+        if self._dirty and (not self.flooding or began or (slow and self._applied_long_ago())):
+            await self._apply()
         return None
+
+    def _applied_long_ago(self) -> bool:
+        return time.monotonic() - self._applied_at >= APPLY_EVERY
+
+    def _count(self, lines: int) -> bool:
+        """Note `lines` read now; whether the host has just begun to flood (then a ticker
+        applies its changes every APPLY_EVERY seconds, until it calms down)."""
+        now = time.monotonic()
+        self._recent.append((now, lines))
+        self._lines_in_second += lines
+        while self._recent and self._recent[0][0] <= now - 1.0:
+            self._lines_in_second -= self._recent.popleft()[1]
+        if self.flooding or self._lines_in_second <= FLOOD_RATE:
+            return False
+        self.flooding, self._flood_began, self._calm_since = True, now, None
+        self._ticker = asyncio.ensure_future(self._tick())
+        return True
+
+    async def _tick(self) -> None:
+        """While the host floods: what it changed, applied every APPLY_EVERY seconds; once
+        it has sent no more than FLOOD_RATE lines a second for FLOOD_CALM seconds, it is said
+        calm and its changes are applied as they come again."""
+        while True:
+            await asyncio.sleep(APPLY_EVERY)
+            self._count(0)
+            now = time.monotonic()
+            if self._lines_in_second > FLOOD_RATE:
+                self._calm_since = None
+            elif self._calm_since is None:
+                self._calm_since = now
+            if self._calm_since is not None and now - self._calm_since >= FLOOD_CALM:
+                self.flooding, self._ticker = False, None
+                await self._apply()  # its state says it is calm
+                return
+            if self._dirty or (self._condition(), self._state()) != self._said:
+                await self._apply()  # (the rate, or lines that changed no block, said too)
+
+    async def _apply(self) -> None:
+        """Give the inbox this host's blocks as they are now (its changes since the last
+        time, each block's last), and say the host's state."""
+        delta = None
+        if self._dirty:
+            self._dirty = False
+            self.applies += 1
+            self._applied_at = time.monotonic()
+            delta = self.inbox.replace_remote(
+                self.backend.name, self.host.host, list(self.blocks.values())
+            )
+        self._said = (self._condition(), self._state())
+        await self.on_update(self.host.host, *self._said, delta)
 
     async def _settle(self) -> None:
         """Ask that machine what became of the answers whose connection dropped, beside the
@@ -1194,7 +1331,17 @@ class Session:
             await self.on_update(self.host.host, "answer", line, None)
 
     def _condition(self) -> str:
-        return "warning" if self.skipped or self.over or self.warnings else "ok"
+        trouble = self.skipped or self.over or self.warnings or self._named()
+        return "warning" if trouble else "ok"
+
+    def _named(self) -> bool:
+        """Whether the host's state says it floods: it has for FLOOD_NAMED seconds, and sent
+        more than half of FLOOD_RATE in each half of the last second (a burst is in one)."""
+        now = time.monotonic()
+        if not self.flooding or now - self._flood_began < FLOOD_NAMED:
+            return False
+        late = sum(n for t, n in self._recent if t > now - 0.5)
+        return late > FLOOD_RATE / 2 and self._lines_in_second - late > FLOOD_RATE / 2
 
     def _put(self, item: object) -> None:
         try:
@@ -1226,6 +1373,9 @@ class Session:
     def _state(self) -> str:
         count = len(self.blocks)
         text = f"connected, {count} block{'' if count == 1 else 's'}"
+        if self._named():
+            rate = self._lines_in_second
+            text = f"flooding, throttled ({rate:,} change{'' if rate == 1 else 's'}/s); {text}"
         if self.skipped:
             many = self.skipped
             what = "line that was not a block" if many == 1 else "lines that were not blocks"
