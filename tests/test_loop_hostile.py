@@ -435,8 +435,9 @@ def test_the_logs_folder_stays_under_its_total(tmp_path: Path) -> None:
 async def test_t_refuses_a_far_shell_in_a_folder_named_with_escapes(
     tmp_path: Path, sshd, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`t` on another machine's block runs ssh with `cd FAR-REPO && exec $SHELL` there: a far
-    folder named with ESC / BEL is refused in one line, and ssh never starts."""
+    """`t` on another machine's block runs ssh into FAR-REPO (its hitl enters it and execs the
+    login shell): a far folder named with ESC / BEL is refused in one line, as a local {repo}
+    is, and ssh never starts."""
     from hitl_tui.tui.widgets import BlockList
     from tests.test_remote_ssh import loop_repo, write_config
     from tests.test_tui_github import _until
@@ -459,7 +460,7 @@ async def test_t_refuses_a_far_shell_in_a_folder_named_with_escapes(
         assert app.inbox_screen.current is not None
         monkeypatch.setattr(subprocess, "run", run)
         await pilot.press("t")
-        want = "t refused: the far shell's command holds control characters (\\x1b, \\x07) in 'cd "
+        want = "t refused: {repo} holds control characters (\\x1b, \\x07) in '"
         await _until(
             pilot, lambda: any(str(n.message).startswith(want) for n in app._notifications)
         )

@@ -948,10 +948,13 @@ def test_two_real_apps_notice_a_late_answer_once_and_an_undo_not_at_all(tmp_path
             _poll(lambda app=app: app.shows(b"1 not resumed"), 30, seen)
         late = "hitl: shop: no sign of the loop since the answer"
         _poll(lambda: _stdin_of(out) != [], 10, seen)
-        # The undo, in the first app (u: the last answer): the block is back in both.
+        # The undo, in the first app (u: the last answer; it asks first): the block is back in
+        # both.
         for app in apps:
             app.mark()
         apps[0].press(b"u")
+        _poll(lambda: apps[0].shows(b"y undo"), 30, seen)
+        apps[0].press(b"y")
         for app in apps:
             _poll(lambda app=app: app.shows(b"2 blocks in 2 repos"), 30, seen)
         # A block that is new: noticed once, after whatever the late answer and the undo sent.

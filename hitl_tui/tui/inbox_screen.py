@@ -1042,7 +1042,11 @@ class InboxScreen(AsksBeforeUndo, Screen):
             source = self.inbox.source_named(block.source)
             argv = source.shell_argv(block) if source is not None else None
             if argv is not None:  # another machine's repository: a shell there
-                try:  # the far repository is in its command line (`cd REPO && ...`)
+                # The far repository goes into its command (encoded, so no shell there reads
+                # it), and the far shell starts in it: refused like a local {repo}.
+                far = block.meta.get("remote_repo")
+                try:
+                    check_value("{repo}", far if isinstance(far, str) else "")
                     for arg in argv:
                         check_value("the far shell's command", arg)
                 except ControlInValue as exc:
