@@ -463,7 +463,12 @@ async def test_t_refuses_a_far_shell_in_a_folder_named_with_escapes(
         monkeypatch.setattr(subprocess, "run", run)
         await pilot.press("t")
         want = "t refused: the far shell's command holds control characters (\\x1b, \\x07) in 'cd "
-        await until(pilot, lambda: any(str(n.message).startswith(want) for n in app._notifications))
+        await until(
+            pilot,
+            lambda: any(str(n.message).startswith(want) for n in app._notifications),
+            what="the refusal",
+            saw=lambda: [str(n.message) for n in app._notifications],
+        )
         [toast] = [str(n.message) for n in app._notifications if str(n.message).startswith(want)]
         assert "shop\\x1b]2;pwned\\x07" in toast and "\n" not in toast
     assert ran == []
