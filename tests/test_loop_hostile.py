@@ -238,9 +238,9 @@ async def test_the_app_refuses_restart_and_open_with_a_control_character(
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.inbox_screen.current is not None)
         await pilot.press("R")
-        await until(pilot, lambda: f"restart refused: {refused}" in toasts()), toasts()
+        await until(pilot, lambda: f"restart refused: {refused}" in toasts(), saw=toasts)
         await pilot.press("t")
-        await until(pilot, lambda: f"open refused: {refused}" in toasts()), toasts()
+        await until(pilot, lambda: f"open refused: {refused}" in toasts(), saw=toasts)
         pane.settled(tmp_path / "settled-1")
         assert pane.pwned() == [], pane.tmux("capture-pane", "-p", "-t", "billing").stdout
         await preview_of(pilot, app, f"billing/{value}", "1")
@@ -248,9 +248,8 @@ async def test_the_app_refuses_restart_and_open_with_a_control_character(
         assert "restart refused: {task_id} holds a control character (\\x0f)" in title, title
         assert "then runs" not in title
         await pilot.press("y")
-        (
-            await until(pilot, lambda: any(f"\nrestart refused: {refused}" in t for t in toasts())),
-            toasts(),
+        await until(
+            pilot, lambda: any(f"\nrestart refused: {refused}" in t for t in toasts()), saw=toasts
         )
     pane.settled(tmp_path / "settled-2")
     assert pane.pwned() == [], pane.tmux("capture-pane", "-p", "-t", "billing").stdout

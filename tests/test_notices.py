@@ -436,7 +436,8 @@ async def test_a_loop_that_did_not_resume_is_a_notice(
 
     from hitl_tui.tui.inbox_screen import InboxScreen
     from tests.support.pilot import preview_of
-    from tests.test_tui_waiting import _app, _rows, git_loops
+    from tests.support.repos import git_loops
+    from tests.test_tui_waiting import _app, _rows
     from tests.tui_support import SIZE
 
     if shutil.which("git") is None:
@@ -924,7 +925,7 @@ def test_two_real_apps_notice_a_late_answer_once_and_an_undo_not_at_all(tmp_path
     if shutil.which("git") is None:
         pytest.skip("needs git")
     from tests.hostile_cases import run_hitl
-    from tests.test_tui_waiting import git_loops
+    from tests.support.repos import git_loops
 
     root = git_loops(tmp_path / "loops")
     out = tmp_path / "notices.txt"

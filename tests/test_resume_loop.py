@@ -22,7 +22,7 @@ import pytest
 from tests.conftest import FIXTURES
 from tests.hostile_cases import run_hitl
 from tests.support import until_sync
-from tests.test_tui_waiting import git, git_shop
+from tests.support.repos import git, git_shop
 
 LOOPS = Path(__file__).resolve().parent / "loops"
 pytestmark = pytest.mark.skipif(

@@ -8,42 +8,16 @@ without the watcher that timer is what sees the commit.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES
 from tests.support import until
+from tests.support.repos import git, git_loops
 
-IDENTITY = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-
-
-def git(repo: Path, *args: str) -> str:
-    """git in `repo`, with an identity of its own; its output."""
-    done = subprocess.run(
-        ["git", *IDENTITY, *args], cwd=repo, capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
-
-
-def git_shop(repo: Path) -> Path:
-    """The loopkit-shop sample at `repo`, a real git repository at one commit."""
-    shutil.copytree(FIXTURES / "loopkit-shop", repo)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "start")
-    return repo
-
-
-def git_loops(root: Path) -> Path:
-    """`root` with two loopkit repos, shop and api, each a real git repository at one commit."""
-    for name in ("shop", "api"):
-        git_shop(root / name)
-    return root
 
 
 @pytest.fixture
@@ -102,9 +76,10 @@ async def test_an_answer_waits_for_its_loop_until_a_commit_then_leaves(
     async with app.run_test(size=SIZE) as pilot:
         await preview_of(pilot, app, "shop", "1")
         await pilot.press("y")
-        (
-            await until(pilot, lambda: [b.state for b in _rows(app)] == ["blocked", "waiting"]),
-            ([(b.id, b.state) for b in _rows(app)], _toasts(app)),
+        await until(
+            pilot,
+            lambda: [b.state for b in _rows(app)] == ["blocked", "waiting"],
+            saw=lambda: ([(b.id, b.state) for b in _rows(app)], _toasts(app)),
         )
         assert not (loops / "shop" / "BLOCKED.md").exists()
         # The cursor went to the block still open, not to the answer's row.
@@ -216,12 +191,10 @@ async def test_a_restart_that_exits_127_is_restart_failed_until_R_restarts_it(
     async with app.run_test(size=SIZE) as pilot:
         await preview_of(pilot, app, "shop", "1")
         await pilot.press("y")
-        (
-            await until(pilot, lambda: any(b.state == "restart-failed" for b in _rows(app))),
-            (
-                [(b.id, b.state) for b in _rows(app)],
-                _toasts(app),
-            ),
+        await until(
+            pilot,
+            lambda: any(b.state == "restart-failed" for b in _rows(app)),
+            saw=lambda: ([(b.id, b.state) for b in _rows(app)], _toasts(app)),
         )
         assert "restart failed (exit 127)" in _toasts(app)
         # Among the blocks (it needs the operator), its state column whole.
@@ -275,11 +248,10 @@ async def test_a_restart_program_not_on_path_warns_and_its_answer_is_restart_fai
         assert "1 warning" in _text(app, "#topbar")
         await preview_of(pilot, app, "shop", "1")
         await pilot.press("y")
-        (
-            await until(
-                pilot, lambda: [b.state for b in _rows(app)] == ["blocked", "restart-failed"]
-            ),
-            _toasts(app),
+        await until(
+            pilot,
+            lambda: [b.state for b in _rows(app)] == ["blocked", "restart-failed"],
+            saw=lambda: _toasts(app),
         )
         assert _rows(app)[1].summary == "answered: " + _rows(app)[1].meta["waiting"].answered
         assert _rows(app)[1].meta["waiting"].state_words == "restart failed (not found)"

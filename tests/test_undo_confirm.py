@@ -15,7 +15,7 @@ from hitl_tui.tui.undo_flow import ConfirmUndo
 from hitl_tui.tui.widgets import BlockList
 from tests.conftest import FIXTURES
 from tests.support.pilot import select, settle
-from tests.test_resume import git
+from tests.support.repos import git
 from tests.tui_support import SIZE, demo_workspace, make_app
 
 
