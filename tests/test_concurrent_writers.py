@@ -29,6 +29,7 @@ import pytest
 
 from hitl_tui import journal
 from tests.hostile_cases import DRIVER, SHOP, copy_shop, hitl_env, run_hitl, temp_files
+from tests.support import until_sync
 
 DECISION = "Keep invoices, detach them"
 TASK = """\
@@ -84,8 +85,12 @@ def assert_lines_kept(data: bytes, count: int) -> None:
 
 @pytest.mark.parametrize("name", ["PROMPT.md", "IMPLEMENTATION_PLAN.md"])
 def test_a_loop_appending_while_an_answer_is_written_loses_no_line(tmp_path: Path, name):
+    """12 rounds at least, and more (40 at most) until one answer was written while the loop
+    appended: the rounds that refused prove nothing about the lines kept by a write."""
     written = refused = 0
-    for round_ in range(12):
+    for round_ in range(40):
+        if round_ >= 12 and written:
+            break
         repo = copy_shop(tmp_path / f"r{round_}" / "shop")
         before = (repo / name).read_bytes()
         stop = tmp_path / f"r{round_}" / "stop"
@@ -101,7 +106,8 @@ def test_a_loop_appending_while_an_answer_is_written_loses_no_line(tmp_path: Pat
         if done.returncode == 0:
             written += 1
             assert not (repo / "BLOCKED.md").exists()
-            assert DECISION.encode() in (repo / "PROMPT.md").read_bytes()
+            assert (repo / "PROMPT.md").read_bytes().count(DECISION.encode()) == 1
+            assert count > 0  # the loop did append around this answer
         else:
             refused += 1
             assert done.returncode == 3, done.err
@@ -109,7 +115,7 @@ def test_a_loop_appending_while_an_answer_is_written_loses_no_line(tmp_path: Pat
             assert name in line and "changed" in line, line
             assert (repo / "BLOCKED.md").read_bytes() == (SHOP / "BLOCKED.md").read_bytes()
             assert DECISION.encode() not in (repo / "PROMPT.md").read_bytes()
-    assert written + refused == 12
+    assert written >= 1, f"no answer was written in {refused} rounds (each refused)"
 
 
 def test_a_task_file_edited_as_the_journal_begins_keeps_the_edit(tmp_path: Path, monkeypatch):
@@ -277,11 +283,8 @@ def start_slowed(
 
 
 def wait_for(check, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out")
-        time.sleep(0.001)
+    """Poll `check` often (the window it waits for is short)."""
+    until_sync(check, seconds, every=0.001, what="the writer's moment")
 
 
 @needs_strace

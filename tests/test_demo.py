@@ -17,6 +17,7 @@ from hitl_tui.cli import main
 from hitl_tui.tui.app import HitlApp
 from hitl_tui.tui.screens import PreviewScreen
 from hitl_tui.tui.widgets import BlockList
+from tests.support import until
 from tests.tui_support import SIZE
 
 
@@ -65,18 +66,8 @@ def headless_demo(monkeypatch: pytest.MonkeyPatch):
     return start
 
 
-async def _until(pilot, condition, seconds: float = 20) -> None:
-    """Wait until `condition()` holds (the demo's watcher worker never completes)."""
-    for _ in range(int(seconds / 0.05)):
-        if condition():
-            return
-        await pilot.pause()
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"not within {seconds} s: {condition}")
-
-
 async def _settle(pilot) -> None:
-    await _until(pilot, lambda: pilot.app.loaded)
+    await until(pilot, lambda: pilot.app.loaded)
 
 
 async def _answer_shop(pilot, seen: dict) -> None:
@@ -93,7 +84,7 @@ async def _answer_shop(pilot, seen: dict) -> None:
     await pilot.pause()
     assert isinstance(app.screen, PreviewScreen)
     await pilot.press("enter")
-    await _until(pilot, lambda: any(n.title == "Answered" for n in app._notifications))
+    await until(pilot, lambda: any(n.title == "Answered" for n in app._notifications))
     seen["answered"] = not (shop.repo / "BLOCKED.md").exists()
     seen["toasts"] = [n.title for n in app._notifications]
     seen["state_during"] = os.environ.get("HITL_STATE_DIR")
@@ -139,9 +130,9 @@ def test_undo_inside_the_demo_undoes_the_demo_answer(headless_demo) -> None:
     async def script(pilot, seen: dict) -> None:
         await _answer_shop(pilot, seen)
         await pilot.press("u")  # asks first (which answer, when): y undoes it
-        await _until(pilot, lambda: type(pilot.app.screen).__name__ == "ConfirmUndo")
+        await until(pilot, lambda: type(pilot.app.screen).__name__ == "ConfirmUndo")
         await pilot.press("y")
-        await _until(pilot, lambda: (seen["shop"] / "BLOCKED.md").exists())
+        await until(pilot, lambda: (seen["shop"] / "BLOCKED.md").exists())
         seen["undone"] = [n.title for n in pilot.app._notifications if n.title == "Undone"]
         await pilot.press("q")
 

@@ -215,8 +215,9 @@ async def test_the_app_refuses_restart_and_open_with_a_control_character(
     from textual.widgets import Static
 
     from hitl_tui.loops import Loop
-    from tests.test_loops import _app, _until
-    from tests.test_tui import _preview_of
+    from tests.support import until
+    from tests.support.pilot import preview_of
+    from tests.test_loops import _app
     from tests.tui_support import SIZE
 
     value = "T-007\x0ftouch PWNED\x0f"
@@ -235,21 +236,21 @@ async def test_the_app_refuses_restart_and_open_with_a_control_character(
         return [str(n.message) for n in app._notifications]
 
     async with app.run_test(size=SIZE) as pilot:
-        assert await _until(pilot, lambda: app.inbox_screen.current is not None)
+        await until(pilot, lambda: app.inbox_screen.current is not None)
         await pilot.press("R")
-        assert await _until(pilot, lambda: f"restart refused: {refused}" in toasts()), toasts()
+        await until(pilot, lambda: f"restart refused: {refused}" in toasts(), saw=toasts)
         await pilot.press("t")
-        assert await _until(pilot, lambda: f"open refused: {refused}" in toasts()), toasts()
+        await until(pilot, lambda: f"open refused: {refused}" in toasts(), saw=toasts)
         pane.settled(tmp_path / "settled-1")
         assert pane.pwned() == [], pane.tmux("capture-pane", "-p", "-t", "billing").stdout
-        await _preview_of(pilot, app, f"billing/{value}", "1")
+        await preview_of(pilot, app, f"billing/{value}", "1")
         title = str(app.screen.query_one("#preview-title", Static).render())
         assert "restart refused: {task_id} holds a control character (\\x0f)" in title, title
         assert "then runs" not in title
         await pilot.press("y")
-        assert await _until(
-            pilot, lambda: any(f"\nrestart refused: {refused}" in t for t in toasts())
-        ), toasts()
+        await until(
+            pilot, lambda: any(f"\nrestart refused: {refused}" in t for t in toasts()), saw=toasts
+        )
     pane.settled(tmp_path / "settled-2")
     assert pane.pwned() == [], pane.tmux("capture-pane", "-p", "-t", "billing").stdout
     assert not any("restarting" in t or "restarted" in t for t in toasts()), toasts()
@@ -262,7 +263,8 @@ async def test_t_refuses_a_shell_in_a_folder_named_with_escapes(
     folder's name as it is: a name holding ESC / BEL (an OSC that retitles the terminal) is
     refused, and the shell never starts."""
     from hitl_tui.loops import Loop
-    from tests.test_loops import _app, _until
+    from tests.support import until
+    from tests.test_loops import _app
     from tests.tui_support import SIZE
 
     name = "shop\x1b]2;pwned\x07"
@@ -280,9 +282,9 @@ async def test_t_refuses_a_shell_in_a_folder_named_with_escapes(
         f"'{tmp_path}/loops/shop\\x1b]2;pwned\\x07'"
     )
     async with app.run_test(size=SIZE) as pilot:
-        assert await _until(pilot, lambda: app.inbox_screen.current is not None)
+        await until(pilot, lambda: app.inbox_screen.current is not None)
         await pilot.press("t")
-        assert await _until(pilot, lambda: any(want == str(n.message) for n in app._notifications))
+        await until(pilot, lambda: any(want == str(n.message) for n in app._notifications))
     assert not started.exists()
 
 
@@ -439,8 +441,8 @@ async def test_t_refuses_a_far_shell_in_a_folder_named_with_escapes(
     login shell): a far folder named with ESC / BEL is refused in one line, as a local {repo}
     is, and ssh never starts."""
     from hitl_tui.tui.widgets import BlockList
+    from tests.support import until
     from tests.test_remote_ssh import loop_repo, write_config
-    from tests.test_tui_github import _until
     from tests.test_tui_remote import _app
     from tests.tui_support import SIZE
 
@@ -456,13 +458,16 @@ async def test_t_refuses_a_far_shell_in_a_folder_named_with_escapes(
 
     async with app.run_test(size=SIZE) as pilot:
         rows = app.query_one(BlockList)
-        await _until(pilot, lambda: len(rows.blocks) == 1)
+        await until(pilot, lambda: len(rows.blocks) == 1)
         assert app.inbox_screen.current is not None
         monkeypatch.setattr(subprocess, "run", run)
         await pilot.press("t")
         want = "t refused: {repo} holds control characters (\\x1b, \\x07) in '"
-        await _until(
-            pilot, lambda: any(str(n.message).startswith(want) for n in app._notifications)
+        await until(
+            pilot,
+            lambda: any(str(n.message).startswith(want) for n in app._notifications),
+            what="the refusal",
+            saw=lambda: [str(n.message) for n in app._notifications],
         )
         [toast] = [str(n.message) for n in app._notifications if str(n.message).startswith(want)]
         assert "shop\\x1b]2;pwned\\x07" in toast and "\n" not in toast

@@ -4,7 +4,6 @@ got and where it ran, so the tests see exactly what a loop runner would receive.
 
 from __future__ import annotations
 
-import itertools
 import json
 import shutil
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.hostile_cases import SHOP, run_hitl
+from tests.support import until
 
 #: Records its arguments and its working folder in the file named by its first argument.
 RECORDER = (
@@ -162,7 +162,7 @@ async def test_the_app_says_what_it_will_run_and_restarts_after_the_answer(
     from hitl_tui.loops import Loop
     from hitl_tui.tui.app import HitlApp
     from hitl_tui.workspace import Workspace
-    from tests.test_tui import _preview_of
+    from tests.support.pilot import preview_of
     from tests.tui_support import NOW, SIZE
 
     repo = _repo(tmp_path / "loops", "shop")
@@ -174,7 +174,7 @@ async def test_the_app_says_what_it_will_run_and_restarts_after_the_answer(
     config = Config(operator="Ada", bell=False, loops=(loop,))
     app = HitlApp(inbox, config=config, watch=False, clock=lambda: NOW)
     async with app.run_test(size=SIZE) as pilot:
-        await _preview_of(pilot, app, "shop", "1")
+        await preview_of(pilot, app, "shop", "1")
         title = str(app.screen.query_one("#preview-title", Static).render())
         assert "then runs: " in title and "shop" in title
         await pilot.press("y")
@@ -191,23 +191,6 @@ async def test_the_app_says_what_it_will_run_and_restarts_after_the_answer(
                 break
             await asyncio.sleep(0.05)
         assert any("shop: restarted" in str(n.message) for n in app._notifications)
-
-
-async def _until(pilot, done, rounds: int = 100) -> bool:
-    """Whether `done()` came true within `rounds` rounds and `rounds` tenths of a second of
-    wall time, whichever is longer (a loaded machine runs fewer rounds a second)."""
-    import asyncio
-    import time
-
-    deadline = time.monotonic() + rounds / 10
-    for n in itertools.count():
-        if n >= rounds and time.monotonic() >= deadline:
-            break
-        await pilot.pause()
-        if done():
-            return True
-        await asyncio.sleep(0.05)
-    return done()
 
 
 def _app(tmp_path: Path, loop):
@@ -230,7 +213,7 @@ async def test_r_in_the_preview_skips_the_restart_and_R_runs_it_later(
     from textual.widgets import Static
 
     from hitl_tui.loops import Loop
-    from tests.test_tui import _preview_of
+    from tests.support.pilot import preview_of
     from tests.tui_support import SIZE
 
     repo = _repo(tmp_path / "loops", "shop")
@@ -241,21 +224,21 @@ async def test_r_in_the_preview_skips_the_restart_and_R_runs_it_later(
     )
     app = _app(tmp_path, loop)
     async with app.run_test(size=SIZE) as pilot:
-        await _preview_of(pilot, app, "shop", "1")
+        await preview_of(pilot, app, "shop", "1")
         await pilot.press("r")
         title = str(app.screen.query_one("#preview-title", Static).render())
         assert "restart skipped" in title and "then runs" not in title
         await pilot.press("r")
         assert "then runs: " in str(app.screen.query_one("#preview-title", Static).render())
         await pilot.press("r", "y")
-        assert await _until(pilot, lambda: not (repo / "BLOCKED.md").exists())
-        assert await _until(
+        await until(pilot, lambda: not (repo / "BLOCKED.md").exists())
+        await until(
             pilot, lambda: any("restart skipped" in str(n.message) for n in app._notifications)
         )
         assert _recorded(calls) == []
         # R on the block still open (api) runs its restart, in its folder.
         await pilot.press("R")
-        assert await _until(pilot, lambda: _recorded(calls) != [])
+        await until(pilot, lambda: _recorded(calls) != [])
         assert _recorded(calls) == [[str(other), "api"]]
 
 
@@ -272,9 +255,9 @@ async def test_t_runs_the_loops_open_command_or_a_shell_in_the_repo(
     )
     app = _app(tmp_path, opener)
     async with app.run_test(size=SIZE) as pilot:
-        await _until(pilot, lambda: app.inbox_screen.current is not None)
+        await until(pilot, lambda: app.inbox_screen.current is not None)
         await pilot.press("t")
-        assert await _until(pilot, lambda: _recorded(calls) != [])
+        await until(pilot, lambda: _recorded(calls) != [])
         assert _recorded(calls) == [[str(repo), "open", "shop"]]
         assert (repo / "BLOCKED.md").exists()  # going to a loop writes nothing
 
@@ -286,7 +269,7 @@ async def test_t_runs_the_loops_open_command_or_a_shell_in_the_repo(
     calls.unlink()
     app = _app(tmp_path, Loop((str(tmp_path / "loops" / "*"),)))
     async with app.run_test(size=SIZE) as pilot:
-        await _until(pilot, lambda: app.inbox_screen.current is not None)
+        await until(pilot, lambda: app.inbox_screen.current is not None)
         await pilot.press("t")
-        assert await _until(pilot, lambda: _recorded(calls) != [])
+        await until(pilot, lambda: _recorded(calls) != [])
         assert _recorded(calls) == [[str(repo), "shell"]]

@@ -23,6 +23,7 @@ from hitl_tui.model import UsageError
 from hitl_tui.notices import Notice, NoticeConfig
 from tests.conftest import FIXTURES
 from tests.fake_chat import FakeChat, serve_chat
+from tests.support import until, until_sync
 
 HOOK_PATH = "/services/T000/B000/SECRETHOOKxyz"
 #: Agent text at its worst: CSI and OSC sequences, BEL, C1 controls, Pango and Rich markup.
@@ -372,16 +373,10 @@ def _arrive_three_in_two_repos(app, root: Path) -> None:
         app.apply_delta(app.inbox.handle([repo]), announce=True)
 
 
-async def _until(pilot, done, rounds: int = 120) -> bool:
-    from tests.test_loops import _until as until
-
-    return await until(pilot, done, rounds=rounds)
-
-
 async def test_a_burst_of_three_new_blocks_is_one_notice_on_every_channel(
     tmp_path: Path, desktop: Path, hook: Hook, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.test_tui import _settle
+    from tests.support.pilot import settle
     from tests.tui_support import SIZE, demo_workspace
 
     monkeypatch.setenv("TERM", "xterm-256color")
@@ -392,11 +387,11 @@ async def test_a_burst_of_three_new_blocks_is_one_notice_on_every_channel(
     out = tmp_path / "stdin.txt"
     app, written = _notice_app(root, NoticeConfig(command=_capture(out), webhook=hook.url))
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         assert _desktop_calls(desktop) == [] and written == []  # the first scan: no notice
         _arrive_three_in_two_repos(app, root)
-        assert await _until(pilot, lambda: len(_stdin_of(out)) >= 1 and hook.bodies)
-        assert await _until(pilot, lambda: _desktop_calls(desktop))
+        await until(pilot, lambda: len(_stdin_of(out)) >= 1 and hook.bodies)
+        await until(pilot, lambda: _desktop_calls(desktop))
         await pilot.pause(0.3)
         [argv] = _desktop_calls(desktop)
         assert argv == [
@@ -413,23 +408,22 @@ async def test_a_burst_of_three_new_blocks_is_one_notice_on_every_channel(
 
 
 async def test_a_failing_webhook_is_one_toast_without_the_url(tmp_path: Path, hook: Hook) -> None:
-    from tests.test_tui import _settle
-    from tests.test_tui_screen import _arrive
+    from tests.support.pilot import arrive, settle
     from tests.tui_support import SIZE, demo_workspace
 
     hook.status = 403
     root = demo_workspace(tmp_path / "ws")
     app, _ = _notice_app(root, NoticeConfig(desktop=False, terminal=False, webhook=hook.url))
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
 
         def failed() -> list[str]:
             return [str(n.message) for n in app._notifications if n.title == "Notice not sent"]
 
-        _arrive(app, root, ["alpha"])
-        assert await _until(pilot, lambda: failed())
-        _arrive(app, root, ["bravo"])  # fails the same way: said once
-        assert await _until(pilot, lambda: len(hook.bodies) == 2)
+        arrive(app, root, ["alpha"])
+        await until(pilot, lambda: failed())
+        arrive(app, root, ["bravo"])  # fails the same way: said once
+        await until(pilot, lambda: len(hook.bodies) == 2)
         await pilot.pause(0.3)
         assert failed() == ["webhook: HTTP 403 nope ***"]
         assert hook.texts()[0] == "hitl: alpha: What about alpha?"
@@ -441,8 +435,9 @@ async def test_a_loop_that_did_not_resume_is_a_notice(
     from datetime import timedelta
 
     from hitl_tui.tui.inbox_screen import InboxScreen
-    from tests.test_tui import _preview_of
-    from tests.test_tui_waiting import _app, _rows, git_loops
+    from tests.support.pilot import preview_of
+    from tests.support.repos import git_loops
+    from tests.test_tui_waiting import _app, _rows
     from tests.tui_support import SIZE
 
     if shutil.which("git") is None:
@@ -454,10 +449,10 @@ async def test_a_loop_that_did_not_resume_is_a_notice(
     app.config = dataclasses.replace(app.config, notify=NoticeConfig(command=_capture(out)))
     app.bell = lambda: None  # type: ignore[method-assign]
     async with app.run_test(size=SIZE) as pilot:
-        await _preview_of(pilot, app, "shop", "1")
+        await preview_of(pilot, app, "shop", "1")
         await pilot.press("r", "y")  # no restart: the loop never acts
-        assert await _until(pilot, lambda: any(b.state == "not-resumed" for b in _rows(app)), 150)
-        assert await _until(pilot, lambda: _stdin_of(out) != [])
+        await until(pilot, lambda: any(b.state == "not-resumed" for b in _rows(app)))
+        await until(pilot, lambda: _stdin_of(out) != [])
         await pilot.pause(0.3)
         assert _stdin_of(out) == ["hitl: shop: no sign of the loop since the answer"]
         assert _desktop_calls(desktop) == [
@@ -471,16 +466,15 @@ async def test_a_loop_that_did_not_resume_is_a_notice(
 
 
 async def test_on_picks_what_is_noticed(tmp_path: Path, desktop: Path) -> None:
-    from tests.test_tui import _settle
-    from tests.test_tui_screen import _arrive
+    from tests.support.pilot import arrive, settle
     from tests.tui_support import SIZE, demo_workspace
 
     root = demo_workspace(tmp_path / "ws")
     app, written = _notice_app(root, NoticeConfig(on=frozenset({"not-resumed"})))
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await _settle(pilot, app)
-        _arrive(app, root, ["alpha"])
-        assert await _until(pilot, lambda: any(n.title == "New block" for n in app._notifications))
+        await settle(pilot, app)
+        arrive(app, root, ["alpha"])
+        await until(pilot, lambda: any(n.title == "New block" for n in app._notifications))
         await pilot.pause(0.5)
         assert _desktop_calls(desktop) == [] and written == []
 
@@ -489,16 +483,16 @@ async def test_a_block_written_on_disk_is_a_desktop_notice(tmp_path: Path, deskt
     """The real watcher: a BLOCKED.md written in a watched repo, one notice with its question."""
     import asyncio
 
-    from tests.test_tui import _settle
+    from tests.support.pilot import settle
     from tests.tui_support import SIZE, demo_workspace, make_app
 
     root = demo_workspace(tmp_path / "ws")
     app = make_app([root], watch=True)
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         await asyncio.sleep(0.3)
         (root / "infra" / "BLOCKED.md").write_text("## Question\nRotate the <b>password</b> now?\n")
-        assert await _until(pilot, lambda: _desktop_calls(desktop), rounds=200)
+        await until(pilot, lambda: _desktop_calls(desktop), 20)
         assert _desktop_calls(desktop) == [
             [
                 "--app-name=hitl",
@@ -586,6 +580,7 @@ def test_quitting_does_not_wait_for_a_notice_nor_leave_its_command_running(
     """A notice command that ignores SIGTERM, or a webhook that never answers, with a long
     timeout: `q` exits at once (it held the process until the timeout: the interpreter waits
     for worker and executor threads), and the command is killed, not left behind."""
+    import select
     import socket
     import subprocess
     import time
@@ -593,7 +588,8 @@ def test_quitting_does_not_wait_for_a_notice_nor_leave_its_command_running(
     root = tmp_path / "loops"
     (root / "shop" / ".git").mkdir(parents=True)
     marker = tmp_path / "still-running"
-    script = f"trap '' TERM; sleep 40; touch '{marker}'"
+    started = tmp_path / "started"
+    script = f"touch '{started}'; trap '' TERM; sleep 40; touch '{marker}'"
     silent = socket.socket()  # listens, never accepts: the POST waits for its answer
     silent.bind(("127.0.0.1", 0))
     silent.listen()
@@ -610,7 +606,15 @@ def test_quitting_does_not_wait_for_a_notice_nor_leave_its_command_running(
         assert b"watching 1 repo" in _read_until(leader, b"watching 1 repo", 30)
         time.sleep(0.5)
         (root / "shop" / "BLOCKED.md").write_text("## Question\nShip it?\n")
-        time.sleep(3)  # the burst ends, the command starts
+        # The burst ends, the command starts (or the POST connects).
+        if channel == "command":
+            until_sync(started.exists, 30, what="the notice command to start")
+        else:
+            until_sync(
+                lambda: select.select([silent], [], [], 0)[0],  # a connection is waiting
+                30,
+                what="the webhook's POST to connect",
+            )
         began = time.monotonic()
         os.write(leader, b"q")
         while proc.poll() is None and time.monotonic() - began < 60:
@@ -694,8 +698,7 @@ async def test_a_block_two_apps_see_arrive_is_one_notice_on_the_shared_channels(
     its own escape. A block the other app did not see is still noticed."""
     from hitl_tui.inbox import Delta
     from hitl_tui.sources.loopkit import LoopkitSource
-    from tests.test_tui import _settle
-    from tests.test_tui_screen import _arrive
+    from tests.support.pilot import arrive, settle
     from tests.tui_support import SIZE, demo_workspace
 
     root = demo_workspace(tmp_path / "ws")
@@ -703,19 +706,19 @@ async def test_a_block_two_apps_see_arrive_is_one_notice_on_the_shared_channels(
     cfg = NoticeConfig(command=_capture(out), webhook=hook.url, terminal=True)
     first, first_terminal = _notice_app(root, cfg)
     async with first.run_test(size=SIZE, notifications=True) as pilot:
-        await _settle(pilot, first)
-        _arrive(first, root, ["alpha"])
-        assert await _until(pilot, lambda: first_terminal != [] and len(hook.bodies) == 1)
+        await settle(pilot, first)
+        arrive(first, root, ["alpha"])
+        await until(pilot, lambda: first_terminal != [] and len(hook.bodies) == 1)
     second, second_terminal = _notice_app(root, cfg)
     async with second.run_test(size=SIZE, notifications=True) as pilot:
-        await _settle(pilot, second)
+        await settle(pilot, second)
         alpha = root / "alpha"  # the same block arriving in this app too
         block = LoopkitSource().parse(alpha, alpha / "BLOCKED.md", "alpha")
         second.apply_delta(Delta(added=[block]), announce=True)
-        assert await _until(pilot, lambda: second_terminal != [])
+        await until(pilot, lambda: second_terminal != [])
         await pilot.pause(0.5)
-        _arrive(second, root, ["bravo"])
-        assert await _until(pilot, lambda: len(hook.bodies) == 2)
+        arrive(second, root, ["bravo"])
+        await until(pilot, lambda: len(hook.bodies) == 2)
         await pilot.pause(0.3)
     assert first_terminal == ["\x1b]9;hitl: alpha: What about alpha?\x07"]
     assert second_terminal[0] == first_terminal[0]  # each app's own terminal
@@ -796,8 +799,7 @@ async def test_an_app_without_a_channel_does_not_take_its_notice_from_one_with_i
     command: the webhook gets one post, and the command still gets its notice."""
     from hitl_tui.inbox import Delta
     from hitl_tui.sources.loopkit import LoopkitSource
-    from tests.test_tui import _settle
-    from tests.test_tui_screen import _arrive
+    from tests.support.pilot import arrive, settle
     from tests.tui_support import SIZE, demo_workspace
 
     root = demo_workspace(tmp_path / "ws")
@@ -806,16 +808,16 @@ async def test_an_app_without_a_channel_does_not_take_its_notice_from_one_with_i
     both = dataclasses.replace(only_hook, command=_capture(out))
     first, _ = _notice_app(root, only_hook)
     async with first.run_test(size=SIZE, notifications=True) as pilot:
-        await _settle(pilot, first)
-        _arrive(first, root, ["alpha"])
-        assert await _until(pilot, lambda: len(hook.bodies) == 1)
+        await settle(pilot, first)
+        arrive(first, root, ["alpha"])
+        await until(pilot, lambda: len(hook.bodies) == 1)
     second, _ = _notice_app(root, both)
     async with second.run_test(size=SIZE, notifications=True) as pilot:
-        await _settle(pilot, second)
+        await settle(pilot, second)
         alpha = root / "alpha"
         block = LoopkitSource().parse(alpha, alpha / "BLOCKED.md", "alpha")
         second.apply_delta(Delta(added=[block]), announce=True)
-        assert await _until(pilot, lambda: _stdin_of(out) != [])
+        await until(pilot, lambda: _stdin_of(out) != [])
         await pilot.pause(0.5)
     assert _stdin_of(out) == ["hitl: alpha: What about alpha?"]
     assert len(hook.bodies) == 1
@@ -878,12 +880,7 @@ class _PtyApp:
 
 def _poll(done, seconds: float, what) -> None:
     """Wait (at most `seconds`) for `done()`; fail saying what `what()` saw."""
-    import time
-
-    ends = time.monotonic() + seconds
-    while not done():
-        assert time.monotonic() < ends, what()
-        time.sleep(0.1)
+    until_sync(done, seconds, every=0.1, saw=what)
 
 
 def _stays(done, seconds: float, what) -> None:
@@ -928,7 +925,7 @@ def test_two_real_apps_notice_a_late_answer_once_and_an_undo_not_at_all(tmp_path
     if shutil.which("git") is None:
         pytest.skip("needs git")
     from tests.hostile_cases import run_hitl
-    from tests.test_tui_waiting import git_loops
+    from tests.support.repos import git_loops
 
     root = git_loops(tmp_path / "loops")
     out = tmp_path / "notices.txt"
@@ -947,7 +944,7 @@ def test_two_real_apps_notice_a_late_answer_once_and_an_undo_not_at_all(tmp_path
         for app in apps:
             _poll(lambda app=app: app.shows(b"1 not resumed"), 30, seen)
         late = "hitl: shop: no sign of the loop since the answer"
-        _poll(lambda: _stdin_of(out) != [], 10, seen)
+        _poll(lambda: _stdin_of(out) != [], 30, seen)
         # The undo, in the first app (u: the last answer; it asks first): the block is back in
         # both.
         for app in apps:

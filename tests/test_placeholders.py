@@ -14,7 +14,7 @@ from textual.widgets import Static, TextArea
 
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen
 from tests.hostile_cases import SHOP, run_hitl, snapshot
-from tests.test_tui import _select, _settle
+from tests.support.pilot import select, settle
 from tests.tui_support import SIZE, demo_workspace, make_app
 
 RECORDER = "import sys; open(sys.argv[1], 'a').write('restarted\\n')"
@@ -78,8 +78,8 @@ async def test_the_app_refuses_a_placeholder_in_own_words_and_in_the_decision(
     before = snapshot(shop)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
-        await _select(pilot, app, "shop")
+        await settle(pilot, app)
+        await select(pilot, app, "shop")
         await pilot.press("o")
         await pilot.pause()
         assert isinstance(app.screen, TextAnswerScreen)
@@ -91,7 +91,7 @@ async def test_the_app_refuses_a_placeholder_in_own_words_and_in_the_decision(
 
         # The editable decision of a choice's preview: refused there, and y writes nothing.
         await pilot.press("escape")
-        await _select(pilot, app, "shop")
+        await select(pilot, app, "shop")
         await pilot.press("2")
         await pilot.pause()
         screen = app.screen

@@ -8,13 +8,13 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from hitl_tui import __version__, wire
 from hitl_tui.model import Block, Choice, Section
+from tests.support import until_sync
 
 HITL = [sys.executable, "-m", "hitl_tui"]
 NEW_BLOCK = "# Blocked\n\n## Question:\nShip on Friday?\n\n## Choices:\n- A) yes\n- B) no\n"
@@ -40,15 +40,13 @@ class Stream:
             self.lines.append(json.loads(line))
 
     def wait_for(self, test, timeout: float = 20.0) -> dict:
-        deadline = time.monotonic() + timeout
-        seen = 0
-        while time.monotonic() < deadline:
-            for event in self.lines[seen:]:
-                seen += 1
-                if test(event):
-                    return event
-            time.sleep(0.02)
-        raise AssertionError(f"no such event in {[e.get('event') for e in self.lines]}")
+        return until_sync(
+            lambda: next((e for e in list(self.lines) if test(e)), None),
+            timeout,
+            every=0.02,
+            what="such an event",
+            saw=lambda: [e.get("event") for e in self.lines],
+        )
 
     def close(self) -> int:
         assert self.proc.stdin is not None

@@ -23,6 +23,7 @@ from hitl_tui.model import Answer, HitlError
 from hitl_tui.sources.ssh import SshBackend, control_dir
 from tests.conftest import FIXTURES
 from tests.sshd import Sshd
+from tests.support import until
 
 HITL = [sys.executable, "-m", "hitl_tui"]
 QUESTION = "Should deleting a workspace also delete its archived invoices"
@@ -214,12 +215,7 @@ class Watch:
         return sorted(b.id for b in self.inbox.blocks.values())
 
     async def until(self, condition, seconds: float = 30, what: str = "") -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if condition():
-                return
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"not in {seconds} s: {what} (updates: {self.updates[-5:]})")
+        await until(None, condition, seconds, what=what, saw=lambda: self.updates[-5:])
 
     def state(self) -> tuple[str, str]:
         return self.updates[-1][1:] if self.updates else ("", "")
@@ -379,9 +375,12 @@ def test_an_answer_whose_connection_drops_says_what_is_known(
     backend.load_pending()
     said = backend.settle_pending(backend.hosts["build-1"])
     if written:
-        assert said == [f"the answer to build-1:shop was written ({said[0].split('(')[1][:-1]})"]
+        # The line names the far journal's entry, the one journaled here for that answer.
         [entry] = journal.history()
         assert entry.block_id == "build-1:shop" and entry.sent["host"] == "build-1"
+        far_entry = entry.sent["entry"]
+        assert far_entry
+        assert said == [f"the answer to build-1:shop was written ({far_entry})"]
     else:
         assert said == ["the answer to build-1:shop was not written (answer again)"]
         assert journal.history() == []

@@ -23,17 +23,10 @@ from hitl_tui.inbox import Inbox
 from hitl_tui.model import Answer
 from hitl_tui.resume import MAX_RECORDS, ResumeBook
 from tests.conftest import FIXTURES
+from tests.support.repos import git
 
 GIT = shutil.which("git")
 needs_git = pytest.mark.skipif(GIT is None, reason="needs git")
-IDENTITY = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", *IDENTITY, *args], cwd=repo, capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
 
 
 def git_repo(path: Path, fixture: str = "loopkit-shop") -> Path:

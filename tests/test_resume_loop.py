@@ -21,7 +21,8 @@ import pytest
 
 from tests.conftest import FIXTURES
 from tests.hostile_cases import run_hitl
-from tests.test_tui_waiting import git, git_shop
+from tests.support import until_sync
+from tests.support.repos import git, git_shop
 
 LOOPS = Path(__file__).resolve().parent / "loops"
 pytestmark = pytest.mark.skipif(
@@ -101,14 +102,17 @@ def shop_row(report: dict) -> dict:
     return row
 
 
-def until(cfg: Path, wanted: Callable[[dict], bool], timeout: float = 30.0) -> tuple[int, dict]:
-    deadline = time.monotonic() + timeout
-    while True:
-        code, report = status(cfg)
-        if wanted(report):
-            return code, report
-        assert time.monotonic() < deadline, json.dumps(report, indent=1)
-        time.sleep(0.3)
+def status_until(
+    cfg: Path, wanted: Callable[[dict], bool], timeout: float = 30.0
+) -> tuple[int, dict]:
+    last: list[tuple[int, dict]] = []
+
+    def check() -> tuple[int, dict] | None:
+        last[:] = [status(cfg)]
+        return last[0] if wanted(last[0][1]) else None
+
+    saw = lambda: json.dumps(last[0][1] if last else None, indent=1)  # noqa: E731
+    return until_sync(check, timeout, every=0.3, what="the status wanted", saw=saw)
 
 
 def test_the_loop_restarts_reads_the_decision_commits_and_resumes(
@@ -127,7 +131,7 @@ def test_the_loop_restarts_reads_the_decision_commits_and_resumes(
     assert text.returncode == 0 and b"  waiting      shop  answered " in text.stdout
     gate(tmp_path).touch()  # the loop's first turn may begin
 
-    code, report = until(cfg, lambda r: bool(shop_row(r)["resumed"]))
+    code, report = status_until(cfg, lambda r: bool(shop_row(r)["resumed"]))
     [resumed] = shop_row(report)["resumed"]
     head = git(shop, "rev-parse", "HEAD")
     assert code == 0 and resumed["how"] == f"new commit {head[:7]}"
@@ -192,7 +196,7 @@ def test_a_loop_that_asks_again_resolves_it_as_asked_again(
     assert done.returncode == 0, done.stderr
     assert not (shop / "BLOCKED.md").exists()
     gate(tmp_path).touch()
-    code, report = until(cfg, lambda r: bool(shop_row(r)["resumed"]))
+    code, report = status_until(cfg, lambda r: bool(shop_row(r)["resumed"]))
     [resumed] = shop_row(report)["resumed"]
     assert code == 0 and resumed["how"] == "asked again (new BLOCKED.md)"
     assert shop_row(report)["open"]["count"] == 1  # the same question is open again

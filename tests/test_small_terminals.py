@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hitl_tui.tui.screens import PreviewScreen
 from hitl_tui.tui.widgets import BlockList
-from tests.test_tui import _select, _settle
+from tests.support.pilot import select, settle
 from tests.tui_support import demo_workspace, make_app
 
 
@@ -16,8 +16,8 @@ def drawn(app) -> list[str]:
 
 
 async def _preview(pilot, app, block_id: str = "shop", key: str = "2") -> PreviewScreen:
-    await _settle(pilot, app)
-    await _select(pilot, app, block_id)
+    await settle(pilot, app)
+    await select(pilot, app, block_id)
     await pilot.press(key)
     await pilot.pause()
     assert isinstance(app.screen, PreviewScreen)
@@ -64,7 +64,7 @@ async def test_where_no_diff_line_fits_enter_and_y_refuse(tmp_path: Path) -> Non
     blocked = (root / "shop" / "BLOCKED.md").read_bytes()
     app = make_app([root])
     async with app.run_test(size=(60, 15)) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         await pilot.resize_terminal(60, 5)
         await pilot.pause()
         await _preview(pilot, app)
@@ -95,7 +95,7 @@ async def test_at_40x10_the_highlighted_block_shows_its_id_and_question(tmp_path
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=(40, 10)) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
         for _ in range(3):
             block = table.current

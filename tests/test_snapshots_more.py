@@ -14,7 +14,7 @@ from textual.widgets import Input
 
 from hitl_tui.journal import Entry
 from hitl_tui.tui.screens import HistoryScreen
-from tests.test_snapshots import _ready
+from tests.support.pilot import ready
 from tests.tui_support import NOW, SIZE, demo_workspace, make_app
 
 
@@ -50,7 +50,7 @@ def _entry(n: int, block: str, answered: str, operator: str = "Ada", **more) -> 
 
 def test_palette_with_a_query(snap_compare, tmp_path: Path) -> None:
     async def search(pilot) -> None:
-        await _ready(pilot)
+        await ready(pilot)
         await pilot.press("ctrl+p")
         for _ in range(50):
             await pilot.pause()
@@ -77,7 +77,7 @@ def test_history_with_the_cursor_on_an_answer(snap_compare, tmp_path: Path, utc)
     ]
 
     async def history(pilot) -> None:
-        await _ready(pilot)
+        await ready(pilot)
         await pilot.app.push_screen(HistoryScreen(entries))
         await pilot.pause()
         pilot.app.screen.query_one(Input).cursor_blink = False

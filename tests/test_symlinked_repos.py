@@ -11,7 +11,7 @@ import pytest
 
 from hitl_tui.tui.widgets import BlockList
 from tests.hostile_cases import run_hitl
-from tests.test_tui import _settle
+from tests.support.pilot import settle
 from tests.tui_support import SIZE, make_app
 
 BLOCK = "## Question\n{q}\n## Choices\n- A) yes\n- B) no\n"
@@ -46,7 +46,7 @@ def test_list_json_and_guard_show_one_block(loops: Path) -> None:
 async def test_the_app_shows_one_row_even_when_a_link_appears_live(loops: Path) -> None:
     app = make_app([loops], watch=True)
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
         assert [b.id for b in table.blocks.values()] == ["shop"]
         await asyncio.sleep(0.3)

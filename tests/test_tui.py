@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import io
 import os
 from pathlib import Path
 
-from rich.console import Console
-from textual.content import Content
 from textual.widgets import Static, TextArea
 
 from hitl_tui.inbox import Delta, key_of
@@ -16,53 +13,17 @@ from hitl_tui.model import Block
 from hitl_tui.sources.loopkit import LoopkitSource
 from hitl_tui.tui.screens import HelpScreen, PreviewScreen, TextAnswerScreen
 from hitl_tui.tui.widgets import BlockList
+from tests.support import until
+from tests.support.pilot import preview_of, select, settle, static_text
 from tests.tui_support import NOW, SIZE, demo_workspace, make_app
-
-
-def _static_text(app, selector: str) -> str:
-    """What a Static shows, as plain text (Rich renderables are rendered to text)."""
-    content = app.query_one(selector, Static).content
-    if isinstance(content, str | Content):
-        return str(content)
-    console = Console(width=200, record=True, file=io.StringIO())
-    console.print(content)
-    return console.export_text()
-
-
-async def _settle(pilot, app) -> None:
-    for _ in range(50):
-        await pilot.pause()
-        if app.loaded and not app.workers._workers:
-            return
-        await asyncio.sleep(0.02)
-
-
-async def _select(pilot, app, block_id: str) -> None:
-    """From the first row, move the cursor down with j until `block_id` is highlighted."""
-    table = app.query_one(BlockList)
-    if table.current is None or table.current.id != block_id:
-        await pilot.press("home")
-    for _ in range(len(table.order)):
-        if table.current is not None and table.current.id == block_id:
-            return
-        await pilot.press("j")
-    raise AssertionError(f"{block_id} is not in the list")
-
-
-async def _preview_of(pilot, app, block_id: str, key: str) -> None:
-    """Settle, highlight `block_id`, press the choice `key`: its preview is open."""
-    await _settle(pilot, app)
-    await _select(pilot, app, block_id)
-    await pilot.press(key)
-    await pilot.pause()
-    assert isinstance(app.screen, PreviewScreen)
 
 
 async def _open(pilot, app, block_id: str, key: str):
     """Highlight `block_id`, press `key` (a choice's number), and return the screen it opens."""
-    await _select(pilot, app, block_id)
+    await select(pilot, app, block_id)
     await pilot.press(key)
     await pilot.pause()
+    assert isinstance(app.screen, PreviewScreen), type(app.screen).__name__
     return app.screen
 
 
@@ -83,16 +44,16 @@ def _diff(screen) -> str:
 async def test_start_highlights_oldest_and_shows_four_panes(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
         oldest = min(table.blocks.values(), key=lambda b: b.since)
         assert table.current is not None and table.current.id == oldest.id
-        assert "6 blocks in 5 repos" in _static_text(app, "#topbar")
-        await _select(pilot, app, "shop")
-        assert "archived invoices" in _static_text(app, "#question")
-        assert "delete workspace" in _static_text(app, "#context")
-        assert "cascade delete" in _static_text(app, "#attempted")
-        choices = _static_text(app, "#choices")
+        assert "6 blocks in 5 repos" in static_text(app, "#topbar")
+        await select(pilot, app, "shop")
+        assert "archived invoices" in static_text(app, "#question")
+        assert "delete workspace" in static_text(app, "#context")
+        assert "cascade delete" in static_text(app, "#attempted")
+        choices = static_text(app, "#choices")
         assert "B) Keep invoices" in choices and "needs a migration" in choices
 
 
@@ -101,7 +62,7 @@ async def test_two_then_enter_answers_with_the_second_choice(tmp_path: Path) -> 
     shop = root / "shop"
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _preview_of(pilot, app, "shop", "2")
+        await preview_of(pilot, app, "shop", "2")
         await pilot.press("enter")
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -127,10 +88,17 @@ async def test_escape_in_preview_writes_nothing(tmp_path: Path) -> None:
     before = {p: p.read_bytes() for p in (root / "shop").iterdir() if p.is_file()}
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
-        await _select(pilot, app, "shop")
+        await settle(pilot, app)
+        await select(pilot, app, "shop")
         await pilot.press("1")
-        await pilot.pause()
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, PreviewScreen),
+            what="the preview",
+            saw=lambda: type(app.screen).__name__,
+        )
+        title = str(app.screen.query_one("#preview-title", Static).render())
+        assert "Answer shop with A)" in title, title
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, PreviewScreen)
@@ -142,7 +110,7 @@ async def test_edited_decision_is_what_gets_written(tmp_path: Path) -> None:
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         screen = await _open(pilot, app, "shop", "3")
         await _type_in_decision(pilot, screen, *" per legal", "enter", *"Second line")
         assert "+  Second line" in _diff(screen)
@@ -160,7 +128,7 @@ async def test_the_preview_screen_is_reused_with_nothing_left_from_before(tmp_pa
     shop_before = {p: p.read_bytes() for p in (root / "shop").iterdir() if p.is_file()}
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         first = await _open(pilot, app, "shop", "3")
         await _type_in_decision(pilot, first, *" per legal")
         assert "per legal" in _diff(first)
@@ -192,7 +160,7 @@ async def test_undo_in_a_reused_preview_cannot_replay_an_abandoned_edit(tmp_path
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         screen = await _open(pilot, app, "shop", "3")
         generated = _diff(screen)
         await _type_in_decision(pilot, screen, "Z", "backspace")  # back to the same text
@@ -209,7 +177,7 @@ async def test_an_edit_undone_by_hand_previews_the_generated_plan(tmp_path: Path
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         screen = await _open(pilot, app, "shop", "2")
         generated = _diff(screen)
         await _type_in_decision(pilot, screen, "x")
@@ -223,8 +191,8 @@ async def test_own_words_answer(tmp_path: Path) -> None:
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
-        await _select(pilot, app, "shop")
+        await settle(pilot, app)
+        await select(pilot, app, "shop")
         await pilot.press("o")
         await pilot.pause()
         assert isinstance(app.screen, TextAnswerScreen)
@@ -246,8 +214,8 @@ async def test_block_changed_after_preview_writes_nothing(tmp_path: Path) -> Non
     prompt_before = (shop / "PROMPT.md").read_bytes()
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
-        await _select(pilot, app, "shop")
+        await settle(pilot, app)
+        await select(pilot, app, "shop")
         await pilot.press("2")
         await pilot.pause()
         (shop / "BLOCKED.md").write_text("## Question\nA different question now?\n")
@@ -259,7 +227,7 @@ async def test_block_changed_after_preview_writes_nothing(tmp_path: Path) -> Non
         assert any("Block changed" in n.title for n in app._notifications)
         current = app.query_one(BlockList).current
         assert current is not None and current.question == "A different question now?"
-        assert "A different question now?" in _static_text(app, "#question")
+        assert "A different question now?" in static_text(app, "#question")
 
 
 async def test_markup_and_escapes_are_shown_literally(tmp_path: Path) -> None:
@@ -272,12 +240,12 @@ async def test_markup_and_escapes_are_shown_literally(tmp_path: Path) -> None:
     )
     app = make_app([repo])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
-        question = _static_text(app, "#question")
+        await settle(pilot, app)
+        question = static_text(app, "#question")
         assert "[@click=app.quit]Quit?[/] [b ␛[31mred␛[0m" in question
         assert "\x1b" not in question
-        assert "[/x] unbalanced" in _static_text(app, "#context")
-        assert "[bold]yes[/bold]" in _static_text(app, "#choices")
+        assert "[/x] unbalanced" in static_text(app, "#context")
+        assert "[bold]yes[/bold]" in static_text(app, "#choices")
         await pilot.click("#question")
         await pilot.press("1")
         await pilot.pause()
@@ -290,9 +258,9 @@ async def test_markup_and_escapes_are_shown_literally(tmp_path: Path) -> None:
 async def test_keys_move_help_raw_and_out_of_range_choice(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
-        await _select(pilot, app, "shop")
+        await select(pilot, app, "shop")
         await pilot.press("j")
         assert table.current.id == "mobile"
         await pilot.press("k")
@@ -318,9 +286,9 @@ async def test_rows_do_not_move_under_the_cursor(tmp_path: Path) -> None:
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
-        await _select(pilot, app, "shop")
+        await select(pilot, app, "shop")
         highlighted = table.current
         # An older block arrives (it sorts above the cursor) and the first one leaves.
         older = root / "zzz"
@@ -341,7 +309,7 @@ async def test_new_block_appears_live_with_a_toast(tmp_path: Path) -> None:
     root = demo_workspace(tmp_path)
     app = make_app([root], watch=True)
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         await asyncio.sleep(0.3)
         (root / "infra" / "BLOCKED.md").write_text("## Question\nRotate the password now?\n")
         table = app.query_one(BlockList)
@@ -374,9 +342,9 @@ async def test_empty_inbox_says_so(tmp_path: Path) -> None:
     (repo / ".git").mkdir(parents=True)
     app = make_app([repo])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         assert app.screen.has_class("empty")
-        assert "No open blocks in 1 repo." in _static_text(app, "#empty")
+        assert "No open blocks in 1 repo." in static_text(app, "#empty")
         await pilot.press("2")
         await pilot.press("o")
         await pilot.pause()
@@ -389,8 +357,8 @@ async def test_u_undoes_the_last_answer_byte_for_byte(tmp_path: Path) -> None:
     before = {p.name: p.read_bytes() for p in shop.iterdir() if p.is_file()}
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
-        await _select(pilot, app, "shop")
+        await settle(pilot, app)
+        await select(pilot, app, "shop")
         await pilot.press("1", "enter")
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -420,8 +388,8 @@ async def test_h_shows_the_history(tmp_path: Path) -> None:
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
-        await _select(pilot, app, "api")
+        await settle(pilot, app)
+        await select(pilot, app, "api")
         await pilot.press("2", "enter")
         await app.workers.wait_for_complete()
         await pilot.press("h")
@@ -443,7 +411,7 @@ async def test_recovery_notices_are_shown(tmp_path: Path) -> None:
     app = build([demo_workspace(tmp_path)])
     app.notices = ["rolled back an interrupted answer to shop"]
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         assert any(
             n.title == "Recovered" and "rolled back" in n.message for n in app._notifications
         )
@@ -456,9 +424,9 @@ async def test_the_answered_toast_says_how_to_restart_this_repos_loop(tmp_path: 
     (root / "shop" / "run.sh").chmod(0o755)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         for block_id in ("shop", "mobile"):
-            await _select(pilot, app, block_id)
+            await select(pilot, app, block_id)
             await pilot.press("1")
             await pilot.pause()
             assert isinstance(app.screen, PreviewScreen)

@@ -4,7 +4,6 @@ answer (a picker first when there are several). Real answers, by `hitl answer` o
 
 from __future__ import annotations
 
-import asyncio
 import io
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +19,8 @@ from hitl_tui.tui.asked import ReuseScreen
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen
 from hitl_tui.tui.widgets import BlockList
 from hitl_tui.workspace import Workspace
+from tests.support import until
+from tests.support.pilot import settle
 from tests.test_similar import QUESTION, REWORDED
 from tests.tui_support import SIZE
 
@@ -40,12 +41,9 @@ def _answer(repo: Path, *args: str) -> None:
 
 
 async def _settle(pilot, app) -> None:
-    for _ in range(100):
-        await pilot.pause()
-        if app.loaded and app.asked.index is not None and not app.workers._workers:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("the app did not settle")
+    """Settled, and the memory of answers loaded."""
+    await settle(pilot, app)
+    await until(pilot, lambda: app.asked.index is not None, what="the memory of answers")
 
 
 def _text(app, selector: str) -> str:

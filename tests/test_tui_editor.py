@@ -12,7 +12,7 @@ import pytest
 from textual.widgets import TextArea
 
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen, editor_command
-from tests.test_tui import _select, _settle
+from tests.support.pilot import select, settle
 from tests.tui_support import SIZE, demo_workspace, make_app
 
 
@@ -32,8 +32,8 @@ def _editor(tmp_path: Path, body: str) -> tuple[Path, Path]:
 
 
 async def _own_words(pilot, app, text: str) -> TextArea:
-    await _settle(pilot, app)
-    await _select(pilot, app, "shop")
+    await settle(pilot, app)
+    await select(pilot, app, "shop")
     await pilot.press("o")
     await pilot.pause()
     assert isinstance(app.screen, TextAnswerScreen)

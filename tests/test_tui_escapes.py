@@ -18,7 +18,7 @@ from textual.widgets import TextArea
 from hitl_tui.inbox import Delta
 from hitl_tui.tui.screens import HelpScreen, HistoryScreen, PreviewScreen, TextAnswerScreen
 from hitl_tui.tui.widgets import BlockList
-from tests.test_tui import _select, _settle
+from tests.support.pilot import select, settle
 from tests.tui_support import SIZE, make_app
 
 #: ESC sequences (CSI, OSC with BEL and ST, DCS), 8-bit C1 controls, BEL, backspace, lone CR,
@@ -83,11 +83,11 @@ async def test_no_control_character_reaches_the_terminal_from_any_screen(tmp_pat
     root = storm_workspace(tmp_path / "loops")
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
         storm = next(b for b in table.blocks.values() if b.source == "loopkit")
         task = next(b for b in table.blocks.values() if b.source == "agenticloop")
-        await _select(pilot, app, storm.id)
+        await select(pilot, app, storm.id)
         await check(pilot, app, "inbox and detail panes")
 
         await pilot.press("r")
@@ -115,7 +115,7 @@ async def test_no_control_character_reaches_the_terminal_from_any_screen(tmp_pat
         await check(pilot, app, "own words")
         await pilot.press("escape")
 
-        await _select(pilot, app, task.id)
+        await select(pilot, app, task.id)
         await check(pilot, app, "task detail")
         await pilot.press("o")  # one box per question, pre-filled with the recommended defaults
         await pilot.pause()
@@ -126,7 +126,7 @@ async def test_no_control_character_reaches_the_terminal_from_any_screen(tmp_pat
         await pilot.press("escape")
 
         await pilot.press("home")
-        await _select(pilot, app, storm.id)
+        await select(pilot, app, storm.id)
         await pilot.press("1")
         await pilot.pause()
         await pilot.press("enter")  # applied: the "Answered" toast names the block
@@ -161,9 +161,9 @@ async def test_an_unedited_decision_writes_the_generated_text_byte_for_byte(tmp_
     root = storm_workspace(tmp_path / "loops")
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         storm = next(b for b in app.query_one(BlockList).blocks.values() if b.source == "loopkit")
-        await _select(pilot, app, storm.id)
+        await select(pilot, app, storm.id)
         await pilot.press("1")
         await pilot.pause()
         screen = app.screen
@@ -186,9 +186,9 @@ async def test_an_edited_decision_writes_the_box_as_it_stands(tmp_path: Path):
     root = storm_workspace(tmp_path / "loops")
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         storm = next(b for b in app.query_one(BlockList).blocks.values() if b.source == "loopkit")
-        await _select(pilot, app, storm.id)
+        await select(pilot, app, storm.id)
         await pilot.press("1")
         await pilot.pause()
         screen = app.screen

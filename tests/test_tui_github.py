@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from hitl_tui.workspace import Workspace
 from tests.github_fake import CREDENTIALS_NOTE as NOTE
 from tests.github_fake import TOKEN, FakeGithub
 from tests.hostile_servers import SlowLoris
+from tests.support import until
 from tests.tui_support import NOW, SIZE
 
 
@@ -47,15 +47,6 @@ def _app(repo: Path, github: tuple[dict, ...]) -> HitlApp:
     return HitlApp(Inbox(Workspace.discover([repo])), config=config, clock=lambda: NOW)
 
 
-async def _until(pilot, condition, seconds: float = 10) -> None:
-    for _ in range(int(seconds / 0.05)):
-        await pilot.pause()
-        if condition():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("condition not met in time")
-
-
 async def test_github_block_listed_and_answered_in_the_app(local: Path, fake: FakeGithub) -> None:
     app = _app(local, ({"repo": "acme/shop", "api_url": fake.url},))
     async with app.run_test(size=SIZE) as pilot:
@@ -64,7 +55,7 @@ async def test_github_block_listed_and_answered_in_the_app(local: Path, fake: Fa
         def ids() -> set[str]:  # the open blocks (not the answers waiting for their loop)
             return {b.id for b in table.blocks.values() if b.state != "waiting"}
 
-        await _until(pilot, lambda: "acme/shop#12" in ids())
+        await until(pilot, lambda: "acme/shop#12" in ids())
         assert "shop" in ids()
         assert "GitHub 1/1 ok" in str(app.query_one("#topbar").render())
         await pilot.press("home")
@@ -82,7 +73,7 @@ async def test_github_block_listed_and_answered_in_the_app(local: Path, fake: Fa
         assert isinstance(app.screen, PreviewScreen)
         await pilot.press("enter")
         # (the GitHub watcher runs until the app stops: wait for the answer, not for workers)
-        await _until(pilot, lambda: "acme/shop#12" not in ids())
+        await until(pilot, lambda: "acme/shop#12" not in ids())
         # The answer waits for the loop to act on it, as a local one does.
         assert [b.id for b in table.blocks.values() if b.state == "waiting"] == ["acme/shop#12"]
         assert fake.comments[("acme/shop", 12)][-1]["body"] == "It is set.\n\n— Ada, via hitl\n"
@@ -107,7 +98,7 @@ async def test_own_words_start_from_each_questions_default_on_github_too(
     app = _app(local, ({"repo": "acme/shop", "api_url": fake.url},))
     async with app.run_test(size=SIZE) as pilot:
         table = app.query_one(BlockList)
-        await _until(pilot, lambda: "acme/shop#20" in {b.id for b in table.blocks.values()})
+        await until(pilot, lambda: "acme/shop#20" in {b.id for b in table.blocks.values()})
         await pilot.press("home")
         for _ in table.order:
             if table.current.id == "acme/shop#20":
@@ -129,7 +120,7 @@ async def test_unreachable_source_is_shown_and_hides_nothing(local: Path) -> Non
         port = s.getsockname()[1]
     app = _app(local, ({"repo": "acme/shop", "api_url": f"http://127.0.0.1:{port}"},))
     async with app.run_test(size=SIZE) as pilot:
-        await _until(pilot, lambda: bool(app.source_states), seconds=20)
+        await until(pilot, lambda: bool(app.source_states), seconds=20)
         bar = str(app.query_one("#topbar").render())
         assert "GitHub 0/1 ok" in bar and "acme/shop" in bar
         assert {b.id for b in app.query_one(BlockList).blocks.values()} == {"shop"}
@@ -144,7 +135,7 @@ async def test_a_slow_loris_source_gives_up_and_hides_nothing(local: Path) -> No
     app = _app(local, (source,))
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await _until(pilot, lambda: bool(app.source_states), seconds=2 + 5)
+            await until(pilot, lambda: bool(app.source_states), seconds=2 + 5)
             [(state, message)] = app.source_states["GitHub"].values()
             assert (state, message) == ("unreachable", "no complete answer within 2 s")
             assert {b.id for b in app.query_one(BlockList).blocks.values()} == {"shop"}

@@ -10,12 +10,12 @@ from textual.widgets import DataTable, Input
 from hitl_tui import journal
 from hitl_tui.tui.screens import HistoryScreen
 from hitl_tui.tui.widgets import BlockList
-from tests.test_tui import _select, _settle
+from tests.support.pilot import select, settle
 from tests.tui_support import SIZE, demo_workspace, make_app
 
 
 async def _answer(pilot, app, block_id: str, key: str = "2") -> None:
-    await _select(pilot, app, block_id)
+    await select(pilot, app, block_id)
     await pilot.press(key, "enter")
     await app.workers.wait_for_complete()
     await pilot.pause()
@@ -37,7 +37,7 @@ async def test_u_undoes_the_highlighted_answer_not_the_last(tmp_path: Path) -> N
     api_before = (root / "api" / "BLOCKED.md").read_bytes()
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         await _answer(pilot, app, "api")
         await _answer(pilot, app, "shop")
         assert not (root / "api" / "BLOCKED.md").exists()
@@ -83,7 +83,7 @@ async def test_an_undo_refused_because_a_file_moved_on_names_it(tmp_path: Path) 
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         await _answer(pilot, app, "shop")
         prompt = root / "shop" / "PROMPT.md"
         prompt.write_text(prompt.read_text() + "\nthe loop moved on\n")
@@ -104,7 +104,7 @@ async def test_slash_filters_as_you_type_and_esc_goes_back_then_closes(tmp_path:
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         await _answer(pilot, app, "api")
         await _answer(pilot, app, "shop")
         await _answer(pilot, app, "mobile", "1")
@@ -143,7 +143,7 @@ async def test_history_filters_over_the_answer_id_and_repo(tmp_path: Path) -> No
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         await _answer(pilot, app, "api")
         await _answer(pilot, app, "shop")
         screen = await _history(pilot, app)
@@ -161,7 +161,7 @@ async def test_hostile_text_in_the_history_is_shown_not_run(tmp_path: Path) -> N
     app = make_app([root])
     app.operator = app.inbox_screen.operator = "[@click=app.quit]ada[/b"
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         await _answer(pilot, app, "shop")
         screen = await _history(pilot, app)
         await pilot.press("slash", *"[/b")

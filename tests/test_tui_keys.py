@@ -26,6 +26,7 @@ from hitl_tui.tui.snooze_screen import SnoozeScreen
 from hitl_tui.tui.undo_flow import ConfirmUndo
 from hitl_tui.tui.widgets import BlockList
 from hitl_tui.workspace import Workspace
+from tests.support.pilot import palette
 from tests.tui_support import NOW, SIZE, demo_workspace
 
 SCREENS = (InboxScreen, BlockList, PreviewScreen, TextAnswerScreen, ConfirmDiscard, HelpScreen)
@@ -87,27 +88,6 @@ async def test_a_remapped_key_answers_and_the_old_one_does_not(tmp_path: Path) -
         assert "f1" in shown
 
 
-async def _palette(pilot, app, query: str) -> None:
-    """Ctrl+P, type `query`, wait for the hits, and run the first one."""
-    from textual.command import CommandPalette
-
-    await pilot.press("ctrl+p")
-    for _ in range(50):
-        await pilot.pause()
-        if isinstance(app.screen, CommandPalette):
-            break
-    await pilot.press(*query)
-    for _ in range(50):
-        await pilot.pause(0.02)
-        if app.screen.query("CommandList Option"):
-            break
-    await pilot.press("down", "enter")
-    for _ in range(20):
-        await pilot.pause(0.02)
-        if not isinstance(app.screen, CommandPalette):
-            break
-
-
 async def test_the_palette_answers_and_goes_to_a_block_by_id(tmp_path: Path) -> None:
     inbox = Inbox(Workspace.discover([demo_workspace(tmp_path)]))
     app = HitlApp(inbox, config=Config(operator="Ada", bell=False), watch=False, clock=lambda: NOW)
@@ -119,9 +99,9 @@ async def test_the_palette_answers_and_goes_to_a_block_by_id(tmp_path: Path) -> 
             await asyncio.sleep(0.02)
         table = app.query_one(BlockList)
         first = table.current.id
-        await _palette(pilot, app, "go to block mobile")
+        await palette(pilot, app, "go to block mobile")
         assert table.current.id == "mobile" != first
-        await _palette(pilot, app, "answer with choice 1")
+        await palette(pilot, app, "answer with choice 1")
         assert isinstance(app.screen, PreviewScreen)
         title = str(app.screen.query_one("#preview-title", Static).render())
         assert "Answer mobile with" in title
@@ -138,14 +118,14 @@ async def test_the_palette_runs_own_words_raw_file_and_undo(tmp_path: Path) -> N
             if app.loaded:
                 break
             await asyncio.sleep(0.02)
-        await _palette(pilot, app, "answer in your own words")
+        await palette(pilot, app, "answer in your own words")
         assert isinstance(app.screen, TextAnswerScreen)
         await pilot.press("escape")
         await pilot.pause()
         assert not app.query_one(BlockDetail).has_class("raw")
-        await _palette(pilot, app, "raw file on")
+        await palette(pilot, app, "raw file on")
         assert app.query_one(BlockDetail).has_class("raw")
-        await _palette(pilot, app, "undo the last answer")
+        await palette(pilot, app, "undo the last answer")
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert any(n.title == "Not undone" for n in app._notifications)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from hitl_tui.tui.widgets import BlockList
+from tests.support.pilot import settle
 from tests.test_small_terminals import drawn
-from tests.test_tui import _settle
 from tests.test_tui_screen import fleet, list_lines
 from tests.tui_support import demo_workspace, make_app
 
@@ -20,7 +20,7 @@ def _blank_lines(app) -> list[int]:
 async def test_at_150x45_the_list_takes_the_room_and_no_band_is_blank(tmp_path: Path) -> None:
     app = make_app([fleet(tmp_path)])
     async with app.run_test(size=(150, 45)) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         assert _blank_lines(app) == [], "\n".join(drawn(app))
         assert len(list_lines(app)) == 30  # every block of the fleet, none scrolled away
         lines = drawn(app)
@@ -31,7 +31,7 @@ async def test_at_150x45_the_list_takes_the_room_and_no_band_is_blank(tmp_path: 
 async def test_at_150x45_a_long_detail_is_shown_whole(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=(150, 45)) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         assert _blank_lines(app) == [], "\n".join(drawn(app))
         lines = drawn(app)
         assert any("answer in your own words" in line for line in lines)
@@ -42,7 +42,7 @@ async def test_at_80x24_six_rows_of_the_list_and_a_readable_detail(tmp_path: Pat
     for root in (fleet(tmp_path / "fleet"), demo_workspace(tmp_path / "demo")):
         app = make_app([root])
         async with app.run_test(size=(80, 24)) as pilot:
-            await _settle(pilot, app)
+            await settle(pilot, app)
             table = app.query_one(BlockList)
             rows = min(len(table.order), 6)
             assert table.scrollable_content_region.height >= rows
@@ -58,7 +58,7 @@ async def test_at_80x24_six_rows_of_the_list_and_a_readable_detail(tmp_path: Pat
 async def test_the_focused_pane_is_drawn_in_another_colour(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=(120, 40)) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         inbox, question = app.query_one("#inbox"), app.query_one("#question")
         assert app.focused is app.query_one(BlockList)
         list_focused = (inbox.styles.border_top[1], question.styles.border_top[1])
@@ -77,7 +77,7 @@ async def test_the_focused_pane_is_drawn_in_another_colour(tmp_path: Path) -> No
 async def test_a_list_key_in_the_detail_says_where_it_works(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=(120, 40)) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
         await pilot.press("tab")
         await pilot.pause()

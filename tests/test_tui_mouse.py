@@ -8,8 +8,8 @@ from textual.widgets import Static
 
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen
 from hitl_tui.tui.widgets import BlockList
+from tests.support.pilot import select, settle
 from tests.test_small_terminals import drawn
-from tests.test_tui import _select, _settle
 from tests.tui_support import SIZE, demo_workspace, make_app
 
 
@@ -27,8 +27,8 @@ def _row_of(app, text: str) -> tuple[int, int]:
 async def test_clicking_a_choice_opens_its_preview(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
-        await _select(pilot, app, "shop")
+        await settle(pilot, app)
+        await select(pilot, app, "shop")
         block = app.query_one(BlockList).current
         second = block.choices[1]
         x, y = _row_of(app, second.option[:12])
@@ -55,7 +55,7 @@ async def test_clicking_a_choice_opens_its_preview(tmp_path: Path) -> None:
 async def test_clicking_own_words_opens_the_text_box_and_elsewhere_nothing(tmp_path: Path):
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         region = app.query_one("#question").region
         await pilot.click(offset=(region.x + 2, region.y + 1))
         await pilot.pause()

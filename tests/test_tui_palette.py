@@ -20,8 +20,7 @@ from hitl_tui.tui.commands import (
     repo_filter,
 )
 from hitl_tui.tui.widgets import BlockList
-from tests.test_tui import _settle
-from tests.test_tui_keys import _palette
+from tests.support.pilot import palette, settle
 from tests.tui_support import SIZE, demo_workspace, make_app
 
 
@@ -49,7 +48,7 @@ def test_repo_filter_quotes_a_name_with_a_space() -> None:
 async def test_each_key_of_the_inbox_has_its_command_by_name(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         names = [name for name, _, _ in HitlCommands(app.screen).commands()]
         current = app.inbox_screen.current
         assert len([n for n in names if n.startswith("Answer with choice")]) == len(current.choices)
@@ -67,23 +66,23 @@ async def test_each_key_of_the_inbox_has_its_command_by_name(tmp_path: Path) -> 
 async def test_the_palette_moves_the_list_and_goes_to_a_block_by_question(tmp_path: Path):
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
-        await _palette(pilot, app, "last (newest) block")
+        await palette(pilot, app, "last (newest) block")
         assert table.cursor_row == len(table.order) - 1
         api = next(b for b in table.blocks.values() if b.id == "api")
         word = next(w for w in api.question.split() if len(w) > 6)
         provider = HitlCommands(app.screen)
         hits = await _hits(provider, word.lower())
         assert any(h.text == "Go to block api" for h in hits), [h.text for h in hits]
-        await _palette(pilot, app, "go to block api")
+        await palette(pilot, app, "go to block api")
         assert table.current.id == "api"
 
 
 async def test_filter_by_repo_is_one_command_per_repo(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         repos = {b.repo_name for b in app.query_one(BlockList).blocks.values()}
         hits = await _hits(HitlCommands(app.screen), "filter by repo")
         assert {h.text for h in hits if h.text.startswith("Filter by repo")} == {
@@ -94,8 +93,8 @@ async def test_filter_by_repo_is_one_command_per_repo(tmp_path: Path) -> None:
 async def test_filter_by_repo_lists_that_repo_only(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
-        await _palette(pilot, app, "filter by repo shop")
+        await settle(pilot, app)
+        await palette(pilot, app, "filter by repo shop")
         await pilot.pause()
         table = app.query_one(BlockList)
         assert {table.blocks[rk].repo_name for rk in table.order} == {"shop"}
@@ -106,7 +105,7 @@ async def test_filter_by_repo_lists_that_repo_only(tmp_path: Path) -> None:
 async def test_at_5000_blocks_the_palette_opens_and_searches_fast(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         seed = next(iter(app.query_one(BlockList).blocks.values()))
         many = [
             dataclasses.replace(
@@ -145,14 +144,14 @@ async def test_at_5000_blocks_the_palette_opens_and_searches_fast(tmp_path: Path
         assert time.perf_counter() - began < 2
         await pilot.press("escape")
         await pilot.pause()
-        await _palette(pilot, app, "svc-4321")
+        await palette(pilot, app, "svc-4321")
         assert app.query_one(BlockList).current.id == "team-1/svc-4321"
 
 
 async def test_block_text_in_the_palette_is_never_markup(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         seed = next(iter(app.query_one(BlockList).blocks.values()))
         hostile = dataclasses.replace(
             seed,
@@ -162,6 +161,6 @@ async def test_block_text_in_the_palette_is_never_markup(tmp_path: Path) -> None
         )
         app.inbox_screen.load([hostile])
         await pilot.pause()
-        await _palette(pilot, app, "click")
+        await palette(pilot, app, "click", closes=False)  # it finds no match today
         assert app.is_running
         assert app.query_one(BlockList).current.id == "[@click=app.quit]x[/b"

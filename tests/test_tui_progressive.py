@@ -23,6 +23,7 @@ from hitl_tui.sources.loopkit import LoopkitSource
 from hitl_tui.tui.app import HitlApp
 from hitl_tui.view import row_of
 from hitl_tui.workspace import Workspace
+from tests.support import until
 
 BLOCKED = """\
 # Blocked
@@ -71,14 +72,6 @@ def fleet(root: Path) -> None:
         os.utime(blocked, (base + age * 60, base + age * 60))
 
 
-async def until(pilot, done, rounds: int = 400) -> bool:
-    for _ in range(rounds):
-        if done():
-            return True
-        await pilot.pause(0.01)
-    return done()
-
-
 async def test_rows_arrive_during_a_slow_scan_under_a_steady_cursor(tmp_path, monkeypatch):
     # Every repository read is its own batch: the test decides when each arrives.
     monkeypatch.setattr(inbox_module, "BATCH_FIRST", 0.0)
@@ -99,7 +92,7 @@ async def test_rows_arrive_during_a_slow_scan_under_a_steady_cursor(tmp_path, mo
         # Four repositories through (the second has no block): three rows, the scan still
         # running, its progress said.
         source.gate.release(4)
-        assert await until(pilot, lambda: listed() == 3)
+        await until(pilot, lambda: listed() == 3, saw=listed)
         assert not app.loaded
         header = str(topbar.render())
         assert f"reading 4 of {REPOS} repos" in header, header
@@ -121,7 +114,7 @@ async def test_rows_arrive_during_a_slow_scan_under_a_steady_cursor(tmp_path, mo
         for count in range(4, REPOS - 1):
             before_rows = list(table.rows.order)
             source.gate.release(1)
-            assert await until(pilot, lambda c=count: listed() == c), (count, listed())
+            await until(pilot, lambda c=count: listed() == c, saw=lambda c=count: (c, listed()))
             assert steady(), "a row that arrived moved the cursor off its block"
             new = next(rk for rk in table.rows.order if rk not in before_rows)
             if table.rows.order.index(new) < table.rows.order.index(row_of(held)):
@@ -136,9 +129,9 @@ async def test_rows_arrive_during_a_slow_scan_under_a_steady_cursor(tmp_path, mo
         # The loop writes into a repository the scan has read already; then the scan ends.
         (root / f"repo-{LATE_BEHIND:02d}" / "BLOCKED.md").write_text(BLOCKED.format(n=98))
         source.gate.release(1000)
-        assert await until(pilot, lambda: app.loaded)
+        await until(pilot, lambda: app.loaded)
         assert steady()
-        assert await until(pilot, lambda: listed() == REPOS, rounds=600), listed()
+        await until(pilot, lambda: listed() == REPOS, 30, saw=listed)
 
         order = table.rows.order
         assert len(order) == len(set(order)) == REPOS
@@ -170,7 +163,7 @@ async def test_a_first_run_marks_no_block_of_a_progressive_scan_new(tmp_path, mo
 
     app.inbox_screen.add_batch = counting
     async with app.run_test(size=(120, 30)) as pilot:
-        assert await until(pilot, lambda: app.loaded)
+        await until(pilot, lambda: app.loaded)
         assert sum(1 for n in batches if n) > 1, batches  # it did come in batches
         screen = app.inbox_screen
         blocks = list(screen.blocklist.rows.blocks.values())

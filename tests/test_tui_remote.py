@@ -12,8 +12,8 @@ from hitl_tui.tui.app import HitlApp
 from hitl_tui.tui.widgets import BlockList
 from hitl_tui.workspace import Workspace
 from tests.sshd import Sshd
+from tests.support import until
 from tests.test_remote_ssh import QUESTION, blocked, loop_repo, write_config
-from tests.test_tui_github import _until
 from tests.tui_support import SIZE
 
 
@@ -34,7 +34,7 @@ async def test_a_remote_block_is_listed_answered_and_its_host_state_shown(
     app = _app(config)
     async with app.run_test(size=SIZE) as pilot:
         rows = app.query_one(BlockList)
-        await _until(pilot, lambda: len(rows.blocks) == 2)
+        await until(pilot, lambda: len(rows.blocks) == 2)
         ids = sorted(b.id for b in rows.blocks.values())
         assert ids == ["api", "build-1:shop"]
         bar = str(app.query_one("#topbar").render())
@@ -51,11 +51,11 @@ async def test_a_remote_block_is_listed_answered_and_its_host_state_shown(
         assert QUESTION in str(question.render())
         assert str(question.border_subtitle) == "build-1:shop · loopkit on build-1 · blocked"
         await pilot.press("2")
-        await _until(pilot, lambda: app.screen.id == "preview" or len(app.screen_stack) > 1)
+        await until(pilot, lambda: app.screen.id == "preview" or len(app.screen_stack) > 1)
         await pilot.press("enter")
-        await _until(pilot, lambda: not (shop / "BLOCKED.md").exists())
+        await until(pilot, lambda: not (shop / "BLOCKED.md").exists())
         assert "B) Keep invoices" in (shop / "PROMPT.md").read_text()
-        await _until(
+        await until(
             pilot,
             lambda: (
                 "build-1:shop" not in {b.id for b in rows.blocks.values()}
@@ -68,7 +68,7 @@ async def test_a_remote_block_is_listed_answered_and_its_host_state_shown(
         )
 
         sshd.kill()
-        await _until(pilot, lambda: "build-1: " in str(app.query_one("#topbar").render()))
+        await until(pilot, lambda: "build-1: " in str(app.query_one("#topbar").render()))
         bar = str(app.query_one("#topbar").render())
         assert "SSH 0/1 ok" in bar and "retrying in" in bar
         assert "api" in {b.id for b in rows.blocks.values()}  # local blocks unaffected
@@ -107,8 +107,8 @@ async def test_a_host_whose_far_side_warns_is_named_in_the_header(
     app = _app(config)
     async with app.run_test(size=SIZE) as pilot:
         rows = app.query_one(BlockList)
-        await _until(pilot, lambda: len(rows.blocks) == 1)
-        await _until(pilot, lambda: "warning there" in str(app.query_one("#topbar").render()))
+        await until(pilot, lambda: len(rows.blocks) == 1)
+        await until(pilot, lambda: "warning there" in str(app.query_one("#topbar").render()))
         bar = str(app.query_one("#topbar").render())
         assert "SSH 1/1 ok (build-1: connected, 1 block (1 warning there: proj: " in bar
         assert ".agenticloop/project.md could not be read" in bar
@@ -117,7 +117,7 @@ async def test_a_host_whose_far_side_warns_is_named_in_the_header(
 
         # fixed there: the warning leaves the header
         (broken / ".agenticloop" / "project.md").write_text("---\ntask_backend: files\n---\n")
-        await _until(pilot, lambda: "warning there" not in str(app.query_one("#topbar").render()))
+        await until(pilot, lambda: "warning there" not in str(app.query_one("#topbar").render()))
         assert "SSH 1/1 ok" in str(app.query_one("#topbar").render())
     # Quitting ended the live connection: its ssh has exited and both pipes were read to
     # the end (none left open for the garbage collector, after the event loop is gone).
@@ -157,7 +157,7 @@ async def test_an_answer_left_not_known_by_the_last_app_is_told_by_this_one(
 
     app = _app(config)
     async with app.run_test(size=SIZE) as pilot:
-        await _until(
+        await until(
             pilot,
             lambda: any("was written" in str(n.message) for n in app._notifications),
         )
@@ -199,7 +199,7 @@ async def test_quitting_is_quick_with_a_far_side_that_ignores_eof_and_sigterm(
     app = _app(config)
     app.config.remotes[0]._control = None
     async with app.run_test(size=SIZE) as pilot:
-        await _until(pilot, lambda: "h1:shop" in {b.id for b in app.inbox.blocks.values()})
+        await until(pilot, lambda: "h1:shop" in {b.id for b in app.inbox.blocks.values()})
         began = time.monotonic()
     assert time.monotonic() - began < 2.5
     assert spawned and all(p.returncode is not None for p in spawned)
@@ -263,7 +263,7 @@ async def test_a_host_that_floods_is_named_throttled_and_the_keys_still_move(
         return None if block is None else block.question
 
     async with app.run_test(size=SIZE) as pilot:
-        await _until(pilot, lambda: "h1: flooding, throttled (" in bar(), seconds=20)
+        await until(pilot, lambda: "h1: flooding, throttled (" in bar(), seconds=20)
         assert "SSH 1/1 ok (h1: flooding, throttled (" in bar()
         assert " changes/s); connected, 2000 blocks)" in bar()
         toasts = [str(n.message) for n in app._notifications if "flooding" in str(n.message)]
@@ -273,15 +273,15 @@ async def test_a_host_that_floods_is_named_throttled_and_the_keys_still_move(
             # the newest, at the end)
             before = app.inbox_screen.current
             await pilot.press(key)
-            await _until(
+            await until(
                 pilot, lambda b=before: getattr(app.inbox_screen.current, "id", None) != b.id
             )
             moved += 1
         assert "h1: flooding, throttled" in bar()
         assert moved == 8
         began = time.monotonic()
-        await _until(pilot, lambda: question(1999) == "Ship 1999? (final)", seconds=30)
-        await _until(pilot, lambda: "flooding" not in bar(), seconds=10)
+        await until(pilot, lambda: question(1999) == "Ship 1999? (final)", seconds=30)
+        await until(pilot, lambda: "flooding" not in bar(), seconds=10)
         assert time.monotonic() - began < 30
         assert bar().endswith("SSH 1/1 ok")
         rows = app.inbox_screen.blocklist.blocks

@@ -15,7 +15,7 @@ from hitl_tui.inbox import Delta
 from hitl_tui.sources.loopkit import LoopkitSource
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen
 from hitl_tui.tui.widgets import BlockList
-from tests.test_tui import _select, _settle
+from tests.support.pilot import arrive, select, settle
 from tests.tui_support import NOW, SIZE, demo_workspace, make_app
 
 #: The sizes the issue names; each overflows the list with FLEET blocks.
@@ -56,7 +56,7 @@ async def test_the_last_row_is_drawn_after_g_or_end(
 ) -> None:
     app = make_app([fleet(tmp_path)])
     async with app.run_test(size=size) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         assert app.query_one(BlockList).current.id == "repo-01"
         await pilot.press(key)
         await pilot.pause()
@@ -76,7 +76,7 @@ async def test_moving_down_row_by_row_keeps_the_cursor_row_drawn(
 ) -> None:
     app = make_app([fleet(tmp_path)])
     async with app.run_test(size=size) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
         for _ in range(FLEET - 1):
             await pilot.press("j")
@@ -94,7 +94,7 @@ async def test_blocks_that_arrive_at_the_bottom_are_drawn_after_g(
     root = fleet(tmp_path, 3)
     app = make_app([root])
     async with app.run_test(size=size) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
         for number in range(50, 70):
             repo = root / f"repo-{number}"
@@ -156,7 +156,7 @@ async def test_every_documented_category_is_shown_whole(
 ) -> None:
     app = make_app([categorised(tmp_path)])
     async with app.run_test(size=size) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
         seen = set()
         for _ in range(len(CATEGORIES)):
@@ -176,8 +176,8 @@ async def test_every_documented_category_is_shown_whole(
 
 
 async def _preview_of(pilot, app, block_id: str = "shop", key: str = "3"):
-    await _settle(pilot, app)
-    await _select(pilot, app, block_id)
+    await settle(pilot, app)
+    await select(pilot, app, block_id)
     await pilot.press(key)
     await pilot.pause()
     assert isinstance(app.screen, PreviewScreen)
@@ -294,8 +294,8 @@ async def test_an_own_words_draft_survives_esc_from_the_preview(tmp_path: Path) 
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
-        await _select(pilot, app, "shop")
+        await settle(pilot, app)
+        await select(pilot, app, "shop")
         await pilot.press("o", *"Keep them, anonymised", "ctrl+s")
         await pilot.pause()
         assert isinstance(app.screen, PreviewScreen)
@@ -327,7 +327,7 @@ async def test_an_own_words_draft_survives_esc_from_the_preview(tmp_path: Path) 
         await pilot.press("y")
         await app.workers.wait_for_complete()
         await pilot.pause()
-        await _select(pilot, app, "shop")
+        await select(pilot, app, "shop")
         await pilot.press("o")
         await pilot.pause()
         assert _box_text(app) == ""
@@ -336,8 +336,8 @@ async def test_an_own_words_draft_survives_esc_from_the_preview(tmp_path: Path) 
 async def test_esc_from_the_text_box_keeps_the_draft_and_discard_drops_it(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
-        await _select(pilot, app, "shop")
+        await settle(pilot, app)
+        await select(pilot, app, "shop")
         await pilot.press("o", *"Half a thought", "escape")
         await pilot.pause()
         assert app.screen is app.screen_stack[0]
@@ -362,16 +362,6 @@ async def test_esc_from_the_text_box_keeps_the_draft_and_discard_drops_it(tmp_pa
 # -- 5. a burst of arrivals is one toast and one bell, and toasts stay off the buttons --------
 
 
-def _arrive(app, root: Path, names: list[str]) -> None:
-    """Blocks arriving live, one delta each (as the watcher reports them)."""
-    for name in names:
-        repo = root / name
-        (repo / ".git").mkdir(parents=True)
-        (repo / "BLOCKED.md").write_text(f"## Question\nWhat about {name}?\n")
-        block = LoopkitSource().parse(repo, repo / "BLOCKED.md", name)
-        app.apply_delta(Delta(added=[block]), announce=True)
-
-
 def _arrival_toasts(app) -> list:
     return [n for n in app._notifications if n.title.startswith("New block")]
 
@@ -390,9 +380,9 @@ async def test_a_burst_of_arrivals_is_one_toast_and_one_bell(tmp_path: Path) -> 
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         rings = _ringing(app)
-        _arrive(app, root, NAMES)
+        arrive(app, root, NAMES)
         await pilot.pause(0.8)
         toasts = _arrival_toasts(app)
         assert len(toasts) == 1, [t.message for t in toasts]
@@ -401,7 +391,7 @@ async def test_a_burst_of_arrivals_is_one_toast_and_one_bell(tmp_path: Path) -> 
         shown = "\n".join(drawn(app))
         assert "5 new blocks" in shown, shown
         # A single later arrival is its own burst, named with its question.
-        _arrive(app, root, ["foxtrot"])
+        arrive(app, root, ["foxtrot"])
         await pilot.pause(0.8)
         assert [t.message for t in _arrival_toasts(app)][1:] == ["foxtrot: What about foxtrot?"]
         assert rings == [1, 1]
@@ -411,13 +401,13 @@ async def test_arrivals_wait_while_the_preview_is_open(tmp_path: Path) -> None:
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         rings = _ringing(app)
-        await _select(pilot, app, "shop")
+        await select(pilot, app, "shop")
         await pilot.press("2")
         await pilot.pause()
         assert isinstance(app.screen, PreviewScreen)
-        _arrive(app, root, NAMES)
+        arrive(app, root, NAMES)
         await pilot.pause(0.8)
         shown = "\n".join(drawn(app))
         assert "Back (Esc)" in shown and "Apply (Enter / y)" in shown, shown
@@ -436,8 +426,8 @@ async def test_a_toast_in_the_preview_leaves_its_buttons_visible(
 ) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=size, notifications=True) as pilot:
-        await _settle(pilot, app)
-        await _select(pilot, app, "shop")
+        await settle(pilot, app)
+        await select(pilot, app, "shop")
         await pilot.press("2")
         await pilot.pause()
         app.notify("A long message " * 8, title="Something", timeout=30)
@@ -457,8 +447,8 @@ async def test_drafts_are_per_choice_and_untouched_defaults_are_no_draft(tmp_pat
     choice 3 asks for a note: each keeps its own draft, and defaults left as they are none."""
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
-        await _select(pilot, app, "billing/T-012")
+        await settle(pilot, app)
+        await select(pilot, app, "billing/T-012")
         await pilot.press("o")
         await pilot.pause()
         default = _box_text(app, 1)
@@ -474,7 +464,7 @@ async def test_drafts_are_per_choice_and_untouched_defaults_are_no_draft(tmp_pat
         assert (_box_text(app, 1), _box_text(app, 2)) == (default, "Ask finance")
         await pilot.press("escape", "g")
         # A note for T-007's choice 3 is not T-012's draft, nor T-007's own-words one.
-        await _select(pilot, app, "billing/T-007")
+        await select(pilot, app, "billing/T-007")
         await pilot.press("3", *"Approved in standup", "escape")
         await pilot.pause()
         await pilot.press("o")

@@ -20,7 +20,7 @@ from hitl_tui.tui.snooze_screen import SnoozeScreen
 from hitl_tui.tui.widgets import BlockList
 from hitl_tui.view import Group
 from hitl_tui.workspace import Workspace
-from tests.test_tui import _select, _settle
+from tests.support.pilot import select, settle
 from tests.tui_support import NOW, SIZE, demo_workspace, make_app
 
 
@@ -71,7 +71,7 @@ def _new_block(root: Path, name: str, question: str, minutes_ago: int = 1) -> Bl
 async def test_slash_filters_as_you_type_and_enter_keeps_it(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
         assert len(table.order) == 6 and "of" not in _header(app)
         await pilot.press("slash")
@@ -90,7 +90,7 @@ async def test_slash_filters_as_you_type_and_enter_keeps_it(tmp_path: Path) -> N
 async def test_escape_clears_the_filter_and_goes_back_to_the_list(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
         await pilot.press("slash", "s", "h", "o", "p")
         assert _ids(table) == ["shop"]
@@ -104,7 +104,7 @@ async def test_escape_clears_the_filter_and_goes_back_to_the_list(tmp_path: Path
 async def test_query_problems_are_one_dim_line_not_an_error(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         await pilot.press("slash", *"age:>")
         problems = app.query_one("#filter-problems", Static)
         assert problems.display and "age: wants a duration" in str(problems.content)
@@ -119,9 +119,9 @@ async def test_query_problems_are_one_dim_line_not_an_error(tmp_path: Path) -> N
 async def test_the_highlighted_row_stays_while_the_filter_changes(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
-        await _select(pilot, app, "mobile")
+        await select(pilot, app, "mobile")
         screen = app.screen
         assert isinstance(screen, InboxScreen)
         screen.set_filter("-docs")
@@ -141,7 +141,7 @@ async def test_arrivals_the_filter_keeps_out_are_counted(tmp_path: Path) -> None
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         app.screen.set_filter("password")
         await pilot.pause()
         table = app.query_one(BlockList)
@@ -161,9 +161,9 @@ async def test_s_cycles_the_order_and_it_is_remembered(tmp_path: Path) -> None:
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
-        await _select(pilot, app, "shop")
+        await select(pilot, app, "shop")
         await pilot.press("s")
         assert "newest first" in _header(app)
         assert _ids(table) == ["docs", "api", "mobile", "shop", "billing/T-012", "billing/T-007"]
@@ -173,7 +173,7 @@ async def test_s_cycles_the_order_and_it_is_remembered(tmp_path: Path) -> None:
     assert _state("seen.json")["order"] == "repo"
     again = make_app([root])
     async with again.run_test(size=SIZE) as pilot:
-        await _settle(pilot, again)
+        await settle(pilot, again)
         assert _ids(again.query_one(BlockList))[0] == "api"
         assert "by repo" in _header(again)
 
@@ -182,7 +182,7 @@ async def test_v_groups_with_a_header_per_group_that_folds(tmp_path: Path) -> No
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
         await pilot.press("v")
         assert "grouped by repo" in _header(app)
@@ -216,7 +216,7 @@ async def test_new_blocks_are_marked_reached_with_n_and_seen_when_highlighted(
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
         # A first run: everything found is seen, nothing is marked.
         assert not any(app.screen.seen.is_new(b) for b in table.blocks.values())
@@ -226,7 +226,7 @@ async def test_new_blocks_are_marked_reached_with_n_and_seen_when_highlighted(
     b = _new_block(root, "web", "Which CDN?", minutes_ago=5)
     again = make_app([root])
     async with again.run_test(size=SIZE) as pilot:
-        await _settle(pilot, again)
+        await settle(pilot, again)
         table = again.query_one(BlockList)
         seen = again.screen.seen
         # The first row is highlighted at start-up (so seen); the other new one is marked.
@@ -245,10 +245,10 @@ async def test_n_and_shift_n_wrap_in_list_order(tmp_path: Path) -> None:
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
         seen = app.screen.seen
-        await _select(pilot, app, "mobile")
+        await select(pilot, app, "mobile")
         for rk in table.order:
             if table.blocks[rk].id in ("shop", "docs"):
                 seen.unsee(table.blocks[rk])
@@ -262,7 +262,7 @@ async def test_seen_marks_are_saved_every_few_seconds_not_per_key(tmp_path: Path
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         screen = app.screen
         screen.save_seen_soon()
         await app.workers.wait_for_complete()
@@ -285,9 +285,9 @@ async def test_z_snoozes_for_an_hour_and_big_z_shows_the_snoozed(tmp_path: Path)
     clock = [NOW]
     app = _app(root, clock)
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
-        await _select(pilot, app, "shop")
+        await select(pilot, app, "shop")
         await pilot.press("z")
         assert isinstance(app.screen, SnoozeScreen)
         await _press_done(pilot, app, "2")
@@ -309,7 +309,7 @@ async def test_z_snoozes_for_an_hour_and_big_z_shows_the_snoozed(tmp_path: Path)
 async def test_escape_in_the_snooze_dialog_snoozes_nothing(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         await pilot.press("z")
         assert isinstance(app.screen, SnoozeScreen)
         await pilot.press("escape")
@@ -323,9 +323,9 @@ async def test_a_snooze_whose_time_is_up_comes_back_new(tmp_path: Path) -> None:
     clock = [NOW]
     app = _app(root, clock)
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
-        await _select(pilot, app, "api")
+        await select(pilot, app, "api")
         await _press_done(pilot, app, "z", "1")  # 15 minutes
         assert "api" not in _ids(table)
         clock[0] = NOW + timedelta(minutes=10)
@@ -343,12 +343,12 @@ async def test_until_it_changes_and_gone_blocks_are_pruned(tmp_path: Path) -> No
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
-        await _select(pilot, app, "docs")
+        await select(pilot, app, "docs")
         await pilot.press("z", "5")
         await pilot.press("home")
-        await _select(pilot, app, "shop")
+        await select(pilot, app, "shop")
         await _press_done(pilot, app, "z", "4")
         assert {r["id"]: r["until"] for r in _state("snoozed.json")["snoozes"]}["docs"] is None
         assert "docs" not in _ids(table) and "2 snoozed" in _header(app)
@@ -356,7 +356,7 @@ async def test_until_it_changes_and_gone_blocks_are_pruned(tmp_path: Path) -> No
     (root / "shop" / "BLOCKED.md").unlink()
     again = make_app([root])
     async with again.run_test(size=SIZE) as pilot:
-        await _settle(pilot, again)
+        await settle(pilot, again)
         await again.workers.wait_for_complete()
         assert [r["id"] for r in _state("snoozed.json")["snoozes"]] == ["docs"]
         assert "docs" not in _ids(again.query_one(BlockList))
@@ -368,7 +368,7 @@ async def test_until_it_changes_and_gone_blocks_are_pruned(tmp_path: Path) -> No
 async def test_the_age_is_amber_then_red_and_bold(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
         await pilot.press("end")  # the rows looked at are not the highlighted one
 
@@ -391,9 +391,9 @@ async def test_a_snoozed_block_that_changes_comes_back_new(tmp_path: Path) -> No
     root = demo_workspace(tmp_path)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         table = app.query_one(BlockList)
-        await _select(pilot, app, "mobile")
+        await select(pilot, app, "mobile")
         mobile = table.current
         await _press_done(pilot, app, "z", "5")  # until it changes
         assert "mobile" not in _ids(table) and "1 snoozed" in _header(app)

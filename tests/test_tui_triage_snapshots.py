@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_snapshots import _ready
+from tests.support.pilot import ready
 from tests.tui_support import SIZE, demo_workspace, make_app
 
 
@@ -19,7 +19,7 @@ def demo(tmp_path: Path) -> Path:
 
 def test_filtered_list(snap_compare, demo: Path) -> None:
     async def filtered(pilot) -> None:
-        await _ready(pilot)
+        await ready(pilot)
         await pilot.press("slash", *"age:>1h -cat:contract", "enter")
         await pilot.pause()
 
@@ -28,7 +28,7 @@ def test_filtered_list(snap_compare, demo: Path) -> None:
 
 def test_filter_with_a_problem_while_typing(snap_compare, demo: Path) -> None:
     async def typing(pilot) -> None:
-        await _ready(pilot)
+        await ready(pilot)
         await pilot.press("slash", *"shop age:>")
         await pilot.pause()
 
@@ -37,7 +37,7 @@ def test_filter_with_a_problem_while_typing(snap_compare, demo: Path) -> None:
 
 def test_grouped_list(snap_compare, demo: Path) -> None:
     async def grouped(pilot) -> None:
-        await _ready(pilot)
+        await ready(pilot)
         await pilot.press("v", "j", "j", "enter")  # fold shop's group, on its header row
         await pilot.pause()
 
@@ -46,7 +46,7 @@ def test_grouped_list(snap_compare, demo: Path) -> None:
 
 def test_snooze_dialog(snap_compare, demo: Path) -> None:
     async def asking(pilot) -> None:
-        await _ready(pilot)
+        await ready(pilot)
         await pilot.press("j", "j", "z")
         await pilot.pause()
 
@@ -55,7 +55,7 @@ def test_snooze_dialog(snap_compare, demo: Path) -> None:
 
 def test_snoozed_view(snap_compare, demo: Path) -> None:
     async def snoozed(pilot) -> None:
-        await _ready(pilot)
+        await ready(pilot)
         await pilot.press("j", "j", "z", "2")
         await pilot.app.workers.wait_for_complete()
         await pilot.press("j", "z", "5")

@@ -8,41 +8,16 @@ without the watcher that timer is what sees the commit.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES
+from tests.support import until
+from tests.support.repos import git, git_loops
 
-IDENTITY = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
-
-
-def git(repo: Path, *args: str) -> str:
-    """git in `repo`, with an identity of its own; its output."""
-    done = subprocess.run(
-        ["git", *IDENTITY, *args], cwd=repo, capture_output=True, text=True, check=True
-    )
-    return done.stdout.strip()
-
-
-def git_shop(repo: Path) -> Path:
-    """The loopkit-shop sample at `repo`, a real git repository at one commit."""
-    shutil.copytree(FIXTURES / "loopkit-shop", repo)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "start")
-    return repo
-
-
-def git_loops(root: Path) -> Path:
-    """`root` with two loopkit repos, shop and api, each a real git repository at one commit."""
-    for name in ("shop", "api"):
-        git_shop(root / name)
-    return root
 
 
 @pytest.fixture
@@ -67,12 +42,6 @@ def _app(root: Path, calls: Path, within: timedelta = timedelta(minutes=10)):
     return HitlApp(inbox, config=Config(operator="Ada", bell=True, loops=(loop,)), watch=False)
 
 
-async def _until(pilot, done) -> bool:
-    from tests.test_loops import _until as until
-
-    return await until(pilot, done, rounds=150)
-
-
 def _rows(app) -> list:
     from hitl_tui.tui.widgets import BlockList
 
@@ -81,9 +50,9 @@ def _rows(app) -> list:
 
 
 def _text(app, selector: str) -> str:
-    from tests.test_tui import _static_text
+    from tests.support.pilot import static_text
 
-    return _static_text(app.inbox_screen, selector)
+    return static_text(app.inbox_screen, selector)
 
 
 def _toasts(app) -> str:
@@ -100,16 +69,18 @@ def _quick_looks(monkeypatch: pytest.MonkeyPatch) -> None:
 async def test_an_answer_waits_for_its_loop_until_a_commit_then_leaves(
     loops: Path, tmp_path: Path
 ) -> None:
-    from tests.test_tui import _preview_of
+    from tests.support.pilot import preview_of
     from tests.tui_support import SIZE
 
     app = _app(loops, tmp_path / "calls.jsonl")
     async with app.run_test(size=SIZE) as pilot:
-        await _preview_of(pilot, app, "shop", "1")
+        await preview_of(pilot, app, "shop", "1")
         await pilot.press("y")
-        assert await _until(
-            pilot, lambda: [b.state for b in _rows(app)] == ["blocked", "waiting"]
-        ), ([(b.id, b.state) for b in _rows(app)], _toasts(app))
+        await until(
+            pilot,
+            lambda: [b.state for b in _rows(app)] == ["blocked", "waiting"],
+            saw=lambda: ([(b.id, b.state) for b in _rows(app)], _toasts(app)),
+        )
         assert not (loops / "shop" / "BLOCKED.md").exists()
         # The cursor went to the block still open, not to the answer's row.
         assert app.inbox_screen.current.id == "api"
@@ -121,17 +92,17 @@ async def test_an_answer_waits_for_its_loop_until_a_commit_then_leaves(
         assert "Answered " in _text(app, "#context") and "A)" in _text(app, "#context")
         assert "restart the loop" in _text(app, "#choices")
         await pilot.press("1")  # not a block: nothing to answer, and it says what to do
-        assert await _until(pilot, lambda: "waits for its loop" in _toasts(app))
+        await until(pilot, lambda: "waits for its loop" in _toasts(app))
         # The loop commits: the row leaves, and a toast says how hitl knew.
         (loops / "shop" / "src.txt").write_text("done\n")
         git(loops / "shop", "add", "-A")
         git(loops / "shop", "commit", "-q", "-m", "the loop's work")
-        assert await _until(pilot, lambda: [b.state for b in _rows(app)] == ["blocked"])
+        await until(pilot, lambda: [b.state for b in _rows(app)] == ["blocked"])
         assert "shop: the loop resumed (new commit" in _toasts(app)
         assert "waiting for their loop" not in _text(app, "#topbar")
         # The history says when the loop resumed.
         await pilot.press("h")
-        assert await _until(pilot, lambda: type(app.screen).__name__ == "HistoryScreen")
+        await until(pilot, lambda: type(app.screen).__name__ == "HistoryScreen")
         table = app.screen.query_one("#history-table")
         states = [str(table.get_row_at(i)[5]) for i in range(table.row_count)]
         assert len(states) == 1 and states[0].startswith("resumed ")
@@ -140,8 +111,8 @@ async def test_an_answer_waits_for_its_loop_until_a_commit_then_leaves(
 async def test_no_sign_in_time_rings_and_R_restarts_and_x_drops_it(
     loops: Path, tmp_path: Path
 ) -> None:
+    from tests.support.pilot import preview_of
     from tests.test_loops import _recorded
-    from tests.test_tui import _preview_of
     from tests.tui_support import SIZE
 
     calls = tmp_path / "calls.jsonl"
@@ -149,11 +120,11 @@ async def test_no_sign_in_time_rings_and_R_restarts_and_x_drops_it(
     rang: list[int] = []
     app.bell = lambda: rang.append(1)  # type: ignore[method-assign]
     async with app.run_test(size=SIZE) as pilot:
-        await _preview_of(pilot, app, "shop", "1")
+        await preview_of(pilot, app, "shop", "1")
         await pilot.press("r", "y")  # no restart now: the loop never acts
-        assert await _until(pilot, lambda: any(b.state == "waiting" for b in _rows(app)))
+        await until(pilot, lambda: any(b.state == "waiting" for b in _rows(app)))
         assert _recorded(calls) == []
-        assert await _until(pilot, lambda: any(b.state == "not-resumed" for b in _rows(app)))
+        await until(pilot, lambda: any(b.state == "not-resumed" for b in _rows(app)))
         assert rang, "the bell rings for a loop that did not resume"
         assert "no sign of the loop since the answer" in _toasts(app)
         assert "(1 not resumed)" in _text(app, "#topbar")
@@ -162,9 +133,9 @@ async def test_no_sign_in_time_rings_and_R_restarts_and_x_drops_it(
         app.inbox_screen.blocklist.select(f"{late.source}:{late.path}")
         await pilot.pause()
         await pilot.press("R")
-        assert await _until(pilot, lambda: _recorded(calls) != [])
+        await until(pilot, lambda: _recorded(calls) != [])
         assert [c[1:] for c in _recorded(calls)] == [["shop"]]
-        assert await _until(pilot, lambda: any(b.state == "waiting" for b in _rows(app)))
+        await until(pilot, lambda: any(b.state == "waiting" for b in _rows(app)))
         book = app.inbox.resumes
         assert book.open()[0].restarts == 1
         # x drops it: gone from the list and from the state file.
@@ -172,29 +143,27 @@ async def test_no_sign_in_time_rings_and_R_restarts_and_x_drops_it(
         app.inbox_screen.blocklist.select(f"{row.source}:{row.path}")
         await pilot.pause()
         await pilot.press("x")
-        assert await _until(pilot, lambda: [b.state for b in _rows(app)] == ["blocked"])
+        await until(pilot, lambda: [b.state for b in _rows(app)] == ["blocked"])
         assert book.open() == []
 
 
 async def test_waiting_answers_come_back_after_a_restart_of_the_app(
     loops: Path, tmp_path: Path
 ) -> None:
-    from tests.test_tui import _preview_of
+    from tests.support.pilot import preview_of
     from tests.tui_support import SIZE
 
     app = _app(loops, tmp_path / "calls.jsonl")
     async with app.run_test(size=SIZE) as pilot:
-        await _preview_of(pilot, app, "shop", "1")
+        await preview_of(pilot, app, "shop", "1")
         await pilot.press("r", "y")
-        assert await _until(pilot, lambda: any(b.state == "waiting" for b in _rows(app)))
+        await until(pilot, lambda: any(b.state == "waiting" for b in _rows(app)))
     again = _app(loops, tmp_path / "calls.jsonl")
     async with again.run_test(size=SIZE) as pilot:
-        assert await _until(
-            pilot, lambda: [b.state for b in _rows(again)] == ["blocked", "waiting"]
-        )
+        await until(pilot, lambda: [b.state for b in _rows(again)] == ["blocked", "waiting"])
         await pilot.press("/")
         await pilot.press(*"state:waiting")
-        assert await _until(pilot, lambda: [b.state for b in _rows(again)] == ["waiting"])
+        await until(pilot, lambda: [b.state for b in _rows(again)] == ["waiting"])
 
 
 async def test_a_restart_that_exits_127_is_restart_failed_until_R_restarts_it(
@@ -213,18 +182,19 @@ async def test_a_restart_that_exits_127_is_restart_failed_until_R_restarts_it(
     from hitl_tui.tui.app import HitlApp
     from hitl_tui.tui.widgets import BlockList
     from hitl_tui.workspace import Workspace
-    from tests.test_tui import _preview_of
+    from tests.support.pilot import preview_of
     from tests.tui_support import SIZE
 
     loop = Loop((str(loops / "*"),), restart=("sh", "-c", "./run.sh"))
     inbox = Inbox(Workspace.discover([loops]))
     app = HitlApp(inbox, config=Config(operator="Ada", bell=False, loops=(loop,)), watch=False)
     async with app.run_test(size=SIZE) as pilot:
-        await _preview_of(pilot, app, "shop", "1")
+        await preview_of(pilot, app, "shop", "1")
         await pilot.press("y")
-        assert await _until(pilot, lambda: any(b.state == "restart-failed" for b in _rows(app))), (
-            [(b.id, b.state) for b in _rows(app)],
-            _toasts(app),
+        await until(
+            pilot,
+            lambda: any(b.state == "restart-failed" for b in _rows(app)),
+            saw=lambda: ([(b.id, b.state) for b in _rows(app)], _toasts(app)),
         )
         assert "restart failed (exit 127)" in _toasts(app)
         # Among the blocks (it needs the operator), its state column whole.
@@ -250,7 +220,7 @@ async def test_a_restart_that_exits_127_is_restart_failed_until_R_restarts_it(
         script.write_text("#!/bin/sh\nexit 0\n")
         os.chmod(script, 0o755)
         await pilot.press("R")
-        assert await _until(pilot, lambda: [b.state for b in _rows(app)] == ["blocked", "waiting"])
+        await until(pilot, lambda: [b.state for b in _rows(app)] == ["blocked", "waiting"])
         [record] = ResumeBook.for_state().open()
         assert (record.state, record.restart_problem, record.restarts) == ("waiting", None, 2)
         assert "restart failed" not in _text(app, "#topbar")
@@ -266,7 +236,7 @@ async def test_a_restart_program_not_on_path_warns_and_its_answer_is_restart_fai
     from hitl_tui.loops import Loop
     from hitl_tui.tui.app import HitlApp
     from hitl_tui.workspace import Workspace
-    from tests.test_tui import _preview_of
+    from tests.support.pilot import preview_of
     from tests.tui_support import SIZE
 
     loop = Loop((str(loops / "*"),), restart=("tmuxx-not-here", "send-keys", "{name}"))
@@ -274,13 +244,15 @@ async def test_a_restart_program_not_on_path_warns_and_its_answer_is_restart_fai
     app = HitlApp(Inbox(Workspace.discover([loops])), config=config, watch=False)
     warning = f"{tmp_path / 'config.toml'}: [[loop]] #1: restart: program 'tmuxx-not-here' "
     async with app.run_test(size=SIZE, notifications=True) as pilot:
-        assert await _until(pilot, lambda: warning + "not found on PATH" in _toasts(app))
+        await until(pilot, lambda: warning + "not found on PATH" in _toasts(app))
         assert "1 warning" in _text(app, "#topbar")
-        await _preview_of(pilot, app, "shop", "1")
+        await preview_of(pilot, app, "shop", "1")
         await pilot.press("y")
-        assert await _until(
-            pilot, lambda: [b.state for b in _rows(app)] == ["blocked", "restart-failed"]
-        ), _toasts(app)
+        await until(
+            pilot,
+            lambda: [b.state for b in _rows(app)] == ["blocked", "restart-failed"],
+            saw=lambda: _toasts(app),
+        )
         assert _rows(app)[1].summary == "answered: " + _rows(app)[1].meta["waiting"].answered
         assert _rows(app)[1].meta["waiting"].state_words == "restart failed (not found)"
         assert "(1 restart failed) · 1 warning" in _text(app, "#topbar")

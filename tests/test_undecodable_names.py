@@ -167,13 +167,13 @@ async def test_the_real_watcher_keeps_watching_every_repo(loops: Path) -> None:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify (Linux)")
 async def test_the_app_shows_the_escape_and_its_watcher_keeps_working(loops: Path) -> None:
-    from tests.test_tui import _settle
+    from tests.support.pilot import settle
     from tests.tui_support import SIZE, make_app
 
     os.unlink(loops / "ok" / "BLOCKED.md")
     app = make_app([loops], watch=True)
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         from hitl_tui.tui.widgets import BlockList
 
         table = app.query_one(BlockList)

@@ -14,8 +14,8 @@ from hitl_tui.tui.screens import HistoryScreen
 from hitl_tui.tui.undo_flow import ConfirmUndo
 from hitl_tui.tui.widgets import BlockList
 from tests.conftest import FIXTURES
-from tests.test_resume import git
-from tests.test_tui import _select, _settle
+from tests.support.pilot import select, settle
+from tests.support.repos import git
 from tests.tui_support import SIZE, demo_workspace, make_app
 
 
@@ -24,7 +24,7 @@ def _files(repo: Path) -> dict[str, bytes]:
 
 
 async def _answer(pilot, app, block_id: str, key: str = "2") -> None:
-    await _select(pilot, app, block_id)
+    await select(pilot, app, block_id)
     await pilot.press(key, "enter")
     await app.workers.wait_for_complete()
     await pilot.pause()
@@ -56,12 +56,12 @@ async def test_u_says_which_answer_and_asks_first_nothing_written_before_y(
     before = _files(shop)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         await _answer(pilot, app, "shop")
         answered = _files(shop)
         assert "BLOCKED.md" not in answered
 
-        await _select(pilot, app, "shop")  # its row, waiting for the loop
+        await select(pilot, app, "shop")  # its row, waiting for the loop
         await _press(pilot, app, "u")
         text = _asked(app)
         assert text.startswith(
@@ -92,12 +92,12 @@ async def test_u_on_a_highlighted_answer_undoes_it_not_the_journals_last(tmp_pat
     api_before = _files(root / "api")
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         await _answer(pilot, app, "api")
         await _answer(pilot, app, "shop")  # the journal's last answer: another repository's
         shop_answered = _files(root / "shop")
 
-        await _select(pilot, app, "api")  # api's answer, waiting for its loop
+        await select(pilot, app, "api")  # api's answer, waiting for its loop
         await _press(pilot, app, "u")
         text = _asked(app)
         assert text.startswith("Undo the answer to api (BLOCKED.md): "), text
@@ -113,7 +113,7 @@ async def test_u_on_a_highlighted_answer_undoes_it_not_the_journals_last(tmp_pat
         assert "api" in listed and "shop" not in listed
 
         # A block with no answer of its own: the journal's last answer, and its repository.
-        await _select(pilot, app, "mobile")
+        await select(pilot, app, "mobile")
         await _press(pilot, app, "u")
         text = _asked(app)
         assert text.startswith(
@@ -142,7 +142,7 @@ async def test_u_on_an_answer_the_loop_committed_on_asks_again_and_only_f_undoes
     before = _files(repo)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         await _answer(pilot, app, "shop")
         # The loop resumes: it commits the decision with its work.
         (repo / "work.txt").write_text("done\n")
@@ -151,7 +151,7 @@ async def test_u_on_an_answer_the_loop_committed_on_asks_again_and_only_f_undoes
         head = git(repo, "rev-parse", "HEAD")
         committed = _files(repo)
 
-        await _select(pilot, app, "shop")
+        await select(pilot, app, "shop")
         await _press(pilot, app, "u")
         assert _asked(app).startswith("Undo the answer to shop (BLOCKED.md): ")
         await _press(pilot, app, "y")
@@ -189,9 +189,9 @@ async def test_a_commit_between_the_question_and_y_is_asked_about_too(tmp_path: 
     repo = _git_shop(root)
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         await _answer(pilot, app, "shop")
-        await _select(pilot, app, "shop")
+        await select(pilot, app, "shop")
         await _press(pilot, app, "u")
         assert not app.screen.forced  # no sign yet
         (repo / "work.txt").write_text("done\n")
@@ -219,7 +219,7 @@ async def test_u_on_an_open_block_undoes_its_own_answer_not_the_journals_last(
     assert task_noted != task_before
     app = make_app([root])
     async with app.run_test(size=SIZE) as pilot:
-        await _settle(pilot, app)
+        await settle(pilot, app)
         await _answer(pilot, app, "api")  # the journal's last answer, in another repository
         api_answered = _files(root / "api")
         table = app.query_one(BlockList)
