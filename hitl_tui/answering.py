@@ -31,17 +31,31 @@ def plan_answer(inbox: Inbox, block: Block, answer: Answer) -> Plan:
             "stale parse cache, now dropped); review it again"
         )
     fresh = as_on_disk(source, block)
-    plan = source.plan(fresh, with_choice_from(fresh, answer))
-    check_own_words(answer)  # after the source's own checks: theirs say more (agenticloop)
+    answer = with_choice_from(fresh, answer)
+    plan = source.plan(fresh, answer)
+    worded = None
+    if answer.decision_override is not None:  # the decision as hitl words it, the agent's words
+        try:
+            worded = source.decision_text(fresh, replace(answer, decision_override=None))
+        except HitlError:
+            worded = None
+    # After the source's own checks: theirs say more (agenticloop).
+    check_own_words(answer, worded or "")
     return plan
 
 
-def check_own_words(answer: Answer) -> None:
+def check_own_words(answer: Answer, worded: str = "") -> None:
     """Refuse an answer whose own words (typed texts, note, edited decision) hold a placeholder
     (`TBD`, `etc.`, ...: `textio.PLACEHOLDERS`), whatever the format: the loop would act on
-    it. Words quoted from the block (a choice, the question) are the agent's, never refused."""
-    for text in (*answer.texts, answer.note or "", answer.decision_override or ""):
+    it. Words quoted from the block (a choice, the question) are the agent's, never refused:
+    an edited decision is refused only for a placeholder it holds more often than `worded`
+    (the decision as hitl words it, unedited) does."""
+    for text in (*answer.texts, answer.note or ""):
         found = placeholder_in(text)
+        if found:
+            raise UsageError(f"the answer contains {found}: say it concretely; nothing written")
+    if answer.decision_override is not None:
+        found = placeholder_in(answer.decision_override, worded)
         if found:
             raise UsageError(f"the answer contains {found}: say it concretely; nothing written")
 

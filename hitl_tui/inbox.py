@@ -494,7 +494,9 @@ class Inbox:
         for repo in repos:
             for source in self.sources:
                 changed += [(repo, source, p) for p in source.block_files(repo) if _since(p, since)]
-            if any(_since(p, since) for s in self.sources for p in s.layout_files(repo)):
+            # A layout file changed, or another folder is there now: read whole, as a new one.
+            layout = (p for s in self.sources for p in s.layout_files(repo))
+            if _swapped(repo, since) or any(_since(p, since) for p in layout):
                 layouts.add(repo)
             # (A watched folder that is gone counts as changed.)
             if repo in layouts or any(_since(d, since, True) for d in folders.get(repo, ())):
@@ -704,6 +706,17 @@ def _since(path: Path, since: float, missing: bool = False) -> bool:
     except OSError:
         return missing
     return st.st_mtime >= since or st.st_ctime >= since
+
+
+def _swapped(repo: Path, since: float) -> bool:
+    """Whether `repo`'s own entry may stand for another folder than before `since`: a symlink
+    made since, or a folder renamed there since (a rename sets the ctime; so does an entry made
+    or removed in it, which a read again finds unchanged, from the parse cache)."""
+    try:
+        st = os.lstat(repo)
+    except OSError:
+        return False
+    return st.st_ctime >= since
 
 
 def _with_since(block: Block, since: datetime) -> Block:

@@ -113,14 +113,12 @@ def after_answer(
 ) -> str | None:
     """Once `hitl answer` wrote (journal `entry`): restart the block's loop unless `skip`; the
     hint to print instead of the source's own ("Restart the loop ...") when it ran, else None
-    (a refused restart ran nothing: the source's hint stands). A restart that failed is kept
-    with the answer waiting for its loop."""
+    (a refused restart ran nothing: the source's hint stands). A restart that failed, or was
+    refused, is kept with the answer waiting for its loop."""
     loop = loop_for(loops, block)
     if skip or loop is None or loop.restart is None:
         return None
     ran = restart(block, loop)
-    if ran.refused:
-        return None
     if not ran.ok:
         from hitl_tui.resume import ResumeBook, key_of
 
@@ -131,4 +129,4 @@ def after_answer(
             record = None
         if record is not None and record.is_open and record.key == key_of(block):
             record_failure(book, record.id, ran)
-    return ""
+    return None if ran.refused else ""

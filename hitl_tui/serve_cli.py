@@ -40,6 +40,8 @@ TOKEN_ENV = "HITL_SERVE_TOKEN"
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{16,256}\Z")
 #: Set in each session app's environment to the server's pid: the app ends with the server.
 SERVED_BY_ENV = "HITL_SERVED_BY"
+#: The driver textual-serve sets in the same environment: only a session app heeds SERVED_BY_ENV.
+WEB_DRIVER = "textual.drivers.web_driver:WebDriver"
 #: prctl(2)'s option: the signal this process gets when the thread that started it ends.
 PR_SET_PDEATHSIG = 1
 
@@ -391,6 +393,8 @@ def end_with_server() -> None:
     served_by = os.environ.pop(SERVED_BY_ENV, None)  # never inherited by what the app runs
     if served_by is None or not sys.platform.startswith("linux"):
         return
+    if os.environ.get("TEXTUAL_DRIVER") != WEB_DRIVER:
+        return  # not a session app (set in a plain run's environment, by anyone): ignored
     try:
         server = int(served_by)
     except ValueError:

@@ -36,12 +36,12 @@ PLACEHOLDERS = (
 )
 
 
-def placeholder_in(text: str) -> str | None:
+def placeholder_in(text: str, quoted: str = "") -> str | None:
     """`the placeholder 'TBD' ('tbd': it leaves the decision open)` for the first placeholder
-    word in `text`, or None."""
+    word in `text` (one `quoted` holds as often is not counted: the agent's own), or None."""
     for word, pattern, why in PLACEHOLDERS:
         found = pattern.search(text)
-        if found:
+        if found and len(pattern.findall(text)) > len(pattern.findall(quoted)):
             return f"the placeholder {word!r} ({found.group(0)!r}: {why})"
     return None
 

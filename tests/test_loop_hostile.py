@@ -472,3 +472,23 @@ async def test_t_refuses_a_far_shell_in_a_folder_named_with_escapes(
         [toast] = [str(n.message) for n in app._notifications if str(n.message).startswith(want)]
         assert "shop\\x1b]2;pwned\\x07" in toast and "\n" not in toast
     assert ran == []
+
+
+def test_a_refused_restart_after_an_answer_is_restart_failed(tmp_path: Path) -> None:
+    """Review of issue 23: the restart `hitl answer` runs, refused (a control character in
+    {task_id}), left the answer *waiting* in `hitl status` (exit 0), then *not resumed*: a
+    loop nothing restarted shown as one that may resume. It is *restart failed*, saying why
+    (exit 5), as when `hitl restart` or the app's restart is refused."""
+    value = "T-007\x0ftouch PWNED\x0f"
+    task = billing_with(tmp_path, value)
+    config = config_for(tmp_path, restart=["echo", "{task_id}"])
+    done = run_hitl("answer", task, "--choice", "A", "--config", config)
+    assert done.returncode == 0, done.stderr
+    status = run_hitl("status", "--json", "--config", config)
+    report = json.loads(status.stdout)
+    assert report["counts"]["waiting"] == 0, report["counts"]
+    assert report["counts"]["restart_failed"] == 1, report["counts"]
+    [failed] = report["repos"][0]["restart_failed"]
+    assert failed["restart_problem"].startswith("restart refused: {task_id} holds a control")
+    assert failed["restart_log"] is None  # nothing ran: no log
+    assert status.returncode == 5, status.stderr

@@ -107,3 +107,31 @@ async def test_the_app_refuses_a_placeholder_in_own_words_and_in_the_decision(
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert snapshot(shop) == before
+
+
+def test_an_edited_decision_keeps_the_agents_own_placeholder_words(loops: Path) -> None:
+    """Review of issue 23: a choice of the agent's holding `etc.` was refused as soon as the
+    operator edited the decision it words (the preview's `e`, `--decision`), even to fix one
+    letter: the agent's words are never refused. A placeholder the operator adds still is."""
+    blocked = loops / "loops" / "inventory" / "BLOCKED.md"
+    text = blocked.read_text(encoding="utf-8")
+    blocked.write_text(text.replace("- B) Keep invoices,", "- B) Keep invoices, receipts, etc.,"))
+    config = loops / "config.toml"
+    dry = run_hitl(
+        "answer", "inventory", "--choice", "B", "--dry-run", "--json", "--config", config
+    )
+    assert dry.returncode == 0, dry.stderr
+    worded = json.loads(dry.stdout)["decision_text"]
+    assert "etc." in worded, worded
+    edited = worded.replace("Keep", "Keep all", 1)
+    added = run_hitl(
+        "answer", "inventory", "--choice", "B", "--decision", edited + " TBD", "--config", config
+    )
+    assert added.returncode == 2 and b"placeholder 'TBD'" in added.stderr, added.stderr
+    done = run_hitl(
+        "answer", "inventory", "--choice", "B", "--decision", edited, "--config", config
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Keep all invoices, receipts, etc.," in (
+        loops / "loops" / "inventory" / "PROMPT.md"
+    ).read_text(encoding="utf-8")

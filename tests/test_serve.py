@@ -711,3 +711,22 @@ def app_pids(folder: Path) -> list[int]:
         if "hitl_tui" in line and str(folder) in line and " serve " not in line:
             found.append(int(proc.name))
     return found
+
+
+@pytest.mark.parametrize("served_by", ["1", "999999999", "x"])
+def test_served_by_set_outside_a_session_does_not_end_hitl(loops: Path, served_by: str):
+    """Review of issue 23: HITL_SERVED_BY in the environment of a plain run (an agent's, a
+    shell's: anyone can set it) made every hitl command (`list`, `guard`, the app itself) exit
+    1 at once, saying nothing. Only a session app of `hitl serve` (the web driver, set by the
+    same server) ends when the pid it names is not its parent."""
+    env = {**os.environ, "PYTHONUTF8": "1", "HITL_SERVED_BY": served_by}
+    env.pop("TEXTUAL_DRIVER", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "hitl_tui", "list", str(loops)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=WAIT,
+    )
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
+    assert "shop" in done.stdout, done.stdout

@@ -235,3 +235,31 @@ async def test_events_lost_are_made_up(tmp_path: Path, monkeypatch: pytest.Monke
         delta = await w.expect(lambda d: [b.question for b in d.changed] == ["Lost, reworded?"])
         lost.unlink()
         await w.expect(lambda d: ("loopkit", lost) in d.removed, timeout=ARRIVAL + 1)
+
+
+@pytest.mark.parametrize("how", ["symlink", "folder"])
+def test_a_repo_swapped_in_place_is_read_again_by_the_catch_up(tmp_path: Path, how: str):
+    """Review of issue 23: a repository replaced in place by another one (a symlink to it, or a
+    folder renamed there) whose files are older than the catch-up's `since` kept its old
+    question in the inbox: no file in it changed since, so the catch-up read nothing, and the
+    operator read (and answered) a question its file no longer held. A fresh scan shows the
+    new one; the catch-up does too now."""
+    root = tmp_path / "loops"
+    make_repo(root / "shop", "The old question?")
+    other = make_repo(tmp_path / "elsewhere" / "shop", "The new question?")
+    inbox = Inbox(Workspace.discover([root]))
+    inbox.scan()
+    assert [b.question for b in inbox.blocks.values()] == ["The old question?"]
+    since = time.time()
+    # The file system's clock is coarse (a few ms behind time.time()): the swap is made once a
+    # file made now is dated at or after `since`, as the catch-up's slack makes sure in use.
+    probe, ends = tmp_path / "probe", time.monotonic() + 5
+    while probe.write_text("") is not None and probe.stat().st_ctime < since:
+        assert time.monotonic() < ends, "the file system's clock never reached `since`"
+    shutil.rmtree(root / "shop")
+    if how == "symlink":
+        (root / "shop").symlink_to(other)
+    else:
+        other.rename(root / "shop")
+    inbox.catch_up(since)
+    assert [b.question for b in inbox.blocks.values()] == ["The new question?"]
