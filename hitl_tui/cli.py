@@ -199,7 +199,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     if args.watch:
         return _watch(args)
-    from hitl_tui.snoozebook import SnoozeBook
+    from hitl_tui.state.snoozes import SnoozeBook
     from hitl_tui.textio import json_encoder, printable
     from hitl_tui.timefmt import age
     from hitl_tui.view import listed

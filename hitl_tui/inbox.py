@@ -22,9 +22,9 @@ from pathlib import Path
 
 from hitl_tui.model import Block, HitlError, StaleError, UsageError
 from hitl_tui.parsecache import ParseCache, gc_paused
-from hitl_tui.sincebook import SinceBook, key_for
 from hitl_tui.sources import default_sources
 from hitl_tui.sources.base import Source
+from hitl_tui.state.since import SinceBook, key_for
 from hitl_tui.textio import printable
 from hitl_tui.view import Key, key_of, ordered
 from hitl_tui.workspace import Workspace

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from hitl_tui import statefile
 from hitl_tui.model import Block, HitlError, UsageError
+from hitl_tui.state import files as statefile
 
 #: What a `{placeholder}` may name.
 FIELDS = ("repo", "name", "id", "task_id")

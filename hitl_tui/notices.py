@@ -41,8 +41,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
-from hitl_tui import notify, statefile
+from hitl_tui import notify
 from hitl_tui.model import Block, UsageError
+from hitl_tui.state import files as statefile
 from hitl_tui.textio import one_line, printable
 
 #: What a notice can be about: `[notify] on` picks among them.

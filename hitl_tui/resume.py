@@ -37,8 +37,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from hitl_tui import statefile
 from hitl_tui.model import Block, Plan
+from hitl_tui.state import files as statefile
 
 FORMAT = 1
 NAME = "resume.json"

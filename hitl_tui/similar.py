@@ -306,7 +306,7 @@ def save_recent(index: AnswerIndex, now: datetime, stamp: tuple | None) -> None:
     """Write the memory of the recent answers from `index` (read from the journal as it was at
     `stamp`). Never a reason for a command to fail: a state folder that cannot take it is
     left as it is."""
-    from hitl_tui import statefile
+    from hitl_tui.state import files as statefile
 
     path = statefile.in_state(RECENT_NAME)
     if path is None:
@@ -337,7 +337,7 @@ def remember_recent(now: datetime) -> None:
 def recent_index(**kwargs) -> AnswerIndex:
     """The recent answers from the memory alone (no journal record is read); an index with
     none when there is no memory, or one that cannot be read."""
-    from hitl_tui import statefile
+    from hitl_tui.state import files as statefile
 
     index = AnswerIndex(**kwargs)
     path = statefile.in_state(RECENT_NAME)

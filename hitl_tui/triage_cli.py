@@ -67,7 +67,7 @@ def build_snooze() -> argparse.ArgumentParser:
 
 
 def run_snooze(args: argparse.Namespace) -> int:
-    from hitl_tui.snoozebook import SnoozeBook, until_for
+    from hitl_tui.state.snoozes import SnoozeBook, until_for
     from hitl_tui.textio import printable
     from hitl_tui.timefmt import parse_duration
 
@@ -108,7 +108,7 @@ def build_unsnooze() -> argparse.ArgumentParser:
 
 
 def run_unsnooze(args: argparse.Namespace) -> int:
-    from hitl_tui.snoozebook import SnoozeBook
+    from hitl_tui.state.snoozes import SnoozeBook
     from hitl_tui.textio import printable
 
     block = _block(args)

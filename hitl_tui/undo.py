@@ -329,7 +329,7 @@ def _remember_since(entry: Entry) -> None:
     """The block an undo brings back began when it began: not now (see `sincebook`)."""
     if entry.block_since is None or not entry.block_source:
         return
-    from hitl_tui.sincebook import SinceBook, key_for
+    from hitl_tui.state.since import SinceBook, key_for
 
     book = SinceBook.for_state()
     book.remember(key_for(entry.block_source, entry.block_path), entry.repo, entry.block_since)

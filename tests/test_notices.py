@@ -645,7 +645,7 @@ def test_the_claims_file_is_bounded_and_a_damaged_one_claims_everything(
 ) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from hitl_tui import statefile
+    from hitl_tui.state import files as statefile
 
     monkeypatch.setattr(notices, "NOTIFIED_MAX", 50)
     now = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
@@ -764,7 +764,7 @@ def test_a_path_of_any_bytes_is_claimed_and_remembered() -> None:
 def test_a_fifo_for_the_claims_file_never_hangs_a_notice(tmp_path: Path) -> None:
     import time
 
-    from hitl_tui import statefile
+    from hitl_tui.state import files as statefile
 
     path = statefile.in_state(notices.NOTIFIED_FILE)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -777,7 +777,7 @@ def test_a_fifo_for_the_claims_file_never_hangs_a_notice(tmp_path: Path) -> None
 def test_a_full_day_of_claims_fits_the_file() -> None:
     from datetime import UTC, datetime, timedelta
 
-    from hitl_tui import statefile
+    from hitl_tui.state import files as statefile
 
     now = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
     path = "/home/operator/src/loops/" + "x" * 60 + "/BLOCKED.md"

@@ -718,8 +718,8 @@ def _drops_then_lists(tmp_path: Path, name: str = "far-hitl") -> tuple[SshBacken
 
 
 def _pending_file() -> dict:
-    from hitl_tui import statefile
     from hitl_tui.sources.ssh import PENDING_FILE
+    from hitl_tui.state import files as statefile
 
     return json.loads(statefile.in_state(PENDING_FILE).read_text())
 
@@ -775,8 +775,8 @@ def test_a_pending_answer_answered_again_meanwhile_is_not_journaled_twice(tmp_pa
 
 
 def _write_pending(items: list) -> Path:
-    from hitl_tui import statefile
     from hitl_tui.sources.ssh import PENDING_FILE, PENDING_FORMAT
+    from hitl_tui.state import files as statefile
 
     path = statefile.in_state(PENDING_FILE)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -951,7 +951,7 @@ def test_a_kept_answer_is_in_the_file_before_a_look_can_see_it(tmp_path: Path, m
     does not see the answer yet, so it is not told now and again by the next app."""
     import threading
 
-    from hitl_tui import statefile
+    from hitl_tui.state import files as statefile
 
     backend, back = _drops_then_lists(tmp_path)
     back.touch()

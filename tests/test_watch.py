@@ -22,7 +22,7 @@ import pytest
 from hitl_tui import watch
 from hitl_tui.diagnostics import InotifyUsage, inotify_usage
 from hitl_tui.inbox import Delta, Inbox
-from hitl_tui.sincebook import SinceBook
+from hitl_tui.state.since import SinceBook
 from hitl_tui.watch import watch_inbox
 from hitl_tui.workspace import Workspace
 

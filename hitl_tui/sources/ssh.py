@@ -629,7 +629,7 @@ class SshBackend(Source):
         """Change the state file's list, under its lock; the ids it held before. None: there
         is no usable file (none can be written, or the one there was damaged: it is written
         anew), and what was in it is not known."""
-        from hitl_tui import statefile
+        from hitl_tui.state import files as statefile
 
         path = statefile.in_state(PENDING_FILE)
         if path is None:
@@ -650,7 +650,7 @@ class SshBackend(Source):
     def load_pending(self) -> None:
         """The answers a previous app left not known yet, for the configured hosts (the
         state file's others stay in it: another config may name their host)."""
-        from hitl_tui import statefile
+        from hitl_tui.state import files as statefile
 
         path = statefile.in_state(PENDING_FILE)
         if path is None:

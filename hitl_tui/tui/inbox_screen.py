@@ -50,8 +50,8 @@ from hitl_tui.loops import (
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
 from hitl_tui.resume import key_of as resume_key
 from hitl_tui.resume import row_path
-from hitl_tui.seenbook import SeenBook
-from hitl_tui.snoozebook import SnoozeBook
+from hitl_tui.state.seen import SeenBook
+from hitl_tui.state.snoozes import SnoozeBook
 from hitl_tui.textio import printable
 from hitl_tui.tui.answer_flow import Drafts, preview_of, text_box
 from hitl_tui.tui.bindings import bindings
@@ -1178,8 +1178,8 @@ class InboxScreen(AsksBeforeUndo, Screen):
 
     @work(thread=True, group="apply", exit_on_error=False, description="_find_undo")
     def _find_undo(self, block: Block | None) -> None:
-        from hitl_tui import statefile
         from hitl_tui.answering import undo_target
+        from hitl_tui.state import files as statefile
 
         record = waiting_of(block)
         remotes = self.inbox.remotes

@@ -18,8 +18,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from hitl_tui import statefile
 from hitl_tui.model import Block
+from hitl_tui.state import files as statefile
 from hitl_tui.view import GROUPS, ORDERS
 
 FORMAT = 1

@@ -31,7 +31,8 @@ import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from hitl_tui import fsio, statefile
+from hitl_tui import fsio
+from hitl_tui.state import files as statefile
 
 FORMAT = 1
 NAME = "since.json"

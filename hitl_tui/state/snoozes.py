@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from hitl_tui import statefile
 from hitl_tui.model import Block
+from hitl_tui.state import files as statefile
 
 FORMAT = 1
 NAME = "snoozed.json"
