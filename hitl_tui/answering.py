@@ -175,8 +175,8 @@ def undo_target(
     """The answer an undo would take (`undo.target`: the named one, or the newest of `block`,
     a `statefile.block_key`, else the last), and what the loop did since (`resume.loop_acted`),
     found before anything is written. Raises as the undo would (UsageError, StaleError)."""
+    from hitl_tui.journal.undo import target
     from hitl_tui.resume import loop_acted
-    from hitl_tui.undo import target
 
     return target(entry_id, block, acted=lambda e, where: loop_acted(e, where, remotes))
 

@@ -492,7 +492,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == [wire.SHELL_IN]:
         return _shell_in(argv[1:])
     debug = bool(os.environ.get("HITL_DEBUG"))
-    from hitl_tui import journalstore, retention
+    from hitl_tui.journal import retention
+    from hitl_tui.journal import store as journalstore
 
     journalstore.reset()  # a command reports the malformed records it read itself
     # Until the command reads its config (`--config` is not parsed yet at recovery), the
@@ -562,7 +563,7 @@ def _shell_in(words: list[str]) -> int:
 
 def _report_skipped() -> None:
     """One line for the malformed journal records this command skipped (see journalstore)."""
-    from hitl_tui import journalstore
+    from hitl_tui.journal import store as journalstore
 
     report = journalstore.skipped_report()
     if report:

@@ -37,7 +37,7 @@ def add_common(parser: argparse.ArgumentParser, paths: bool = True) -> None:
 
 def use_config(config) -> None:
     """What the rest of the command takes from the config beyond its arguments."""
-    from hitl_tui import retention
+    from hitl_tui.journal import retention
 
     retention.use(config.journal_keep)  # `--config FILE` may not be the default file
 

@@ -362,7 +362,7 @@ def recent_index(**kwargs) -> AnswerIndex:
 def journal_stamp() -> tuple[int, int, int] | None:
     """(inode, size, mtime) of the journal's active file: when it changes, `refresh` has
     something to read (None: no journal yet)."""
-    from hitl_tui import journalstore
+    from hitl_tui.journal import store as journalstore
 
     try:
         st = os.stat(journalstore.active_file())

@@ -19,9 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import journal, journalstore, retention
+from hitl_tui import journal
 from hitl_tui.apply import apply_plan
 from hitl_tui.cli import main
+from hitl_tui.journal import retention
+from hitl_tui.journal import store as journalstore
 from tests.hostile_cases import copy_shop, hitl_env, snapshot
 from tests.test_journal import Crash, crash_at, plan_for
 

@@ -395,7 +395,7 @@ def test_an_undo_whose_connection_drops_is_told_and_can_be_given_again(
     """The connection drops during `u` (before, or after, the hitl there undid it): hitl says
     it cannot tell, never "nothing was undone"; undoing again once the host is back undoes it,
     or finds it undone there, and the journal here records the undo once."""
-    from hitl_tui import undo as undo_module
+    from hitl_tui.journal import undo as undo_module
 
     config, loops = write_config(tmp_path, sshd)
     shop = loop_repo(loops)

@@ -271,7 +271,7 @@ class Pending:
     def from_json(cls, item: object) -> Pending | None:
         """One from the state file, or None when it is not one (the file is ours, but any
         file can be damaged): every field checked, the journal's too."""
-        from hitl_tui.journal_entries import aware_time, checked_fields
+        from hitl_tui.journal.entries import aware_time, checked_fields
 
         if not isinstance(item, dict):
             return None
@@ -989,7 +989,7 @@ def _far_entry(waiting: Any) -> str | None:
     """The far side's journal id of the answer `waiting` watches (from our journal entry)."""
     if not waiting.entry:
         return None
-    from hitl_tui.journal_entries import entries
+    from hitl_tui.journal.entries import entries
 
     try:
         entry = entries()[waiting.entry]

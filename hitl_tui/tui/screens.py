@@ -702,7 +702,7 @@ class HistoryScreen(AsksBeforeUndo, ModalScreen[None]):
         re-read."""
         from hitl_tui import journal
         from hitl_tui.answering import undo_answer
-        from hitl_tui.undo import LoopActed
+        from hitl_tui.journal.undo import LoopActed
 
         try:
             message = undo_answer(entry.id, self.operator or "operator", self.remotes, force)

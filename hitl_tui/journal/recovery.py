@@ -19,8 +19,8 @@ import os
 from pathlib import Path
 
 from hitl_tui import repofs
-from hitl_tui.journal_entries import Entry, blob_path, commit, end_rollback, entries, open_entries
-from hitl_tui.journal_files import put, rel, roll_back_files, state_of, sweep
+from hitl_tui.journal.entries import Entry, blob_path, commit, end_rollback, entries, open_entries
+from hitl_tui.journal.files import put, rel, roll_back_files, state_of, sweep
 from hitl_tui.locks import LockBusy, repo_lock
 from hitl_tui.model import HitlError
 from hitl_tui.repofs import ConcurrentWrite, RepoDir

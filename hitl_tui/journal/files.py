@@ -10,7 +10,7 @@ import contextlib
 import hashlib
 from pathlib import Path
 
-from hitl_tui.journal_entries import Entry, FileStep, end_rollback, entries, load_blob
+from hitl_tui.journal.entries import Entry, FileStep, end_rollback, entries, load_blob
 from hitl_tui.model import HitlError
 from hitl_tui.repofs import ConcurrentWrite, RepoDir
 

@@ -58,7 +58,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hitl_tui import fsio, retention
+from hitl_tui import fsio
+from hitl_tui.journal import retention
 from hitl_tui.paths import state_dir
 
 #: The active file is closed into a segment once it is larger than this.

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hitl_tui import fsio, journalstore
+from hitl_tui import fsio
+from hitl_tui.journal import store as journalstore
 from hitl_tui.model import HitlError, Plan
 from hitl_tui.paths import state_dir
 from hitl_tui.textio import one_line
