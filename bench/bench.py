@@ -549,7 +549,7 @@ def spread(values: list[float]) -> str:
 
 def answer_latency(root: Path, trials: int) -> list[float]:
     """Confirm to every file written and fsynced: the domain's apply, as the app calls it."""
-    from hitl_tui.answering import apply_answer, plan_answer
+    from hitl_tui.answers.service import apply_answer, plan_answer
     from hitl_tui.inbox import Inbox
     from hitl_tui.model import Answer
 

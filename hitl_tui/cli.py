@@ -288,14 +288,14 @@ def _warn(text: str) -> None:
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
-    from hitl_tui.answering import apply_answer, from_the_file, plan_answer, source_for
+    from hitl_tui.answers.service import apply_answer, from_the_file, plan_answer, source_for
     from hitl_tui.config import load_config
     from hitl_tui.model import StaleError
 
     config = load_config(args.config)
     remote = next((r for r in config.remotes if r.owns(args.target)), None)
     if remote is not None:  # `owner/name#12`: read afresh, answered over its API
-        from hitl_tui.answering import check_own_words, note_answer
+        from hitl_tui.answers.service import check_own_words, note_answer
         from hitl_tui.resume import ResumeBook
 
         block = remote.read(args.target)

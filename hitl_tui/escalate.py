@@ -25,8 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hitl_tui import fsio, notify
+from hitl_tui.answers.repofs import ConcurrentWrite, RepoDir
 from hitl_tui.model import MAX_PARSE_BYTES, Choice, HitlError
-from hitl_tui.repofs import ConcurrentWrite, RepoDir
 from hitl_tui.sources.loopkit import BLOCKED, SEPARATORS, parse_blocked
 from hitl_tui.sources.loopkit_render import (
     Escalation,
@@ -223,7 +223,7 @@ def find_repo(start: Path) -> Path:
 
 def write_blocked(repo: Path, esc: Escalation, replace: bool = False) -> Path:
     """Write BLOCKED.md atomically at `repo`'s root; an open block is kept unless `replace`."""
-    from hitl_tui.locks import repo_lock
+    from hitl_tui.answers.locks import repo_lock
 
     if not repo.is_dir():
         raise EscalationError(f"not a folder: {printable(str(repo))}")

@@ -132,7 +132,7 @@ def repo_matcher(paths: list[str]) -> Callable[[Entry], bool]:
 
 
 def run_undo(args: argparse.Namespace) -> int:
-    from hitl_tui.answering import undo_answer
+    from hitl_tui.answers.service import undo_answer
     from hitl_tui.config import load_config
     from hitl_tui.model import UsageError
     from hitl_tui.textio import printable

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import answering, journal
+from hitl_tui import journal
+from hitl_tui.answers import service as answering
 from hitl_tui.github_api import GithubClient, GithubError, Secret, resolve_token
 from hitl_tui.github_api import scrub as gh_scrub
 from hitl_tui.github_poll import GithubPoller, gh_message, watch_github

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui.answering import plan_answer
+from hitl_tui.answers.service import plan_answer
 from hitl_tui.inbox import Delta, Inbox
 from hitl_tui.model import Answer, StaleError, UsageError
 

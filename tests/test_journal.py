@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import journal, repofs
-from hitl_tui.answering import plan_answer
-from hitl_tui.apply import apply_plan
+from hitl_tui import journal
+from hitl_tui.answers import repofs
+from hitl_tui.answers.apply import apply_plan
+from hitl_tui.answers.locks import LockBusy, repo_lock
+from hitl_tui.answers.service import plan_answer
 from hitl_tui.cli import main
 from hitl_tui.inbox import Inbox
-from hitl_tui.locks import LockBusy, repo_lock
 from hitl_tui.model import Answer, HitlError, Plan, StaleError, UsageError
 from tests.hostile_cases import SHOP, copy_shop, snapshot, temp_files
 

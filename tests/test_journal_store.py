@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from hitl_tui import journal
-from hitl_tui.apply import apply_plan
+from hitl_tui.answers.apply import apply_plan
 from hitl_tui.cli import main
 from hitl_tui.journal import retention
 from hitl_tui.journal import store as journalstore

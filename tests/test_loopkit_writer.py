@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui.apply import apply_plan
+from hitl_tui.answers.apply import apply_plan
 from hitl_tui.fsio import TEMP_PREFIX
 from hitl_tui.model import (
     Answer,

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from hitl_tui import __version__
-from hitl_tui.answering import apply_answer, plan_answer, source_for
+from hitl_tui.answers.service import apply_answer, plan_answer, source_for
 from hitl_tui.config import load_config
 from hitl_tui.inbox import Inbox
 from hitl_tui.model import Answer

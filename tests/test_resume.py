@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from hitl_tui import gitref
-from hitl_tui.answering import apply_answer, plan_answer
-from hitl_tui.apply import apply_plan
+from hitl_tui.answers.apply import apply_plan
+from hitl_tui.answers.service import apply_answer, plan_answer
 from hitl_tui.diagnostics import inotify_usage
 from hitl_tui.inbox import Inbox
 from hitl_tui.model import Answer
@@ -333,7 +333,7 @@ NOTER = textwrap.dedent(
     from dataclasses import replace
     from datetime import timedelta
     from pathlib import Path
-    from hitl_tui.answering import plan_answer
+    from hitl_tui.answers.service import plan_answer
     from hitl_tui.inbox import Inbox
     from hitl_tui.model import Answer
     from hitl_tui.resume import ResumeBook

@@ -10,9 +10,9 @@ import contextlib
 import hashlib
 from pathlib import Path
 
+from hitl_tui.answers.repofs import ConcurrentWrite, RepoDir
 from hitl_tui.journal.entries import Entry, FileStep, end_rollback, entries, load_blob
 from hitl_tui.model import HitlError
-from hitl_tui.repofs import ConcurrentWrite, RepoDir
 
 
 def sha_now(rd: RepoDir, step: FileStep) -> str | None:

@@ -18,12 +18,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hitl_tui import repofs
+from hitl_tui.answers import repofs
+from hitl_tui.answers.locks import LockBusy, repo_lock
+from hitl_tui.answers.repofs import ConcurrentWrite, RepoDir
 from hitl_tui.journal.entries import Entry, blob_path, commit, end_rollback, entries, open_entries
 from hitl_tui.journal.files import put, rel, roll_back_files, state_of, sweep
-from hitl_tui.locks import LockBusy, repo_lock
 from hitl_tui.model import HitlError
-from hitl_tui.repofs import ConcurrentWrite, RepoDir
 
 
 def _same_repo(a: Path, b: Path) -> bool:

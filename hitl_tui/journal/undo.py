@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from hitl_tui.answers.locks import LOCK_TIMEOUT, repo_lock
+from hitl_tui.answers.repofs import ConcurrentWrite, RepoDir
 from hitl_tui.journal.entries import Entries, Entry, FileStep, begin_undo, commit, end_rollback
 from hitl_tui.journal.entries import entries as journal_entries
 from hitl_tui.journal.files import put, rel, roll_back_files, sha_now, state_of, sweep
 from hitl_tui.journal.recovery import locate, recover
-from hitl_tui.locks import LOCK_TIMEOUT, repo_lock
 from hitl_tui.model import HitlError, StaleError, UsageError
-from hitl_tui.repofs import ConcurrentWrite, RepoDir
 from hitl_tui.textio import printable
 
 #: Called after each step of an undo: "journaled", "<action>:<file>", "committed".

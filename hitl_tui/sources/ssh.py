@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from hitl_tui import __version__, wire
-from hitl_tui.locks import LOCK_TIMEOUT
+from hitl_tui.answers.locks import LOCK_TIMEOUT
 from hitl_tui.model import (
     Answer,
     Block,
@@ -547,7 +547,7 @@ class SshBackend(Source):
 
     def _journal(self, host: Host, plan: Plan, done: list[str], entry: str | None) -> list[str]:
         from hitl_tui import journal
-        from hitl_tui.apply import Done
+        from hitl_tui.answers.apply import Done
 
         lines = Done(f"on {host.host}: {d}" for d in done)
         summary = f"written on {host.host}" + (f" (its journal: {entry})" if entry else "")

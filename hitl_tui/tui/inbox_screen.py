@@ -33,7 +33,7 @@ from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
 from hitl_tui import notices
-from hitl_tui.answering import apply_answer, source_for
+from hitl_tui.answers.service import apply_answer, source_for
 from hitl_tui.inbox import Delta, Inbox, key_of
 from hitl_tui.journal.undo import LoopActed
 from hitl_tui.loops import (
@@ -1178,7 +1178,7 @@ class InboxScreen(AsksBeforeUndo, Screen):
 
     @work(thread=True, group="apply", exit_on_error=False, description="_find_undo")
     def _find_undo(self, block: Block | None) -> None:
-        from hitl_tui.answering import undo_target
+        from hitl_tui.answers.service import undo_target
         from hitl_tui.state import files as statefile
 
         record = waiting_of(block)
@@ -1206,7 +1206,7 @@ class InboxScreen(AsksBeforeUndo, Screen):
     @work(thread=True, group="apply", exit_on_error=False, description="_undo")
     def _undo(self, entry, force: bool) -> None:
         from hitl_tui import journal
-        from hitl_tui.answering import undo_answer
+        from hitl_tui.answers.service import undo_answer
 
         try:
             message = undo_answer(entry.id, self.operator, self.inbox.remotes, force=force)

@@ -680,7 +680,7 @@ class HistoryScreen(AsksBeforeUndo, ModalScreen[None]):
     @work(thread=True, group="apply", exit_on_error=False, description="_find_undo")
     def _find_undo(self, entry: Entry) -> None:
         """What `hitl undo ID` would do with the highlighted answer, asked first (undo_flow)."""
-        from hitl_tui.answering import undo_target
+        from hitl_tui.answers.service import undo_target
 
         try:
             found = undo_target(entry.id, remotes=self.remotes)
@@ -701,7 +701,7 @@ class HistoryScreen(AsksBeforeUndo, ModalScreen[None]):
         """`hitl undo ID [--force]` for the highlighted answer, then the block it put back
         re-read."""
         from hitl_tui import journal
-        from hitl_tui.answering import undo_answer
+        from hitl_tui.answers.service import undo_answer
         from hitl_tui.journal.undo import LoopActed
 
         try:

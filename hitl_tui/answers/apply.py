@@ -17,9 +17,9 @@ import errno
 from collections.abc import Callable
 
 from hitl_tui import journal
-from hitl_tui.locks import repo_lock
+from hitl_tui.answers.locks import repo_lock
+from hitl_tui.answers.repofs import ConcurrentWrite, NotAFile, RepoDir
 from hitl_tui.model import FileChange, HitlError, Plan, StaleError, fingerprint
-from hitl_tui.repofs import ConcurrentWrite, NotAFile, RepoDir
 
 #: Called between the steps of an answer with the step's name; tests inject faults here.
 #: Steps: "checked" (before the journal entry), then "<action>:<file>" after each file.

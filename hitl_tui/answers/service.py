@@ -129,7 +129,7 @@ def apply_answer(inbox: Inbox, plan: Plan, replan: bool = False) -> list[str]:
         sent = source.send(plan)
         note_answer(inbox.resumes, inbox.loops, plan, sent)
         return sent
-    from hitl_tui.apply import OtherFileChanged, apply_plan
+    from hitl_tui.answers.apply import OtherFileChanged, apply_plan
 
     moved: list[str] = []
     for attempt in range(REPLANS + 1):
