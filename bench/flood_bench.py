@@ -78,10 +78,10 @@ async def moves(root: Path, host, count: int) -> dict:
     """Key latencies in the app with `host` as its one [[remote]], once it is connected."""
     from bench import instrument, keypress
     from hitl_tui.config import Config
-    from hitl_tui.inbox import Inbox
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.workspace import Workspace
     from hitl_tui.sources.ssh import SshBackend
     from hitl_tui.tui.app import HitlApp
-    from hitl_tui.workspace import Workspace
 
     backend = SshBackend([host])
     if host.ssh[0].endswith("fake-ssh"):

@@ -39,7 +39,7 @@ def build(state: Path, repo: Path, answers: int, legacy: bool) -> float:
     os.environ["HITL_STATE_DIR"] = str(state)
     from hitl_tui import journal
     from hitl_tui.answers.service import plan_answer
-    from hitl_tui.inbox import Inbox
+    from hitl_tui.inbox.inbox import Inbox
     from hitl_tui.journal import entries as journal_entries
     from hitl_tui.model import Answer
 

@@ -259,7 +259,7 @@ def _run_then(command: list[str]) -> int:
 def _check(path: Path) -> int:
     """Print the open blocks under `path`: EXIT_BLOCKED if there are any, else 0."""
     from hitl_tui.escalate import EXIT_BLOCKED
-    from hitl_tui.inbox import Inbox
+    from hitl_tui.inbox.inbox import Inbox
     from hitl_tui.textio import printable
 
     inbox = Inbox.open([path])

@@ -189,7 +189,7 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from hitl_tui.parsecache import gc_paused
+    from hitl_tui.inbox.parsecache import gc_paused
 
     # Everything `list` makes lives until it exits: the cyclic collector would only walk it.
     with gc_paused():
@@ -199,10 +199,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     if args.watch:
         return _watch(args)
+    from hitl_tui.inbox.view import listed
     from hitl_tui.state.snoozes import SnoozeBook
     from hitl_tui.textio import json_encoder, printable
     from hitl_tui.timefmt import age
-    from hitl_tui.view import listed
 
     spec = triage_cli.view_from_args(args)
     _config, inbox = open_inbox(args)
@@ -437,8 +437,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_app(args: argparse.Namespace) -> int:
     from hitl_tui.config import load_config
-    from hitl_tui.inbox import Inbox
-    from hitl_tui.workspace import Workspace
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.workspace import Workspace
 
     config = load_config(args.config)
     use_config(config)

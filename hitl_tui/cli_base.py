@@ -62,7 +62,7 @@ def repo_paths(args: argparse.Namespace, config) -> list[Path]:
 def open_inbox(args: argparse.Namespace, config=None):
     """(config, the inbox of the PATHs, scanned), knowing the config's remote backends."""
     from hitl_tui.config import load_config
-    from hitl_tui.inbox import Inbox
+    from hitl_tui.inbox.inbox import Inbox
     from hitl_tui.resume import ResumeBook
 
     config = config or load_config(args.config)
@@ -85,8 +85,8 @@ def use_loop_warnings(inbox, config) -> None:
 
 def resolve(args: argparse.Namespace, inbox):
     """(inbox, block) for TARGET: in the PATHs or the config, else (a path) in its own repo."""
-    from hitl_tui.inbox import Inbox
-    from hitl_tui.workspace import is_repo
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.workspace import is_repo
 
     try:
         return inbox, inbox.resolve(args.target)

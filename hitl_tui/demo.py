@@ -267,8 +267,8 @@ def run_demo(keep: bool = False, agent_delay: float = 5.0, notices: list[str] | 
     `hitl history` and the first `u` of the next real run know nothing of the demo.
     """
     from hitl_tui.config import load_config
-    from hitl_tui.inbox import Inbox
-    from hitl_tui.workspace import Workspace
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.workspace import Workspace
 
     base = Path(tempfile.mkdtemp(prefix="hitl-demo-"))
     root = base / "repos"

@@ -173,8 +173,8 @@ def shown_url(host: str, port: int) -> str:
 def run_serve(args: argparse.Namespace) -> int:
     from hitl_tui.cli_base import repo_paths
     from hitl_tui.config import load_config
+    from hitl_tui.inbox.workspace import Workspace
     from hitl_tui.paths import check_state_dir
-    from hitl_tui.workspace import Workspace
 
     if args.host.startswith("[") and args.host.endswith("]"):
         args.host = args.host[1:-1]  # [::1], as in a URL: the address to listen on is ::1

@@ -10,8 +10,8 @@ import argparse
 from datetime import UTC, datetime
 
 from hitl_tui.cli_base import PROG, Parser, open_inbox, resolve
+from hitl_tui.inbox.view import ORDERS, ViewSpec
 from hitl_tui.model import UsageError
-from hitl_tui.view import ORDERS, ViewSpec
 
 FILTER_HELP = (
     "filter:  words are ANDed, ignoring case, over id, repo, title, question, category,\n"

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 
 from hitl_tui import wire
-from hitl_tui.inbox import Delta, Inbox
+from hitl_tui.inbox.inbox import Delta, Inbox
 
 
 def run_watch(inbox: Inbox, alive_every: float = wire.ALIVE_EVERY) -> int:
@@ -38,7 +38,7 @@ def _encoder() -> Callable[[dict], bytes]:
 
 
 async def _stream(inbox: Inbox, write, flush, alive_every: float) -> int:
-    from hitl_tui.watch import watch_inbox
+    from hitl_tui.inbox.watch import watch_inbox
 
     encode = _encoder()
     stop = asyncio.Event()

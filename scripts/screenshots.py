@@ -66,9 +66,9 @@ async def shoot(name: str, keys: list[str], out: Path) -> Path:
             # again" compares the answer's time with the new block's.
             from hitl_tui.config import Config
             from hitl_tui.demo import build_workspace
-            from hitl_tui.inbox import Inbox
+            from hitl_tui.inbox.inbox import Inbox
+            from hitl_tui.inbox.workspace import Workspace
             from hitl_tui.tui.app import HitlApp
-            from hitl_tui.workspace import Workspace
 
             build_workspace(root)
             inbox = Inbox(Workspace.discover([root]))
@@ -100,10 +100,10 @@ async def shoot_remote(out: Path) -> Path | None:
     """Blocks on two other machines: build-1 (a real sshd on 127.0.0.1, tests/sshd.py, with the
     demo's loops on its side) and down-1, which cannot be reached. None where no sshd runs."""
     from hitl_tui.demo import build_workspace
-    from hitl_tui.inbox import Inbox
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.workspace import Workspace
     from hitl_tui.registry import remote_sources
     from hitl_tui.tui.app import HitlApp
-    from hitl_tui.workspace import Workspace
     from tests.sshd import Sshd, unavailable_reason
 
     if unavailable_reason():

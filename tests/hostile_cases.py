@@ -34,8 +34,8 @@ import errno, json, os, shutil, sys, time
 spec = json.loads(os.environ.get("HITL_TEST_FAULT") or "{}")
 import hitl_tui.cli as cli
 import hitl_tui.answers.service, hitl_tui.answers.apply, hitl_tui.config, hitl_tui.fsio as fsio
-import hitl_tui.inbox, hitl_tui.journal, hitl_tui.journal_cli, hitl_tui.textio
-import hitl_tui.timefmt, hitl_tui.workspace
+import hitl_tui.inbox.inbox, hitl_tui.journal, hitl_tui.journal_cli, hitl_tui.textio
+import hitl_tui.timefmt, hitl_tui.inbox.workspace
 from hitl_tui.sources import loopkit
 
 calls = [0]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hitl_tui.answers.apply import apply_plan
-from hitl_tui.inbox import Inbox
+from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.model import Answer, Block, HitlError, StaleError, UsageError
 from hitl_tui.sources import agenticloop
 from hitl_tui.sources.agenticloop import AgenticloopSource

@@ -300,8 +300,8 @@ def test_a_single_question_is_the_question(shop: Path) -> None:
 
 
 def test_warnings_survive_a_scan_in_worker_processes(tmp_path: Path) -> None:
-    from hitl_tui.inbox import PARALLEL_MIN_REPOS, Inbox
-    from hitl_tui.workspace import Workspace
+    from hitl_tui.inbox.inbox import PARALLEL_MIN_REPOS, Inbox
+    from hitl_tui.inbox.workspace import Workspace
 
     for i in range(PARALLEL_MIN_REPOS):
         (tmp_path / f"r{i:02d}" / ".git").mkdir(parents=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui.inbox import Inbox
+from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.sources import default_sources
 
 SHOP_QUESTION = (

@@ -21,7 +21,7 @@ from hitl_tui.answers.apply import apply_plan
 from hitl_tui.answers.locks import LockBusy, repo_lock
 from hitl_tui.answers.service import plan_answer
 from hitl_tui.cli import main
-from hitl_tui.inbox import Inbox
+from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.model import Answer, HitlError, Plan, StaleError, UsageError
 from tests.hostile_cases import SHOP, copy_shop, snapshot, temp_files
 

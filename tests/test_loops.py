@@ -158,10 +158,10 @@ async def test_the_app_says_what_it_will_run_and_restarts_after_the_answer(
     from textual.widgets import Static
 
     from hitl_tui.config import Config
-    from hitl_tui.inbox import Inbox
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.workspace import Workspace
     from hitl_tui.loops import Loop
     from hitl_tui.tui.app import HitlApp
-    from hitl_tui.workspace import Workspace
     from tests.test_tui import _preview_of
     from tests.tui_support import NOW, SIZE
 
@@ -212,9 +212,9 @@ async def _until(pilot, done, rounds: int = 100) -> bool:
 
 def _app(tmp_path: Path, loop):
     from hitl_tui.config import Config
-    from hitl_tui.inbox import Inbox
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.workspace import Workspace
     from hitl_tui.tui.app import HitlApp
-    from hitl_tui.workspace import Workspace
     from tests.tui_support import NOW
 
     inbox = Inbox(Workspace.discover([tmp_path / "loops"]))

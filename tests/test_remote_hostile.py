@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from hitl_tui import wire
-from hitl_tui.inbox import Inbox
+from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.model import Answer
 from hitl_tui.sources.ssh import Host, Session, SshBackend, answer_words, shell_word
-from hitl_tui.workspace import Workspace
 
 #: A session leaves no pipe open behind it (an unclosed transport warns when collected).
 pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")

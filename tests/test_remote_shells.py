@@ -21,9 +21,9 @@ import pytest
 from hitl_tui import __version__
 from hitl_tui.answers.service import apply_answer, plan_answer, source_for
 from hitl_tui.config import load_config
-from hitl_tui.inbox import Inbox
+from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.model import Answer
-from hitl_tui.workspace import Workspace
 from tests.sshd import Sshd, login_shell_reason
 from tests.test_remote_ssh import Watch, loop_repo
 

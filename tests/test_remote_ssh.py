@@ -18,7 +18,7 @@ import pytest
 
 from hitl_tui import __version__, journal
 from hitl_tui.config import load_config
-from hitl_tui.inbox import Inbox
+from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.model import Answer, HitlError
 from hitl_tui.sources.ssh import SshBackend, control_dir
 from tests.conftest import FIXTURES

@@ -18,8 +18,8 @@ import pytest
 from hitl_tui import gitref
 from hitl_tui.answers.apply import apply_plan
 from hitl_tui.answers.service import apply_answer, plan_answer
-from hitl_tui.diagnostics import inotify_usage
-from hitl_tui.inbox import Inbox
+from hitl_tui.inbox.diagnostics import inotify_usage
+from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.model import Answer
 from hitl_tui.resume import MAX_RECORDS, ResumeBook
 from tests.conftest import FIXTURES
@@ -334,7 +334,7 @@ NOTER = textwrap.dedent(
     from datetime import timedelta
     from pathlib import Path
     from hitl_tui.answers.service import plan_answer
-    from hitl_tui.inbox import Inbox
+    from hitl_tui.inbox.inbox import Inbox
     from hitl_tui.model import Answer
     from hitl_tui.resume import ResumeBook
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from hitl_tui import cli, journal
-from hitl_tui.inbox import Inbox
+from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.journal import store as journalstore
 from hitl_tui.similar import (
     THRESHOLD,

@@ -11,7 +11,7 @@ from rich.console import Console
 from textual.content import Content
 from textual.widgets import Static, TextArea
 
-from hitl_tui.inbox import Delta, key_of
+from hitl_tui.inbox.inbox import Delta, key_of
 from hitl_tui.model import Block
 from hitl_tui.sources.loopkit import LoopkitSource
 from hitl_tui.tui.screens import HelpScreen, PreviewScreen, TextAnswerScreen

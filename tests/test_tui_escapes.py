@@ -15,7 +15,7 @@ from pathlib import Path
 
 from textual.widgets import TextArea
 
-from hitl_tui.inbox import Delta
+from hitl_tui.inbox.inbox import Delta
 from hitl_tui.tui.screens import HelpScreen, HistoryScreen, PreviewScreen, TextAnswerScreen
 from hitl_tui.tui.widgets import BlockList
 from tests.test_tui import _select, _settle

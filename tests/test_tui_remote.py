@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from hitl_tui.config import load_config
-from hitl_tui.inbox import Inbox
+from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.sources.ssh import SshBackend
 from hitl_tui.tui.app import HitlApp
 from hitl_tui.tui.widgets import BlockList
-from hitl_tui.workspace import Workspace
 from tests.sshd import Sshd
 from tests.test_remote_ssh import QUESTION, blocked, loop_repo, write_config
 from tests.test_tui_github import _until

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from textual.widgets import Static
 
-from hitl_tui.inbox import Inbox
+from hitl_tui.inbox.inbox import Inbox
 from tests.tui_support import SIZE, make_app
 
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from hitl_tui.inbox import Inbox
+from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.model import Answer, Block, HitlError, Plan, StaleError, UsageError
 from hitl_tui.sources.base import Source
 from hitl_tui.textio import placeholder_in

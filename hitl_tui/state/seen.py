@@ -18,9 +18,9 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from hitl_tui.inbox.view import GROUPS, ORDERS
 from hitl_tui.model import Block
 from hitl_tui.state import files as statefile
-from hitl_tui.view import GROUPS, ORDERS
 
 FORMAT = 1
 NAME = "seen.json"

@@ -28,7 +28,7 @@ from textual.worker import Worker, WorkerState
 
 from hitl_tui import notices
 from hitl_tui.config import Config
-from hitl_tui.inbox import Delta, Inbox, default_workers, key_of
+from hitl_tui.inbox.inbox import Delta, Inbox, default_workers, key_of
 from hitl_tui.loops import restart_warnings
 from hitl_tui.model import Block, HitlError
 from hitl_tui.resume import NAME as RESUME_FILE
@@ -205,7 +205,7 @@ class HitlApp(App[int]):
 
     @work(exclusive=True, group="watch", exit_on_error=False, description="run_watcher")
     async def run_watcher(self) -> None:
-        from hitl_tui.watch import watch_inbox
+        from hitl_tui.inbox.watch import watch_inbox
 
         while not self.stop_event.is_set():
             try:

@@ -34,7 +34,8 @@ from textual.worker import Worker, WorkerState
 
 from hitl_tui import notices
 from hitl_tui.answers.service import apply_answer, source_for
-from hitl_tui.inbox import Delta, Inbox, key_of
+from hitl_tui.inbox.inbox import Delta, Inbox, key_of
+from hitl_tui.inbox.view import GROUP_OF, ORDER_NAMES, ORDERS, RowOrder, ViewSpec, row_of
 from hitl_tui.journal.undo import LoopActed
 from hitl_tui.loops import (
     ControlInValue,
@@ -71,7 +72,6 @@ from hitl_tui.tui.snooze_screen import CHOICES, DURATIONS, SnoozeScreen, until_o
 from hitl_tui.tui.undo_flow import AsksBeforeUndo
 from hitl_tui.tui.waiting import rows_delta, waiting_of
 from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader, Clock, row_key
-from hitl_tui.view import GROUP_OF, ORDER_NAMES, ORDERS, RowOrder, ViewSpec, row_of
 
 READING = "hitl · reading repositories…"
 

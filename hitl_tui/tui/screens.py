@@ -24,7 +24,7 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Button, DataTable, Footer, Input, Label, Static, TextArea
 
-from hitl_tui.inbox import Delta, Inbox
+from hitl_tui.inbox.inbox import Delta, Inbox
 from hitl_tui.journal import Entry
 from hitl_tui.model import Block, HitlError, Plan
 from hitl_tui.resume import loop_states, loop_word, row_path

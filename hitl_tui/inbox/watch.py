@@ -25,7 +25,7 @@ from pathlib import Path
 
 import watchfiles
 
-from hitl_tui.inbox import SLACK, Delta, Inbox
+from hitl_tui.inbox.inbox import SLACK, Delta, Inbox
 
 #: Milliseconds the Rust side waits for more events before yielding a batch.
 STEP_MS = 15

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from hitl_tui.inbox.query import Haystacks, Query
 from hitl_tui.model import Block
-from hitl_tui.query import Haystacks, Query
 
 #: (source name, block file) identifies a block across re-reads; a remote block's "file" is its
 #: URL string (a GitHub issue).

@@ -1,4 +1,5 @@
-"""A scan worker: `python -m hitl_tui.scanworker` reads its share of a scan, for `Inbox.scan`.
+"""A scan worker: `python -m hitl_tui.inbox.workers` reads its share of a scan, for
+`Inbox.scan`.
 
 Started as a plain subprocess (not multiprocessing), so that it never re-imports the parent's
 `__main__` (a script embedding hitl without a main guard would run again in every worker).
@@ -16,7 +17,7 @@ from pathlib import Path
 
 
 def main() -> int:
-    from hitl_tui.inbox import frame, scan_chunk
+    from hitl_tui.inbox.inbox import frame, scan_chunk
 
     request = json.load(sys.stdin.buffer)
     repos = [Path(r) for r in request["repos"]]

@@ -20,14 +20,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from hitl_tui.inbox.parsecache import ParseCache, gc_paused
+from hitl_tui.inbox.view import Key, key_of, ordered
+from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.model import Block, HitlError, StaleError, UsageError
-from hitl_tui.parsecache import ParseCache, gc_paused
 from hitl_tui.sources import default_sources
 from hitl_tui.sources.base import Source
 from hitl_tui.state.since import SinceBook, key_for
 from hitl_tui.textio import printable
-from hitl_tui.view import Key, key_of, ordered
-from hitl_tui.workspace import Workspace
 
 #: Seconds a file's mtime or ctime is taken back when compared with the clock (a file system's
 #: time granularity, a network file system's clock a little behind, an event read late).
@@ -832,7 +832,7 @@ def _scan_in_processes(
                 "labels": {os.fsdecode(r): labels[r] for r in chunk},
             }
             proc = subprocess.Popen(
-                [sys.executable, "-m", "hitl_tui.scanworker"],
+                [sys.executable, "-m", "hitl_tui.inbox.workers"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,

@@ -52,7 +52,7 @@ from pathlib import Path
 import yaml
 
 from hitl_tui import __version__
-from hitl_tui.blockcodec import Uncacheable, dumps, freeze, loads, thaw, to_json, untag
+from hitl_tui.inbox.codec import Uncacheable, dumps, freeze, loads, thaw, to_json, untag
 from hitl_tui.model import Block
 
 FORMAT = 4
@@ -132,7 +132,7 @@ def code_stamp() -> str:
     libyaml = getattr(yaml, "__with_libyaml__", False)
     seed = f"{FORMAT} {__version__} {sys.version} yaml {yaml.__version__} {libyaml}"
     digest = hashlib.sha256(seed.encode())
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent  # hitl_tui/, not only inbox/
     # Every module of every sub-package: a parser split into new modules still counts.
     for folder, subfolders, files in sorted(os.walk(package)):
         subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
