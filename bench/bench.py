@@ -220,8 +220,8 @@ def _waiting_answers(inbox) -> int:
     as after a round of answers: each of them costs its `.git` and `.git/logs` watches too."""
     from datetime import timedelta
 
+    from hitl_tui.loops.resume import ResumeBook
     from hitl_tui.model import Answer, Plan
-    from hitl_tui.resume import ResumeBook
 
     inbox.scan()
     book = ResumeBook.for_state()

@@ -258,7 +258,7 @@ def _asked_again(blocks: list) -> Callable:
     """block -> the earlier answer it asks again (`similar`), or None, from the memory of the
     recent answers (`hitl answer`, `hitl undo` and the app keep it): no journal record is read,
     so `list` starts as fast with 100,000 answers journaled as with none."""
-    from hitl_tui.similar import recent_index
+    from hitl_tui.loops.similarity import recent_index
 
     index = recent_index() if blocks else None
     if index is None or not len(index):
@@ -296,7 +296,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
     remote = next((r for r in config.remotes if r.owns(args.target)), None)
     if remote is not None:  # `owner/name#12`: read afresh, answered over its API
         from hitl_tui.answers.service import check_own_words, note_answer
-        from hitl_tui.resume import ResumeBook
+        from hitl_tui.loops.resume import ResumeBook
 
         block = remote.read(args.target)
         answer = answer_from_args(args, block, config.operator_name())
@@ -346,7 +346,7 @@ def cmd_answer(args: argparse.Namespace) -> int:
 
 def _remember(args: argparse.Namespace) -> None:
     """After an answer: the memory of the recent answers (`hitl list`'s asked_again)."""
-    from hitl_tui.similar import remember_recent
+    from hitl_tui.loops.similarity import remember_recent
 
     if not args.dry_run:
         remember_recent(datetime.now(UTC))
@@ -382,7 +382,7 @@ def finish_answer(
 ) -> int:
     """Print the diff (--dry-run), or apply the plan, say what was done, and restart the
     loop (`[[loop]]`, unless --no-restart). The exit code is the answer's, not the restart's."""
-    from hitl_tui.loops import ControlInValue, fill, loop_for, shown, values_for
+    from hitl_tui.loops.commands import ControlInValue, fill, loop_for, shown, values_for
     from hitl_tui.textio import printable
 
     skip = getattr(args, "no_restart", False)
@@ -443,7 +443,7 @@ def cmd_app(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     use_config(config)
     workspace = Workspace.discover(repo_paths(args, config))
-    from hitl_tui.resume import ResumeBook
+    from hitl_tui.loops.resume import ResumeBook
     from hitl_tui.tui.app import HitlApp
 
     inbox = Inbox.cached(workspace)

@@ -63,7 +63,7 @@ def open_inbox(args: argparse.Namespace, config=None):
     """(config, the inbox of the PATHs, scanned), knowing the config's remote backends."""
     from hitl_tui.config import load_config
     from hitl_tui.inbox.inbox import Inbox
-    from hitl_tui.resume import ResumeBook
+    from hitl_tui.loops.resume import ResumeBook
 
     config = config or load_config(args.config)
     use_config(config)
@@ -77,7 +77,7 @@ def open_inbox(args: argparse.Namespace, config=None):
 def use_loop_warnings(inbox, config) -> None:
     """The `[[loop]]` restarts that will fail on the inbox's repositories, among its
     warnings (`loops.restart_warnings`: stderr here, the header and a toast in the app)."""
-    from hitl_tui.loops import restart_warnings
+    from hitl_tui.loops.commands import restart_warnings
 
     origin = config.path if config.path is not None else "config"
     inbox.config_warnings = restart_warnings(config.loops, inbox.workspace.repos, origin)

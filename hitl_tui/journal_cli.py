@@ -141,7 +141,7 @@ def run_undo(args: argparse.Namespace) -> int:
     cli_base.use_config(config)
     from datetime import UTC, datetime
 
-    from hitl_tui.similar import remember_recent
+    from hitl_tui.loops.similarity import remember_recent
 
     named = getattr(args, "operator", None)
     if named is not None and not named.strip():
@@ -186,7 +186,7 @@ def run_history(args: argparse.Namespace) -> int:
         + ([f"-n {size}"] if size != PAGE else [])
         + [f"--page {args.page + 1}"]
     )
-    from hitl_tui.resume import ResumeBook, loop_states, loop_word
+    from hitl_tui.loops.resume import ResumeBook, loop_states, loop_word
 
     loops = loop_states(ResumeBook.for_state()) if entries else {}
     if args.json:

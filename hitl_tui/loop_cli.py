@@ -13,7 +13,7 @@ import os
 import sys
 
 from hitl_tui.cli_base import PROG, Parser, open_inbox, resolve
-from hitl_tui.loops import Loop, Ran, logs_dir, loop_for, run_command, shown
+from hitl_tui.loops.commands import Loop, Ran, logs_dir, loop_for, run_command, shown
 from hitl_tui.model import Block, UsageError
 from hitl_tui.textio import printable
 
@@ -122,7 +122,7 @@ def after_answer(
     if ran.refused:
         return None
     if not ran.ok:
-        from hitl_tui.resume import ResumeBook, key_of
+        from hitl_tui.loops.resume import ResumeBook, key_of
 
         try:
             book = ResumeBook.for_state()

@@ -165,7 +165,7 @@ if spec.get("delete_repo_during_scan"):
     loopkit.LoopkitSource.parse = parse
 
 # Where the answer's own calls end: the resume note (resume.json) comes after them.
-import hitl_tui.resume as resume
+import hitl_tui.loops.resume as resume
 noted_at = []
 real_note = resume.ResumeBook.note
 def note(self, *args, **kwargs):

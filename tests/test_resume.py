@@ -20,8 +20,8 @@ from hitl_tui.answers.apply import apply_plan
 from hitl_tui.answers.service import apply_answer, plan_answer
 from hitl_tui.inbox.diagnostics import inotify_usage
 from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.loops.resume import MAX_RECORDS, ResumeBook
 from hitl_tui.model import Answer
-from hitl_tui.resume import MAX_RECORDS, ResumeBook
 from tests.conftest import FIXTURES
 
 GIT = shutil.which("git")
@@ -336,7 +336,7 @@ NOTER = textwrap.dedent(
     from hitl_tui.answers.service import plan_answer
     from hitl_tui.inbox.inbox import Inbox
     from hitl_tui.model import Answer
-    from hitl_tui.resume import ResumeBook
+    from hitl_tui.loops.resume import ResumeBook
 
     repo, path, tag = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     inbox = Inbox.open([repo])

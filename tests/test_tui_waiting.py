@@ -54,7 +54,7 @@ def _app(root: Path, calls: Path, within: timedelta = timedelta(minutes=10)):
     from hitl_tui.config import Config
     from hitl_tui.inbox.inbox import Inbox
     from hitl_tui.inbox.workspace import Workspace
-    from hitl_tui.loops import Loop
+    from hitl_tui.loops.commands import Loop
     from hitl_tui.tui.app import HitlApp
     from tests.test_loops import RECORDER
 
@@ -209,8 +209,8 @@ async def test_a_restart_that_exits_127_is_restart_failed_until_R_restarts_it(
     from hitl_tui.config import Config
     from hitl_tui.inbox.inbox import Inbox
     from hitl_tui.inbox.workspace import Workspace
-    from hitl_tui.loops import Loop
-    from hitl_tui.resume import ResumeBook
+    from hitl_tui.loops.commands import Loop
+    from hitl_tui.loops.resume import ResumeBook
     from hitl_tui.tui.app import HitlApp
     from hitl_tui.tui.widgets import BlockList
     from tests.test_tui import _preview_of
@@ -264,7 +264,7 @@ async def test_a_restart_program_not_on_path_warns_and_its_answer_is_restart_fai
     from hitl_tui.config import Config
     from hitl_tui.inbox.inbox import Inbox
     from hitl_tui.inbox.workspace import Workspace
-    from hitl_tui.loops import Loop
+    from hitl_tui.loops.commands import Loop
     from hitl_tui.tui.app import HitlApp
     from tests.test_tui import _preview_of
     from tests.tui_support import SIZE

@@ -156,7 +156,7 @@ def note_answer(book, loops, plan: Plan, done: list[str]):
     be noted: the answer stands either way)."""
     if book is None:
         return None
-    from hitl_tui.loops import RESUME_WITHIN, loop_for
+    from hitl_tui.loops.commands import RESUME_WITHIN, loop_for
 
     loop = loop_for(tuple(loops or ()), plan.block)
     within = loop.resume_within if loop is not None else RESUME_WITHIN
@@ -176,7 +176,7 @@ def undo_target(
     a `statefile.block_key`, else the last), and what the loop did since (`resume.loop_acted`),
     found before anything is written. Raises as the undo would (UsageError, StaleError)."""
     from hitl_tui.journal.undo import target
-    from hitl_tui.resume import loop_acted
+    from hitl_tui.loops.resume import loop_acted
 
     return target(entry_id, block, acted=lambda e, where: loop_acted(e, where, remotes))
 
@@ -186,7 +186,7 @@ def undo_answer(entry_id: str | None, operator: str, remotes: Sequence = (), for
     `force` (`undo.LoopActed`); then nothing waits for its loop any more. The one place the
     CLI and the app do it. Returns `undo.Undid`."""
     from hitl_tui import journal
-    from hitl_tui.resume import forget_undone, loop_acted
+    from hitl_tui.loops.resume import forget_undone, loop_acted
 
     message = journal.undo(
         entry_id,

@@ -336,7 +336,7 @@ def _hush(entry: Entry) -> None:
     if entry.block_since is None or not entry.block_source or not entry.block_fingerprint:
         return
     try:
-        from hitl_tui import notices
+        from hitl_tui.loops import notices
 
         key = notices.new_key(
             entry.block_source, entry.block_path, entry.block_fingerprint, entry.block_since

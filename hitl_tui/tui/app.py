@@ -26,13 +26,13 @@ from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
-from hitl_tui import notices
 from hitl_tui.config import Config
 from hitl_tui.inbox.inbox import Delta, Inbox, default_workers, key_of
-from hitl_tui.loops import restart_warnings
+from hitl_tui.loops import notices
+from hitl_tui.loops.commands import restart_warnings
+from hitl_tui.loops.resume import NAME as RESUME_FILE
+from hitl_tui.loops.resume import ResumeBook
 from hitl_tui.model import Block, HitlError
-from hitl_tui.resume import NAME as RESUME_FILE
-from hitl_tui.resume import ResumeBook
 from hitl_tui.sources.base import Source
 from hitl_tui.state import files as statefile
 from hitl_tui.state.seen import SeenBook

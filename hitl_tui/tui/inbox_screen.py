@@ -32,12 +32,12 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
-from hitl_tui import notices
 from hitl_tui.answers.service import apply_answer, source_for
 from hitl_tui.inbox.inbox import Delta, Inbox, key_of
 from hitl_tui.inbox.view import GROUP_OF, ORDER_NAMES, ORDERS, RowOrder, ViewSpec, row_of
 from hitl_tui.journal.undo import LoopActed
-from hitl_tui.loops import (
+from hitl_tui.loops import notices
+from hitl_tui.loops.commands import (
     ControlInValue,
     Loop,
     Ran,
@@ -49,9 +49,9 @@ from hitl_tui.loops import (
     shown,
     values_for,
 )
+from hitl_tui.loops.resume import key_of as resume_key
+from hitl_tui.loops.resume import row_path
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
-from hitl_tui.resume import key_of as resume_key
-from hitl_tui.resume import row_path
 from hitl_tui.state.seen import SeenBook
 from hitl_tui.state.snoozes import SnoozeBook
 from hitl_tui.textio import printable
