@@ -1,7 +1,8 @@
 """`hitl escalate` and `hitl guard`: the commands the agent and its loop runner call.
 
-Listed in `cli.COMMANDS`. This module stays light (no httpx, no Textual)
-because every `hitl` invocation imports it; the work is in `escalate.py` and the inbox.
+Listed in `cli.COMMANDS`. This module stays light (no httpx, no Textual) because every
+`hitl` invocation imports it; the work is in `agent/escalate.py`, `agent/guard.py` and the
+inbox.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ class _EscalateParser(cli_base.Parser):
     loop runner under `set -e` would stop on a misspelt option with nobody asked."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        from hitl_tui.escalate import EscalationError
+        from hitl_tui.agent.escalate import EscalationError
 
         raise EscalationError(f"{message} (see '{self.prog} --help')")
 
@@ -113,7 +114,7 @@ def build_escalate() -> argparse.ArgumentParser:
 
 
 def run_escalate(args: argparse.Namespace) -> int:
-    from hitl_tui import escalate
+    from hitl_tui.agent import escalate
 
     try:
         return _escalate(args)
@@ -125,7 +126,7 @@ def run_escalate(args: argparse.Namespace) -> int:
 
 
 def _escalate(args: argparse.Namespace) -> int:
-    from hitl_tui import escalate
+    from hitl_tui.agent import escalate
     from hitl_tui.textio import printable
 
     flags = [args.question, args.context, args.attempted, args.choice]
@@ -198,73 +199,26 @@ def build_guard() -> argparse.ArgumentParser:
     return p
 
 
-class _CommandError(HitlError):
-    """CMD of `guard --then` could not be started: the shell's exit codes, 127 and 126."""
-
-    def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
-
-
 def run_guard(args: argparse.Namespace) -> int:
-    from hitl_tui.escalate import EXIT_BLOCKED, find_repo
+    from hitl_tui.agent.escalate import EXIT_BLOCKED, find_repo
+    from hitl_tui.agent.guard import run_then
 
     path = Path(args.path) if args.path else find_repo(Path.cwd())
     before = _check(path)
     if before or args.then is None:
         return before
-    code = _run_then(args.then)
+    code = run_then(args.then)
     return EXIT_BLOCKED if _check(path) else code
-
-
-def _run_then(command: list[str]) -> int:
-    """Run CMD in the foreground and return its exit code, as a shell would report it.
-
-    hitl only waits: Ctrl+C reaches CMD (same process group) and hitl returns what CMD made of
-    it; SIGTERM and SIGHUP sent to hitl are passed on to CMD.
-    """
-    import signal
-    import subprocess
-
-    from hitl_tui.textio import printable
-
-    name = printable(command[0])
-    forwarded = (signal.SIGTERM, signal.SIGHUP)
-    proc: subprocess.Popen | None = None
-
-    def forward(signum, _frame) -> None:
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signum)
-
-    def wait_for_cmd(_signum, _frame) -> None:
-        """Ctrl+C already went to CMD from the terminal: sending it again would double it."""
-
-    # Handlers, not SIG_IGN: CMD gets the default dispositions back when it starts.
-    previous = {sig: signal.signal(sig, forward) for sig in forwarded}
-    previous[signal.SIGINT] = signal.signal(signal.SIGINT, wait_for_cmd)
-    try:
-        try:
-            proc = subprocess.Popen(command)
-        except FileNotFoundError:
-            raise _CommandError(f"{name}: command not found", 127) from None
-        except OSError as exc:
-            raise _CommandError(f"{name}: {exc.strerror or type(exc).__name__}", 126) from None
-        code = proc.wait()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return 128 - code if code < 0 else code
 
 
 def _check(path: Path) -> int:
     """Print the open blocks under `path`: EXIT_BLOCKED if there are any, else 0."""
-    from hitl_tui.escalate import EXIT_BLOCKED
-    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.agent.escalate import EXIT_BLOCKED
+    from hitl_tui.agent.guard import open_blocks
     from hitl_tui.textio import printable
 
-    inbox = Inbox.open([path])
+    inbox, blocks = open_blocks(path)
     cli_base.print_warnings(inbox)  # never a reason to stop the loop: the blocks decide
-    blocks = inbox.sorted_blocks()
     for block in blocks:
         state = block.state + (f" ({block.category})" if block.category else "")
         line = f"{block.id}: {state}: {block.one_line_question()}"

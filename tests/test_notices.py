@@ -669,7 +669,7 @@ def test_two_processes_claiming_at_once_send_each_item_once(tmp_path: Path) -> N
     go = tmp_path / "go"
     program = (
         "import os, sys, time, json\n"
-        "from hitl_tui import notices\n"
+        "from hitl_tui.loops import notices\n"
         f"while not os.path.exists({str(go)!r}): time.sleep(0.005)\n"
         "mine = set()\n"
         "for start in range(0, 300, 30):\n"

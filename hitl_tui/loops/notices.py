@@ -41,7 +41,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
-from hitl_tui import notify
+from hitl_tui.agent import channels as notify
 from hitl_tui.model import Block, UsageError
 from hitl_tui.state import files as statefile
 from hitl_tui.textio import one_line, printable

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hitl_tui import fsio, notify
+from hitl_tui import fsio
+from hitl_tui.agent import channels as notify
 from hitl_tui.answers.repofs import ConcurrentWrite, RepoDir
 from hitl_tui.model import MAX_PARSE_BYTES, Choice, HitlError
 from hitl_tui.sources.loopkit import BLOCKED, SEPARATORS, parse_blocked
