@@ -94,7 +94,7 @@ async def local_latency(fleet: Path, free: list[Path], count: int) -> list[float
 
 async def remote_latency(server, fleet: Path, free: list[Path], count: int) -> list[float]:
     from hitl_tui.inbox.inbox import Inbox
-    from hitl_tui.sources.ssh import Host, SshBackend
+    from hitl_tui.sources.ssh.backend import Host, SshBackend
 
     host = Host("build-1", (str(fleet),), (str(server.remote_hitl()),), tuple(server.ssh_argv()))
     backend = SshBackend([host])

@@ -24,7 +24,6 @@ from hitl_tui import (
     serve_cli,
     status_cli,
     triage_cli,
-    wire,
 )
 from hitl_tui.cli_base import (
     PROG,
@@ -37,6 +36,7 @@ from hitl_tui.cli_base import (
     use_config,
 )
 from hitl_tui.model import Answer, HitlError, UsageError
+from hitl_tui.sources.ssh import wire
 
 EPILOG = """\
 commands:

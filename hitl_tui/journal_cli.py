@@ -149,8 +149,8 @@ def run_undo(args: argparse.Namespace) -> int:
     operator = named.strip() if named else config.operator_name()
     message = undo_answer(args.id, operator, config.remotes, force=args.force)
     if args.json:
+        from hitl_tui.sources.ssh.wire import PROTOCOL
         from hitl_tui.textio import json_encoder
-        from hitl_tui.wire import PROTOCOL
 
         data = {"protocol": PROTOCOL, "undone": message.entry, "message": str(message)}
         print(json_encoder()(data))

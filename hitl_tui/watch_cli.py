@@ -17,8 +17,8 @@ import sys
 import threading
 from collections.abc import Callable
 
-from hitl_tui import wire
 from hitl_tui.inbox.inbox import Delta, Inbox
+from hitl_tui.sources.ssh import wire
 
 
 def run_watch(inbox: Inbox, alive_every: float = wire.ALIVE_EVERY) -> int:

@@ -102,7 +102,7 @@ async def shoot_remote(out: Path) -> Path | None:
     from hitl_tui.demo import build_workspace
     from hitl_tui.inbox.inbox import Inbox
     from hitl_tui.inbox.workspace import Workspace
-    from hitl_tui.registry import remote_sources
+    from hitl_tui.sources.registry import remote_sources
     from hitl_tui.tui.app import HitlApp
     from tests.sshd import Sshd, unavailable_reason
 

@@ -36,7 +36,7 @@ import hitl_tui.cli as cli
 import hitl_tui.answers.service, hitl_tui.answers.apply, hitl_tui.config, hitl_tui.fsio as fsio
 import hitl_tui.inbox.inbox, hitl_tui.journal, hitl_tui.journal_cli, hitl_tui.textio
 import hitl_tui.timefmt, hitl_tui.inbox.workspace
-from hitl_tui.sources import loopkit
+from hitl_tui.sources.loopkit import source as loopkit
 
 calls = [0]
 

@@ -68,7 +68,7 @@ def test_fresh_project_lists_nothing_and_guard_lets_the_loop_run(fresh: Path) ->
 
 
 def test_fresh_project_md_reads_as_agenticloop_reads_it(fresh: Path) -> None:
-    from hitl_tui.sources import frontmatter
+    from hitl_tui.sources.agenticloop import frontmatter
 
     data = frontmatter.read_frontmatter((fresh / PROJECT).read_text()).data
     assert data is not None

@@ -26,10 +26,10 @@ CLIENTS += ("hitl_tui.demo", "hitl_tui.cli_base", "hitl_tui.triage_cli", "hitl_t
 CLIENTS += ("hitl_tui.status_cli", "hitl_tui.watch_cli", "hitl_tui.serve_cli")
 #: The modules that each implement a block source.
 SOURCES = (
-    "hitl_tui.sources.loopkit",
-    "hitl_tui.sources.agenticloop",
-    "hitl_tui.sources.github",
-    "hitl_tui.sources.ssh",
+    "hitl_tui.sources.loopkit.source",
+    "hitl_tui.sources.agenticloop.source",
+    "hitl_tui.sources.github.issues",
+    "hitl_tui.sources.ssh.backend",
 )
 
 

@@ -21,7 +21,7 @@ import pytest
 from hitl_tui import __version__
 from hitl_tui.cli import main
 from hitl_tui.model import Answer
-from hitl_tui.sources.loopkit import LoopkitSource
+from hitl_tui.sources.loopkit.source import LoopkitSource
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 HOUR = 3600

@@ -27,8 +27,8 @@ from hitl_tui.agent import escalate
 from hitl_tui.agent.channels import scrub
 from hitl_tui.agent.escalate import EscalationError, from_args, from_draft, message
 from hitl_tui.model import Choice
-from hitl_tui.sources.loopkit import parse_blocked
-from hitl_tui.sources.loopkit_render import Escalation, render
+from hitl_tui.sources.loopkit.render import Escalation, render
+from hitl_tui.sources.loopkit.source import parse_blocked
 from tests.fake_chat import FakeChat, serve_chat
 from tests.hostile_servers import Echo, SlowLoris
 

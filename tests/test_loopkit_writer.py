@@ -28,7 +28,7 @@ from hitl_tui.model import (
     UnsafePathError,
     UsageError,
 )
-from hitl_tui.sources.loopkit import LoopkitSource
+from hitl_tui.sources.loopkit.source import LoopkitSource
 
 WHEN = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 SOURCE = LoopkitSource()

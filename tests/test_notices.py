@@ -693,7 +693,7 @@ async def test_a_block_two_apps_see_arrive_is_one_notice_on_the_shared_channels(
     the desktop, the command and the webhook get one notice; each app's terminal still gets
     its own escape. A block the other app did not see is still noticed."""
     from hitl_tui.inbox.inbox import Delta
-    from hitl_tui.sources.loopkit import LoopkitSource
+    from hitl_tui.sources.loopkit.source import LoopkitSource
     from tests.test_tui import _settle
     from tests.test_tui_screen import _arrive
     from tests.tui_support import SIZE, demo_workspace
@@ -795,7 +795,7 @@ async def test_an_app_without_a_channel_does_not_take_its_notice_from_one_with_i
     """The first app (a browser tab, say) posts the webhook only; the second also runs a
     command: the webhook gets one post, and the command still gets its notice."""
     from hitl_tui.inbox.inbox import Delta
-    from hitl_tui.sources.loopkit import LoopkitSource
+    from hitl_tui.sources.loopkit.source import LoopkitSource
     from tests.test_tui import _settle
     from tests.test_tui_screen import _arrive
     from tests.tui_support import SIZE, demo_workspace

@@ -25,7 +25,7 @@ from hitl_tui.inbox.inbox import PARALLEL_MIN_REPOS, Inbox
 from hitl_tui.inbox.parsecache import ParseCache
 from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.model import Block
-from hitl_tui.sources import agenticloop
+from hitl_tui.sources.agenticloop import source as agenticloop
 from tests.conftest import FIXTURES
 
 #: Where each field of a Block stands in a shard's row (the on-disk format: the fields in the
@@ -613,8 +613,8 @@ def _screen_text(app) -> str:
 
 
 def test_the_code_stamp_covers_the_header_reader() -> None:
-    """A change to agenticloop's reader (sources/frontmatter.py) empties the cache."""
-    from hitl_tui.sources import frontmatter
+    """A change to agenticloop's reader (sources/agenticloop/frontmatter.py) empties the cache."""
+    from hitl_tui.sources.agenticloop import frontmatter
 
     reader = Path(frontmatter.__file__)
     st = reader.stat()

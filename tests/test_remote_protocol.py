@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import __version__, wire
+from hitl_tui import __version__
 from hitl_tui.model import Block, Choice, Section
+from hitl_tui.sources.ssh import wire
 
 HITL = [sys.executable, "-m", "hitl_tui"]
 NEW_BLOCK = "# Blocked\n\n## Question:\nShip on Friday?\n\n## Choices:\n- A) yes\n- B) no\n"
@@ -322,7 +323,7 @@ def test_encoded_words_are_safe_and_decode_byte_for_byte(words: list[str]):
 
 def test_a_nul_cannot_be_encoded():
     from hitl_tui.model import HitlError
-    from hitl_tui.sources.ssh import Host, SshBackend
+    from hitl_tui.sources.ssh.backend import Host, SshBackend
 
     with pytest.raises(ValueError):
         wire.encode_argv(["--text=a\0b"])

@@ -189,8 +189,8 @@ def test_a_hostile_reflog_is_read_as_text_and_cut(tmp_path: Path) -> None:
     from datetime import UTC, datetime
     from types import SimpleNamespace
 
-    from hitl_tui import gitref
     from hitl_tui.loops.resume import ResumeBook, loop_acted
+    from hitl_tui.sources.loopkit import gitref
 
     one, two, three = "1" * 40, "2" * 40, "3" * 40
     repo = tmp_path / "shop"

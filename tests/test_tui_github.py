@@ -12,7 +12,7 @@ from textual.widgets import TextArea
 from hitl_tui.config import Config
 from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.inbox.workspace import Workspace
-from hitl_tui.registry import remote_sources
+from hitl_tui.sources.registry import remote_sources
 from hitl_tui.tui.app import HitlApp
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen
 from hitl_tui.tui.widgets import BlockList

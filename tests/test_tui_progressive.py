@@ -21,7 +21,7 @@ from hitl_tui.inbox import inbox as inbox_module
 from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.inbox.view import row_of
 from hitl_tui.inbox.workspace import Workspace
-from hitl_tui.sources.loopkit import LoopkitSource
+from hitl_tui.sources.loopkit.source import LoopkitSource
 from hitl_tui.tui.app import HitlApp
 
 BLOCKED = """\

@@ -15,7 +15,7 @@ from hitl_tui.inbox.inbox import Delta, Inbox
 from hitl_tui.inbox.view import Group
 from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.model import Block
-from hitl_tui.sources.loopkit import LoopkitSource
+from hitl_tui.sources.loopkit.source import LoopkitSource
 from hitl_tui.tui.app import HitlApp
 from hitl_tui.tui.inbox_screen import InboxScreen
 from hitl_tui.tui.snooze_screen import SnoozeScreen

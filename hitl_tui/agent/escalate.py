@@ -28,13 +28,8 @@ from hitl_tui import fsio
 from hitl_tui.agent import channels as notify
 from hitl_tui.answers.repofs import ConcurrentWrite, RepoDir
 from hitl_tui.model import MAX_PARSE_BYTES, Choice, HitlError
-from hitl_tui.sources.loopkit import BLOCKED, SEPARATORS, parse_blocked
-from hitl_tui.sources.loopkit_render import (
-    Escalation,
-    markdown_trouble,
-    read_back_trouble,
-    render,
-)
+from hitl_tui.sources.loopkit.render import Escalation, markdown_trouble, read_back_trouble, render
+from hitl_tui.sources.loopkit.source import BLOCKED, SEPARATORS, parse_blocked
 from hitl_tui.textio import one_line, printable
 
 #: Exit code after BLOCKED.md is written, whatever the channel did: the runner's "blocked".

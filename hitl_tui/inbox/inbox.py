@@ -24,8 +24,8 @@ from hitl_tui.inbox.parsecache import ParseCache, gc_paused
 from hitl_tui.inbox.view import Key, key_of, ordered
 from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.model import Block, HitlError, StaleError, UsageError
-from hitl_tui.sources import default_sources
 from hitl_tui.sources.base import Source
+from hitl_tui.sources.registry import default_sources
 from hitl_tui.state.since import SinceBook, key_for
 from hitl_tui.textio import printable
 

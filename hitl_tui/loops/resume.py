@@ -97,10 +97,10 @@ def loop_acted(
 def _acted(
     entry: Any, where: Path | None, remotes: Iterable, book: ResumeBook | None
 ) -> str | None:
-    from hitl_tui import gitref
+    from hitl_tui.sources.loopkit import gitref
 
     if book is None:
-        from hitl_tui.sources import default_sources
+        from hitl_tui.sources.registry import default_sources
 
         given = list(remotes)
         names = {getattr(s, "name", None) for s in given}
@@ -421,7 +421,7 @@ class ResumeBook:
     @property
     def sources(self) -> list:
         if self._sources is None:
-            from hitl_tui.sources import default_sources
+            from hitl_tui.sources.registry import default_sources
 
             self._sources = default_sources()
         return self._sources
@@ -473,7 +473,7 @@ class ResumeBook:
                 signs = {}
         if isinstance(block.repo, Path) and "head" not in signs:
             # Any local answer: a commit after it is a sign for `loop_acted` (undo refuses).
-            from hitl_tui import gitref
+            from hitl_tui.sources.loopkit import gitref
 
             signs["head"] = gitref.head(block.repo)
         record = Waiting(

@@ -31,7 +31,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from hitl_tui.github_api import (
+from hitl_tui.model import Block, HitlError, UsageError
+from hitl_tui.sources.github import issues as gh
+from hitl_tui.sources.github.api import (
     GithubClient,
     GithubError,
     NotFound,
@@ -41,9 +43,7 @@ from hitl_tui.github_api import (
     Unreachable,
     request_budget,
 )
-from hitl_tui.model import Block, HitlError, UsageError
-from hitl_tui.sources import github as gh
-from hitl_tui.sources.github import GithubSource
+from hitl_tui.sources.github.issues import GithubSource
 
 #: The longest the poller waits between tries of a failing source.
 MAX_BACKOFF = 15 * 60.0
@@ -395,6 +395,6 @@ async def fetch_issue(client: GithubClient, full_name: str, number: int) -> tupl
 
 
 def gh_message(exc: GithubError, token: Secret | None) -> str:
-    from hitl_tui.github_api import scrub
+    from hitl_tui.sources.github.api import scrub
 
     return scrub(" ".join(str(exc).split()), token)

@@ -6,7 +6,9 @@ from synchronous code). What was sent is recorded in the answer journal.
 
 from __future__ import annotations
 
-from hitl_tui.github_api import (
+from hitl_tui.model import Block, HitlError, Plan, StaleError
+from hitl_tui.sources.github import issues as gh
+from hitl_tui.sources.github.api import (
     GithubClient,
     GithubError,
     NotFound,
@@ -14,10 +16,8 @@ from hitl_tui.github_api import (
     Unauthorised,
     resolve_token,
 )
-from hitl_tui.github_poll import as_secret, bounded, fetch_issue
-from hitl_tui.model import Block, HitlError, Plan, StaleError
-from hitl_tui.sources import github as gh
-from hitl_tui.sources.github import GithubSource
+from hitl_tui.sources.github.issues import GithubSource
+from hitl_tui.sources.github.poll import as_secret, bounded, fetch_issue
 
 
 class PartialAnswer(HitlError):

@@ -1,6 +1,6 @@
 """Every backend hitl knows, in one table: the only place that names them.
 
-A new file format is its module in `sources/` plus one line in LOCAL; a new remote backend is
+A new file format is its package in `sources/` plus one line in LOCAL; a new remote backend is
 its module plus one line in REMOTE (its config table's name, and a function importing its
 class: a remote backend may need libraries, httpx for GitHub, that a command without that
 table never loads). Nothing else (the CLI, the app, answering, the journal, the config) names
@@ -12,19 +12,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hitl_tui.model import UsageError
-from hitl_tui.sources.agenticloop import AgenticloopSource
+from hitl_tui.sources.agenticloop.source import AgenticloopSource
 from hitl_tui.sources.base import Source
-from hitl_tui.sources.loopkit import LoopkitSource
+from hitl_tui.sources.loopkit.source import LoopkitSource
 
 
 def _github() -> type[Source]:
-    from hitl_tui.github_sync import GithubBackend
+    from hitl_tui.sources.github.backend import GithubBackend
 
     return GithubBackend
 
 
 def _ssh() -> type[Source]:
-    from hitl_tui.sources.ssh import SshBackend
+    from hitl_tui.sources.ssh.backend import SshBackend
 
     return SshBackend
 
@@ -42,6 +42,11 @@ REMOTE: dict[str, Callable[[], type[Source]]] = {
 def local_sources() -> list[Source]:
     """A fresh instance of every local source (they cache per-repo layout)."""
     return [cls() for cls in LOCAL]
+
+
+def default_sources() -> list[Source]:
+    """A fresh instance of every local source: what an Inbox reads with unless told."""
+    return local_sources()
 
 
 def remote_sources(tables: dict[str, object]) -> tuple[Source, ...]:

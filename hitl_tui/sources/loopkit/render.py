@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from hitl_tui.model import Choice
-from hitl_tui.sources.loopkit import parse_blocked
+from hitl_tui.sources.loopkit.source import parse_blocked
 from hitl_tui.textio import printable
 
 # What the loopkit parser reads as a heading, and as a code fence.

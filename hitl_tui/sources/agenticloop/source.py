@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-import hitl_tui.sources.frontmatter as frontmatter
+import hitl_tui.sources.agenticloop.frontmatter as frontmatter
 from hitl_tui import fsio
 from hitl_tui.model import (
     Answer,

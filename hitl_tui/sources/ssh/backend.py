@@ -51,7 +51,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from hitl_tui import __version__, wire
+from hitl_tui import __version__
 from hitl_tui.answers.locks import LOCK_TIMEOUT
 from hitl_tui.model import (
     Answer,
@@ -63,6 +63,7 @@ from hitl_tui.model import (
     UsageError,
 )
 from hitl_tui.sources.base import OnUpdate, Source
+from hitl_tui.sources.ssh import wire
 from hitl_tui.textio import one_line, printable
 
 #: What `host` may be: an ssh destination (`build-1`, `ada@10.0.0.7`, `[::1]`), never an option.

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hitl_tui import fsio, gitref
+from hitl_tui import fsio
 from hitl_tui.model import (
     Answer,
     Block,
@@ -31,6 +31,7 @@ from hitl_tui.model import (
     fingerprint,
 )
 from hitl_tui.sources.base import Source
+from hitl_tui.sources.loopkit import gitref
 from hitl_tui.textio import BOM, TextDoc, heading_of, normalise_heading, one_line
 
 BLOCKED = "BLOCKED.md"

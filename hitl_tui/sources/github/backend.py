@@ -15,8 +15,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from hitl_tui.github_api import GithubError, Secret, resolve_token
-from hitl_tui.github_poll import (
+from hitl_tui.model import Block, Plan, StaleError, UsageError
+from hitl_tui.sources.base import OnUpdate, Source
+from hitl_tui.sources.github import issues as gh
+from hitl_tui.sources.github.api import GithubError, Secret, resolve_token
+from hitl_tui.sources.github.issues import GithubSource
+from hitl_tui.sources.github.poll import (
     GithubPoller,
     SourceResult,
     as_secret,
@@ -24,11 +28,7 @@ from hitl_tui.github_poll import (
     gh_message,
     watch_github,
 )
-from hitl_tui.github_send import apply_remote, not_undoable, restate
-from hitl_tui.model import Block, Plan, StaleError, UsageError
-from hitl_tui.sources import github as gh
-from hitl_tui.sources.base import OnUpdate, Source
-from hitl_tui.sources.github import GithubSource
+from hitl_tui.sources.github.send import apply_remote, not_undoable, restate
 
 ISSUE_REF = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+)#(\d{1,9})$")
 

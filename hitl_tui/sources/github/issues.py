@@ -2,7 +2,8 @@
 
 This module is pure: config validation, the marker trust rules, turning one issue plus its
 comments into a Block, and planning an answer as remote actions. The network half is
-`hitl_tui.github_poll` (polling) and `hitl_tui.github_send` (re-reading, then sending an answer).
+`hitl_tui.sources.github.poll` (polling) and `hitl_tui.sources.github.send` (re-reading,
+then sending an answer).
 
 Trust rules, exactly as §3 states them:
 
