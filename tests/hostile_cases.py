@@ -32,9 +32,9 @@ COUNTED = ("open", "write", "fsync", "replace", "rename", "unlink", "remove", "c
 DRIVER = r"""
 import errno, json, os, shutil, sys, time
 spec = json.loads(os.environ.get("HITL_TEST_FAULT") or "{}")
-import hitl_tui.cli as cli
+import hitl_tui.cli.commands as cli
 import hitl_tui.answers.service, hitl_tui.answers.apply, hitl_tui.config, hitl_tui.fsio as fsio
-import hitl_tui.inbox.inbox, hitl_tui.journal, hitl_tui.journal_cli, hitl_tui.textio
+import hitl_tui.inbox.inbox, hitl_tui.journal, hitl_tui.cli.journal, hitl_tui.textio
 import hitl_tui.timefmt, hitl_tui.inbox.workspace
 from hitl_tui.sources.loopkit import source as loopkit
 

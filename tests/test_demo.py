@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui.cli import main
+from hitl_tui.cli.commands import main
 from hitl_tui.tui.app import HitlApp
 from hitl_tui.tui.screens import PreviewScreen
 from hitl_tui.tui.widgets import BlockList

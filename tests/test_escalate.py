@@ -764,8 +764,8 @@ def test_a_long_field_is_cut_to_fit_a_telegram_message() -> None:
 def test_the_cli_loads_neither_textual_nor_httpx() -> None:
     code = (
         "import sys\n"
-        "from hitl_tui import cli; from hitl_tui.agent import escalate\n"
-        "from hitl_tui import agent_cli\n"
+        "from hitl_tui.cli import commands as cli; from hitl_tui.agent import escalate\n"
+        "from hitl_tui.cli import agent as agent_cli\n"
         "assert 'escalate' in cli.COMMANDS and 'guard' in cli.COMMANDS\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'httpx')]\n"
         "assert not bad, bad\n"

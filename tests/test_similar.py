@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import cli, journal
+from hitl_tui import journal
+from hitl_tui.cli import commands as cli
 from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.journal import store as journalstore
 from hitl_tui.loops.similarity import (

@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from textual.widgets import Static, TextArea
 
-from hitl_tui import cli
+from hitl_tui.cli import commands as cli
 from hitl_tui.config import Config
 from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.inbox.workspace import Workspace

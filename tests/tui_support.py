@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from hitl_tui.cli.demo import build_workspace
 from hitl_tui.config import Config
-from hitl_tui.demo import build_workspace
 from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.tui.app import HitlApp

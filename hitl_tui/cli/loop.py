@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-from hitl_tui.cli_base import PROG, Parser, open_inbox, resolve
+from hitl_tui.cli.base import PROG, Parser, open_inbox, resolve
 from hitl_tui.loops.commands import Loop, Ran, logs_dir, loop_for, run_command, shown
 from hitl_tui.model import Block, UsageError
 from hitl_tui.textio import printable

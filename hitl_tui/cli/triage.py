@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from datetime import UTC, datetime
 
-from hitl_tui.cli_base import PROG, Parser, open_inbox, resolve
+from hitl_tui.cli.base import PROG, Parser, open_inbox, resolve
 from hitl_tui.inbox.view import ORDERS, ViewSpec
 from hitl_tui.model import UsageError
 

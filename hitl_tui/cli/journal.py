@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from hitl_tui import cli_base
+from hitl_tui.cli import base as cli_base
 
 if TYPE_CHECKING:
     from hitl_tui.journal import Entry

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from hitl_tui import cli_base
+from hitl_tui.cli import base as cli_base
 from hitl_tui.model import HitlError
 
 ESCALATE_EPILOG = """\

@@ -29,7 +29,7 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
-from hitl_tui.cli_base import PROG, Parser, add_common
+from hitl_tui.cli.base import PROG, Parser, add_common
 from hitl_tui.model import HitlError, UsageError
 from hitl_tui.textio import one_line, printable
 
@@ -171,7 +171,7 @@ def shown_url(host: str, port: int) -> str:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from hitl_tui.cli_base import repo_paths
+    from hitl_tui.cli.base import repo_paths
     from hitl_tui.config import load_config
     from hitl_tui.inbox.workspace import Workspace
     from hitl_tui.paths import check_state_dir

@@ -16,7 +16,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hitl_tui.cli_base import PROG, Parser, add_common, open_inbox, print_warnings
+from hitl_tui.cli.base import PROG, Parser, add_common, open_inbox, print_warnings
 from hitl_tui.textio import json_text, printable
 from hitl_tui.timefmt import age
 

@@ -16,16 +16,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from hitl_tui import (
-    __version__,
-    agent_cli,
-    journal_cli,
-    loop_cli,
-    serve_cli,
-    status_cli,
-    triage_cli,
-)
-from hitl_tui.cli_base import (
+from hitl_tui import __version__
+from hitl_tui.cli import agent as agent_cli
+from hitl_tui.cli import journal as journal_cli
+from hitl_tui.cli import loop as loop_cli
+from hitl_tui.cli import serve as serve_cli
+from hitl_tui.cli import status as status_cli
+from hitl_tui.cli import triage as triage_cli
+from hitl_tui.cli.base import (
     PROG,
     Parser,
     add_common,
@@ -267,7 +265,7 @@ def _asked_again(blocks: list) -> Callable:
 
 
 def _watch(args: argparse.Namespace) -> int:
-    from hitl_tui.watch_cli import run_watch
+    from hitl_tui.cli.watch import run_watch
 
     if not args.json:
         raise UsageError("--watch needs --json (it prints JSON lines)")
@@ -430,7 +428,7 @@ def _print_json(data: dict) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from hitl_tui.demo import run_demo
+    from hitl_tui.cli.demo import run_demo
 
     return run_demo(keep=args.keep, agent_delay=args.agent_delay, notices=args.recovered)
 
