@@ -136,7 +136,7 @@ async def raw_latency(folder: Path, trials: int) -> list[float]:
     """The limit: a bare watchfiles loop on the same folder, same step, nothing else."""
     import watchfiles
 
-    from hitl_tui.watch import STEP_MS
+    from hitl_tui.inbox.watch import STEP_MS
 
     stop = asyncio.Event()
     seen: asyncio.Queue[float] = asyncio.Queue()
@@ -220,8 +220,8 @@ def _waiting_answers(inbox) -> int:
     as after a round of answers: each of them costs its `.git` and `.git/logs` watches too."""
     from datetime import timedelta
 
+    from hitl_tui.loops.resume import ResumeBook
     from hitl_tui.model import Answer, Plan
-    from hitl_tui.resume import ResumeBook
 
     inbox.scan()
     book = ResumeBook.for_state()
@@ -237,13 +237,13 @@ def _waiting_answers(inbox) -> int:
 async def app_measurements(root: Path, trials: int, free_repos: list[Path]) -> dict:
     """Detection latency, keypress latency, inotify use and RSS, all in one live app."""
     from hitl_tui.config import Config
-    from hitl_tui.diagnostics import inotify_usage
-    from hitl_tui.inbox import Inbox
+    from hitl_tui.inbox.diagnostics import inotify_usage
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.view import row_of
+    from hitl_tui.inbox.workspace import Workspace
     from hitl_tui.tui.app import HitlApp
     from hitl_tui.tui.screens import PreviewScreen
     from hitl_tui.tui.widgets import BlockList
-    from hitl_tui.view import row_of
-    from hitl_tui.workspace import Workspace
 
     inbox = Inbox.cached(Workspace.discover([root]))
     waiting = await asyncio.to_thread(_waiting_answers, inbox)
@@ -351,7 +351,7 @@ async def triage_measurements(app) -> dict:
     await keypress(app, "escape", until=lambda: not screen.rows.spec.query.text)
     await asyncio.sleep(0.25)
     views = []
-    from hitl_tui.view import GROUPS, ORDERS
+    from hitl_tui.inbox.view import GROUPS, ORDERS
 
     # Each cycled all the way round: the view chosen is remembered (seen.json), and the next
     # app measured must open on the default order, ungrouped.
@@ -389,10 +389,10 @@ def startup(root: Path, state: Path) -> dict[str, float]:
         f"sys.path.insert(0, {str(ROOT / 'bench')!r});"
         "from bench import instrument, keypress;"
         "from hitl_tui.config import Config;"
-        "from hitl_tui.inbox import Inbox;"
+        "from hitl_tui.inbox.inbox import Inbox;"
         "from hitl_tui.tui.app import HitlApp;"
         "from hitl_tui.tui.screens import PreviewScreen;"
-        "from hitl_tui.workspace import Workspace\n"
+        "from hitl_tui.inbox.workspace import Workspace\n"
         "async def main():\n"
         f"    inbox = Inbox.cached(Workspace.discover([{str(root)!r}]))\n"
         "    app = HitlApp(inbox, Config(bell=False), watch=False)\n"
@@ -549,8 +549,8 @@ def spread(values: list[float]) -> str:
 
 def answer_latency(root: Path, trials: int) -> list[float]:
     """Confirm to every file written and fsynced: the domain's apply, as the app calls it."""
-    from hitl_tui.answering import apply_answer, plan_answer
-    from hitl_tui.inbox import Inbox
+    from hitl_tui.answers.service import apply_answer, plan_answer
+    from hitl_tui.inbox.inbox import Inbox
     from hitl_tui.model import Answer
 
     out = []

@@ -78,10 +78,10 @@ async def moves(root: Path, host, count: int) -> dict:
     """Key latencies in the app with `host` as its one [[remote]], once it is connected."""
     from bench import instrument, keypress
     from hitl_tui.config import Config
-    from hitl_tui.inbox import Inbox
-    from hitl_tui.sources.ssh import SshBackend
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.workspace import Workspace
+    from hitl_tui.sources.ssh.backend import SshBackend
     from hitl_tui.tui.app import HitlApp
-    from hitl_tui.workspace import Workspace
 
     backend = SshBackend([host])
     if host.ssh[0].endswith("fake-ssh"):
@@ -140,7 +140,7 @@ def measure(blocks: int, count: int, fleet: Path | None = None, repos: int = 100
     """{"quiet": {...}, "flood": {...}, "via": "sshd" or "a stand-in ssh"}: the app on `fleet`
     (bench.py's), or on one of `repos` repositories and 5 blocks each made here."""
     from bench import build_fleet
-    from hitl_tui.sources.ssh import Host
+    from hitl_tui.sources.ssh.backend import Host
     from tests.sshd import Sshd, unavailable_reason
 
     with tempfile.TemporaryDirectory(prefix="hitl-flood-bench-") as tmp:

@@ -37,9 +37,10 @@ HITL = Path(sys.executable).parent / "hitl"
 def build(state: Path, repo: Path, answers: int, legacy: bool) -> float:
     """Journal `answers` answers of one plan on `repo`, spread over the last 80 days."""
     os.environ["HITL_STATE_DIR"] = str(state)
-    from hitl_tui import journal, journal_entries
-    from hitl_tui.answering import plan_answer
-    from hitl_tui.inbox import Inbox
+    from hitl_tui import journal
+    from hitl_tui.answers.service import plan_answer
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.journal import entries as journal_entries
     from hitl_tui.model import Answer
 
     inbox = Inbox.open([repo])

@@ -74,8 +74,8 @@ async def trials(inbox, free: list[Path], count: int, key_of, offset: int) -> li
 
 
 async def local_latency(fleet: Path, free: list[Path], count: int) -> list[float]:
-    from hitl_tui.inbox import Inbox
-    from hitl_tui.watch import watch_inbox
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.watch import watch_inbox
 
     inbox = Inbox.open([fleet])
     stop = asyncio.Event()
@@ -93,8 +93,8 @@ async def local_latency(fleet: Path, free: list[Path], count: int) -> list[float
 
 
 async def remote_latency(server, fleet: Path, free: list[Path], count: int) -> list[float]:
-    from hitl_tui.inbox import Inbox
-    from hitl_tui.sources.ssh import Host, SshBackend
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.sources.ssh.backend import Host, SshBackend
 
     host = Host("build-1", (str(fleet),), (str(server.remote_hitl()),), tuple(server.ssh_argv()))
     backend = SshBackend([host])

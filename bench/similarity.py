@@ -1,4 +1,4 @@
-"""How well `hitl_tui.similar` tells a question asked again from another question.
+"""How well `hitl_tui.loops.similarity` tells a question asked again from another question.
 
 Reads the labelled pairs of tests/data/similar_pairs.json and prints, for each threshold,
 precision, recall and F1 of `similar.score` (and of plain Jaccard and plain containment over
@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from hitl_tui import similar
+from hitl_tui.loops import similarity as similar
 
 PAIRS = Path(__file__).resolve().parent.parent / "tests" / "data" / "similar_pairs.json"
 THRESHOLDS = [round(0.25 + 0.05 * i, 2) for i in range(13)]

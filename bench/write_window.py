@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from hitl_tui import repofs  # noqa: E402
+from hitl_tui.answers import repofs  # noqa: E402
 
 
 def measure(folder: Path, n: int, kind: str) -> list[float]:

@@ -33,15 +33,15 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from hitl_tui.loops import Loop, loops_from_config
+from hitl_tui.journal.retention import DEFAULT_KEEP
+from hitl_tui.journal.retention import parse as parse_keep
+from hitl_tui.loops.commands import Loop, loops_from_config
+from hitl_tui.loops.notices import NoticeConfig
+from hitl_tui.loops.notices import from_config as notices_from_config
 from hitl_tui.model import HitlError, UsageError
-from hitl_tui.notices import NoticeConfig
-from hitl_tui.notices import from_config as notices_from_config
 from hitl_tui.paths import config_file
-from hitl_tui.registry import REMOTE, remote_sources
-from hitl_tui.retention import DEFAULT_KEEP
-from hitl_tui.retention import parse as parse_keep
 from hitl_tui.sources.base import Source
+from hitl_tui.sources.registry import REMOTE, remote_sources
 
 #: The config's own keys, and one table per remote backend (`[[github]]`, see `registry`).
 KNOWN_KEYS = {

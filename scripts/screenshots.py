@@ -47,7 +47,7 @@ AFTER = {"asked-again": ("reblock", ["end"])}
 
 async def _reblock(app, root: Path) -> None:
     """The shop loop escalates its question again: the demo's BLOCKED.md, back in place."""
-    from hitl_tui.demo import build_workspace
+    from hitl_tui.cli.demo import build_workspace
 
     with tempfile.TemporaryDirectory() as fresh:
         build_workspace(Path(fresh))
@@ -64,11 +64,11 @@ async def shoot(name: str, keys: list[str], out: Path) -> Path:
         if name in AFTER or name == "waiting":
             # On the real clock: the journal and resume.json write real times, and "asked
             # again" compares the answer's time with the new block's.
+            from hitl_tui.cli.demo import build_workspace
             from hitl_tui.config import Config
-            from hitl_tui.demo import build_workspace
-            from hitl_tui.inbox import Inbox
+            from hitl_tui.inbox.inbox import Inbox
+            from hitl_tui.inbox.workspace import Workspace
             from hitl_tui.tui.app import HitlApp
-            from hitl_tui.workspace import Workspace
 
             build_workspace(root)
             inbox = Inbox(Workspace.discover([root]))
@@ -99,11 +99,11 @@ async def shoot(name: str, keys: list[str], out: Path) -> Path:
 async def shoot_remote(out: Path) -> Path | None:
     """Blocks on two other machines: build-1 (a real sshd on 127.0.0.1, tests/sshd.py, with the
     demo's loops on its side) and down-1, which cannot be reached. None where no sshd runs."""
-    from hitl_tui.demo import build_workspace
-    from hitl_tui.inbox import Inbox
-    from hitl_tui.registry import remote_sources
+    from hitl_tui.cli.demo import build_workspace
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.workspace import Workspace
+    from hitl_tui.sources.registry import remote_sources
     from hitl_tui.tui.app import HitlApp
-    from hitl_tui.workspace import Workspace
     from tests.sshd import Sshd, unavailable_reason
 
     if unavailable_reason():

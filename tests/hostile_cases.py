@@ -32,11 +32,11 @@ COUNTED = ("open", "write", "fsync", "replace", "rename", "unlink", "remove", "c
 DRIVER = r"""
 import errno, json, os, shutil, sys, time
 spec = json.loads(os.environ.get("HITL_TEST_FAULT") or "{}")
-import hitl_tui.cli as cli
-import hitl_tui.answering, hitl_tui.apply, hitl_tui.config, hitl_tui.fsio as fsio
-import hitl_tui.inbox, hitl_tui.journal, hitl_tui.journal_cli, hitl_tui.textio
-import hitl_tui.timefmt, hitl_tui.workspace
-from hitl_tui.sources import loopkit
+import hitl_tui.cli.commands as cli
+import hitl_tui.answers.service, hitl_tui.answers.apply, hitl_tui.config, hitl_tui.fsio as fsio
+import hitl_tui.inbox.inbox, hitl_tui.journal, hitl_tui.cli.journal, hitl_tui.textio
+import hitl_tui.timefmt, hitl_tui.inbox.workspace
+from hitl_tui.sources.loopkit import source as loopkit
 
 calls = [0]
 
@@ -80,7 +80,7 @@ def wrap(name, real):
 
 for name in COUNTED:
     setattr(os, name, wrap(name, getattr(os, name)))
-import hitl_tui.repofs as repofs
+import hitl_tui.answers.repofs as repofs
 repofs.renameat2 = wrap("renameat2", repofs.renameat2)
 
 if spec.get("deny_access"):
@@ -109,11 +109,11 @@ if spec.get("unreadable"):
 
 if spec.get("rename_repo_before_apply"):
     src, dst = spec["rename_repo_before_apply"]
-    real_apply = hitl_tui.apply.apply_plan
+    real_apply = hitl_tui.answers.apply.apply_plan
     def apply_plan(plan, hook=None):
         os.rename(src, dst)
         return real_apply(plan, hook)
-    hitl_tui.apply.apply_plan = apply_plan
+    hitl_tui.answers.apply.apply_plan = apply_plan
 
 if spec.get("move_repo_after_write") or spec.get("crash_after_write") or spec.get("after_write"):
     # After the N-th file an answer (or undo) writes: move the repository, play the loop
@@ -165,7 +165,7 @@ if spec.get("delete_repo_during_scan"):
     loopkit.LoopkitSource.parse = parse
 
 # Where the answer's own calls end: the resume note (resume.json) comes after them.
-import hitl_tui.resume as resume
+import hitl_tui.loops.resume as resume
 noted_at = []
 real_note = resume.ResumeBook.note
 def note(self, *args, **kwargs):

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui.apply import apply_plan
-from hitl_tui.inbox import Inbox
+from hitl_tui.answers.apply import apply_plan
+from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.model import Answer, Block, HitlError, StaleError, UsageError
-from hitl_tui.sources import agenticloop
-from hitl_tui.sources.agenticloop import AgenticloopSource
+from hitl_tui.sources.agenticloop import source as agenticloop
+from hitl_tui.sources.agenticloop.source import AgenticloopSource
 
 WHEN = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 TASKS = Path(".agenticloop") / "tasks"
@@ -947,7 +947,7 @@ def test_domain_import_does_not_load_textual() -> None:
     import sys
 
     code = (
-        "import sys, hitl_tui.sources.agenticloop, hitl_tui.sources; "
+        "import sys, hitl_tui.sources.agenticloop.source, hitl_tui.sources; "
         "sys.exit('textual' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from hitl_tui.model import Answer, HitlError
-from hitl_tui.sources.agenticloop import AgenticloopSource
+from hitl_tui.sources.agenticloop.source import AgenticloopSource
 from tests.conftest import FIXTURES
 
 WHEN = datetime(2026, 11, 29, tzinfo=UTC)

@@ -68,7 +68,7 @@ def test_fresh_project_lists_nothing_and_guard_lets_the_loop_run(fresh: Path) ->
 
 
 def test_fresh_project_md_reads_as_agenticloop_reads_it(fresh: Path) -> None:
-    from hitl_tui.sources import frontmatter
+    from hitl_tui.sources.agenticloop import frontmatter
 
     data = frontmatter.read_frontmatter((fresh / PROJECT).read_text()).data
     assert data is not None
@@ -300,8 +300,8 @@ def test_a_single_question_is_the_question(shop: Path) -> None:
 
 
 def test_warnings_survive_a_scan_in_worker_processes(tmp_path: Path) -> None:
-    from hitl_tui.inbox import PARALLEL_MIN_REPOS, Inbox
-    from hitl_tui.workspace import Workspace
+    from hitl_tui.inbox.inbox import PARALLEL_MIN_REPOS, Inbox
+    from hitl_tui.inbox.workspace import Workspace
 
     for i in range(PARALLEL_MIN_REPOS):
         (tmp_path / f"r{i:02d}" / ".git").mkdir(parents=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from hitl_tui.inbox import Delta, Inbox
-from hitl_tui.watch import watch_inbox
+from hitl_tui.inbox.inbox import Delta, Inbox
+from hitl_tui.inbox.watch import watch_inbox
 
 BLOCKED = (
     "---\nstatus: blocked\nblock_category: transient\n---\n\n"

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import blockcodec, parsecache
-from hitl_tui.inbox import Inbox
-from hitl_tui.parsecache import ParseCache, gc_paused
-from hitl_tui.sources import agenticloop
+from hitl_tui.inbox import codec as blockcodec
+from hitl_tui.inbox import parsecache
+from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.inbox.parsecache import ParseCache, gc_paused
+from hitl_tui.sources.agenticloop import source as agenticloop
 
 BLOCKED = "## Question\nShip {what}?\n## Choices\n- A) yes\n- B) no\n"
 TASK = """\

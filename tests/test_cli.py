@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from hitl_tui import __version__
-from hitl_tui.cli import main
+from hitl_tui.cli.commands import main
 from hitl_tui.model import Answer
-from hitl_tui.sources.loopkit import LoopkitSource
+from hitl_tui.sources.loopkit.source import LoopkitSource
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 HOUR = 3600
@@ -568,7 +568,7 @@ def test_help(ws: Path, args: list[str], usage: str, mentions: list[str], inproc
 def test_every_command_is_listed_and_has_its_help(ws: Path, inproc):
     """One table of commands: `hitl --help` names each, and each answers `--help` with its
     own usage (renaming a command module is an import error, never four commands gone)."""
-    from hitl_tui import cli
+    from hitl_tui.cli import commands as cli
 
     assert set(cli.COMMANDS) == {
         *("list", "answer", "demo", "undo", "history", "escalate", "guard"),
@@ -586,7 +586,7 @@ def test_every_command_is_listed_and_has_its_help(ws: Path, inproc):
 
 NO_TEXTUAL = """
 import sys
-from hitl_tui.cli import main
+from hitl_tui.cli.commands import main
 codes = [main(["list", "--json", sys.argv[1]]), main(["list", sys.argv[1]])]
 codes.append(main(["answer", sys.argv[2], "--choice", "B", "--dry-run"]))
 codes.append(main(["answer", sys.argv[2], "--choice", "B"]))

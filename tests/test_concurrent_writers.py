@@ -414,7 +414,7 @@ def test_without_renameat2_writes_still_check_what_they_replace(tmp_path: Path):
         f"""
         import errno, json
         from pathlib import Path
-        from hitl_tui import repofs
+        from hitl_tui.answers import repofs
         def missing(*a):
             raise OSError(errno.ENOSYS, "no renameat2")
         repofs.renameat2 = missing

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui.cli import main
+from hitl_tui.cli.commands import main
 from hitl_tui.tui.app import HitlApp
 from hitl_tui.tui.screens import PreviewScreen
 from hitl_tui.tui.widgets import BlockList
@@ -146,7 +146,7 @@ def test_the_demo_leaves_a_real_interrupted_answer_to_the_next_real_command(
     headless_demo, shop: Path, capsys
 ) -> None:
     """Crash repair writes to the operator's repos: not the demo's business."""
-    from hitl_tui.apply import apply_plan
+    from hitl_tui.answers.apply import apply_plan
     from tests.hostile_cases import snapshot
     from tests.test_journal import Crash, crash_at, plan_for
 

@@ -22,12 +22,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hitl_tui import escalate, notify
-from hitl_tui.escalate import EscalationError, from_args, from_draft, message
+from hitl_tui.agent import channels as notify
+from hitl_tui.agent import escalate
+from hitl_tui.agent.channels import scrub
+from hitl_tui.agent.escalate import EscalationError, from_args, from_draft, message
 from hitl_tui.model import Choice
-from hitl_tui.notify import scrub
-from hitl_tui.sources.loopkit import parse_blocked
-from hitl_tui.sources.loopkit_render import Escalation, render
+from hitl_tui.sources.loopkit.render import Escalation, render
+from hitl_tui.sources.loopkit.source import parse_blocked
 from tests.fake_chat import FakeChat, serve_chat
 from tests.hostile_servers import Echo, SlowLoris
 
@@ -763,7 +764,8 @@ def test_a_long_field_is_cut_to_fit_a_telegram_message() -> None:
 def test_the_cli_loads_neither_textual_nor_httpx() -> None:
     code = (
         "import sys\n"
-        "from hitl_tui import cli, escalate, agent_cli\n"
+        "from hitl_tui.cli import commands as cli; from hitl_tui.agent import escalate\n"
+        "from hitl_tui.cli import agent as agent_cli\n"
         "assert 'escalate' in cli.COMMANDS and 'guard' in cli.COMMANDS\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'httpx')]\n"
         "assert not bad, bad\n"

@@ -195,7 +195,7 @@ def test_random_sigkill_of_real_answers(tmp_path: Path, monkeypatch):
 @pytest.mark.parametrize("step", ["update:PROMPT.md", "remove:BLOCKED.md"])
 def test_ctrl_c_mid_answer_is_recovered_next_start(shop: Path, step: str):
     """KeyboardInterrupt is not caught by apply (like a kill): the next command recovers."""
-    from hitl_tui.apply import apply_plan
+    from hitl_tui.answers.apply import apply_plan
     from tests.test_journal import plan_for
 
     old = snapshot(shop)

@@ -15,16 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import answering, journal
-from hitl_tui.github_api import GithubClient, GithubError, Secret, resolve_token
-from hitl_tui.github_api import scrub as gh_scrub
-from hitl_tui.github_poll import GithubPoller, gh_message, watch_github
-from hitl_tui.github_send import PartialAnswer, apply_remote
-from hitl_tui.inbox import Inbox
+from hitl_tui import journal
+from hitl_tui.answers import service as answering
+from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.model import Answer, StaleError, UsageError
-from hitl_tui.registry import remote_sources
-from hitl_tui.sources import github as gh
-from hitl_tui.workspace import Workspace
+from hitl_tui.sources.github import issues as gh
+from hitl_tui.sources.github.api import GithubClient, GithubError, Secret, resolve_token
+from hitl_tui.sources.github.api import scrub as gh_scrub
+from hitl_tui.sources.github.poll import GithubPoller, gh_message, watch_github
+from hitl_tui.sources.github.send import PartialAnswer, apply_remote
+from hitl_tui.sources.registry import remote_sources
 from tests.github_fake import LOGIN, TOKEN, FakeGithub
 from tests.hostile_servers import EndlessPages, HugeBody, SlowLoris
 

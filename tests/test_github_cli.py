@@ -157,7 +157,7 @@ def test_list_and_answer_with_github_never_load_textual(setup, fake):
     work, config = setup
     cfg = str(config)
     code = (
-        "import sys; from hitl_tui.cli import main; "
+        "import sys; from hitl_tui.cli.commands import main; "
         f"main(['list', '--config', {cfg!r}, {str(work)!r}]); "
         f"main(['answer', 'acme/shop#12', '--text', 'ok', '--dry-run', '--config', {cfg!r}]); "
         "print('TEXTUAL', sorted(m for m in sys.modules if m.split('.')[0] == 'textual'))"

@@ -7,7 +7,7 @@ from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 
 from hitl_tui.model import Answer, UsageError
-from hitl_tui.sources import github as gh
+from hitl_tui.sources.github import issues as gh
 
 SRC = gh.GithubSource(repo="acme/shop")
 

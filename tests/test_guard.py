@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui.inbox import Inbox
-from hitl_tui.sources import default_sources
+from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.sources.registry import default_sources
 
 SHOP_QUESTION = (
     "Should deleting a workspace also delete its archived invoices, or keep them for 7 years?"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui.answering import plan_answer
-from hitl_tui.inbox import Delta, Inbox
+from hitl_tui.answers.service import plan_answer
+from hitl_tui.inbox.inbox import Delta, Inbox
 from hitl_tui.model import Answer, StaleError, UsageError
 
 #: One "now" for every test here, so that equal ages give equal times.

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hitl_tui import inbox as inbox_module
-from hitl_tui.inbox import PARALLEL_MIN_REPOS, Inbox
-from hitl_tui.workspace import Workspace
+from hitl_tui.inbox import inbox as inbox_module
+from hitl_tui.inbox.inbox import PARALLEL_MIN_REPOS, Inbox
+from hitl_tui.inbox.workspace import Workspace
 
 TASK = """\
 ---

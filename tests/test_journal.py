@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import journal, repofs
-from hitl_tui.answering import plan_answer
-from hitl_tui.apply import apply_plan
-from hitl_tui.cli import main
-from hitl_tui.inbox import Inbox
-from hitl_tui.locks import LockBusy, repo_lock
+from hitl_tui import journal
+from hitl_tui.answers import repofs
+from hitl_tui.answers.apply import apply_plan
+from hitl_tui.answers.locks import LockBusy, repo_lock
+from hitl_tui.answers.service import plan_answer
+from hitl_tui.cli.commands import main
+from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.model import Answer, HitlError, Plan, StaleError, UsageError
 from tests.hostile_cases import SHOP, copy_shop, snapshot, temp_files
 
@@ -354,7 +355,7 @@ def test_undo_and_history_never_load_textual(shop: Path):
     apply_plan(plan_for(shop))
     code = (
         "import sys\n"
-        "from hitl_tui.cli import main\n"
+        "from hitl_tui.cli.commands import main\n"
         "assert main(['history']) == 0\n"
         "assert main(['history', '--json', '--all', '-n', '1']) == 0\n"
         "assert main(['undo']) == 0\n"

@@ -19,9 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import journal, journalstore, retention
-from hitl_tui.apply import apply_plan
-from hitl_tui.cli import main
+from hitl_tui import journal
+from hitl_tui.answers.apply import apply_plan
+from hitl_tui.cli.commands import main
+from hitl_tui.journal import retention
+from hitl_tui.journal import store as journalstore
 from tests.hostile_cases import copy_shop, hitl_env, snapshot
 from tests.test_journal import Crash, crash_at, plan_for
 
@@ -36,7 +38,7 @@ def hook(event, args):
             log.write(path + "\n")
             log.flush()
 sys.addaudithook(hook)
-from hitl_tui.cli import main
+from hitl_tui.cli.commands import main
 code = main(sys.argv[1:])
 sys.stdout.flush()
 sys.stderr.flush()

@@ -214,7 +214,7 @@ async def test_the_app_refuses_restart_and_open_with_a_control_character(
     pane never runs the agent's `touch PWNED`."""
     from textual.widgets import Static
 
-    from hitl_tui.loops import Loop
+    from hitl_tui.loops.commands import Loop
     from tests.support import until
     from tests.support.pilot import preview_of
     from tests.test_loops import _app
@@ -262,7 +262,7 @@ async def test_t_refuses_a_shell_in_a_folder_named_with_escapes(
     """`t` without an open command starts $SHELL in the repository, whose prompt shows the
     folder's name as it is: a name holding ESC / BEL (an OSC that retitles the terminal) is
     refused, and the shell never starts."""
-    from hitl_tui.loops import Loop
+    from hitl_tui.loops.commands import Loop
     from tests.support import until
     from tests.test_loops import _app
     from tests.tui_support import SIZE
@@ -291,7 +291,7 @@ async def test_t_refuses_a_shell_in_a_folder_named_with_escapes(
 def test_the_refusal_names_what_it_found() -> None:
     """Unit: C0, DEL, C1 and a path's undecodable byte are refused; text that only looks odd
     (non-ASCII letters, spaces, quotes, `;`) is not (the argument list keeps it one word)."""
-    from hitl_tui.loops import ControlInValue, fill
+    from hitl_tui.loops.commands import ControlInValue, fill
 
     template = ("x", "{name}")
     for bad in ["\x00", "\x01", "\t", "\n", "\x1f", "\x7f", "\x80", "\x9f", "\udc9b", "\udce9"]:
@@ -345,7 +345,7 @@ def test_a_restart_whose_loop_floods_its_output_keeps_a_bounded_log(tmp_path: Pa
     writes far more than a pipe holds) nor killed (it says `done`)."""
     import sys
 
-    from hitl_tui.loops import MAX_LOG
+    from hitl_tui.loops.commands import MAX_LOG
 
     repo = tmp_path / "loops" / "shop"
     shutil.copytree(SHOP, repo)
@@ -392,7 +392,7 @@ def test_a_restart_whose_loop_floods_its_output_keeps_a_bounded_log(tmp_path: Pa
 def test_a_restart_that_floods_in_the_foreground_and_fails(tmp_path: Path) -> None:
     """Output past the bound while hitl waits, then exit 3: the log keeps the first of it, says
     the rest was not kept, and ends with hitl's line for the exit."""
-    from hitl_tui.loops import MAX_LOG
+    from hitl_tui.loops.commands import MAX_LOG
 
     repo = tmp_path / "loops" / "shop"
     shutil.copytree(SHOP, repo)
@@ -411,7 +411,7 @@ def test_a_restart_that_floods_in_the_foreground_and_fails(tmp_path: Path) -> No
 def test_the_logs_folder_stays_under_its_total(tmp_path: Path) -> None:
     """Old logs of 1 MiB each (150 MiB of them): a restart's new log makes the oldest go until
     the folder holds at most 64 MiB, a log still written counted as 1 MiB; the newest stay."""
-    from hitl_tui.loops import MAX_LOG
+    from hitl_tui.loops.commands import MAX_LOG
 
     repo = tmp_path / "loops" / "shop"
     shutil.copytree(SHOP, repo)

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui.inbox import Inbox
+from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.model import MAX_PARSE_BYTES, Choice, Section
-from hitl_tui.sources.loopkit import LoopkitSource, parse_blocked
+from hitl_tui.sources.loopkit.source import LoopkitSource, parse_blocked
 from hitl_tui.textio import printable
 
 CANONICAL = """\

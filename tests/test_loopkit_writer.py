@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui.apply import apply_plan
+from hitl_tui.answers.apply import apply_plan
 from hitl_tui.fsio import TEMP_PREFIX
 from hitl_tui.model import (
     Answer,
@@ -28,7 +28,7 @@ from hitl_tui.model import (
     UnsafePathError,
     UsageError,
 )
-from hitl_tui.sources.loopkit import LoopkitSource
+from hitl_tui.sources.loopkit.source import LoopkitSource
 
 WHEN = datetime(2026, 11, 29, 10, 0, tzinfo=UTC)
 SOURCE = LoopkitSource()

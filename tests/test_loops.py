@@ -137,7 +137,7 @@ def test_a_bad_loop_table_is_one_line(tmp_path: Path, toml: str, message: str) -
 
 
 def test_literal_braces_and_globs() -> None:
-    from hitl_tui.loops import fill, glob_match
+    from hitl_tui.loops.commands import fill, glob_match
 
     assert fill(("{{name}}", "{name}}}"), {"name": "a b"}) == ["{name}", "a b}"]
     assert glob_match("/l/*", Path("/l/shop")) and not glob_match("/l/*", Path("/l/a/shop"))
@@ -158,10 +158,10 @@ async def test_the_app_says_what_it_will_run_and_restarts_after_the_answer(
     from textual.widgets import Static
 
     from hitl_tui.config import Config
-    from hitl_tui.inbox import Inbox
-    from hitl_tui.loops import Loop
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.loops.commands import Loop
     from hitl_tui.tui.app import HitlApp
-    from hitl_tui.workspace import Workspace
+    from hitl_tui.inbox.workspace import Workspace
     from tests.support.pilot import preview_of
     from tests.tui_support import NOW, SIZE
 
@@ -195,9 +195,9 @@ async def test_the_app_says_what_it_will_run_and_restarts_after_the_answer(
 
 def _app(tmp_path: Path, loop):
     from hitl_tui.config import Config
-    from hitl_tui.inbox import Inbox
+    from hitl_tui.inbox.inbox import Inbox
     from hitl_tui.tui.app import HitlApp
-    from hitl_tui.workspace import Workspace
+    from hitl_tui.inbox.workspace import Workspace
     from tests.tui_support import NOW
 
     inbox = Inbox(Workspace.discover([tmp_path / "loops"]))
@@ -212,7 +212,7 @@ async def test_r_in_the_preview_skips_the_restart_and_R_runs_it_later(
     nothing runs; `R` on a block runs its loop's restart."""
     from textual.widgets import Static
 
-    from hitl_tui.loops import Loop
+    from hitl_tui.loops.commands import Loop
     from tests.support.pilot import preview_of
     from tests.tui_support import SIZE
 
@@ -245,7 +245,7 @@ async def test_r_in_the_preview_skips_the_restart_and_R_runs_it_later(
 async def test_t_runs_the_loops_open_command_or_a_shell_in_the_repo(
     tmp_path: Path, calls: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hitl_tui.loops import Loop
+    from hitl_tui.loops.commands import Loop
     from tests.tui_support import SIZE
 
     repo = _repo(tmp_path / "loops", "shop")

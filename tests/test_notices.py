@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import notices
+from hitl_tui.loops import notices
 from hitl_tui.config import Config, load_config
 from hitl_tui.model import UsageError
-from hitl_tui.notices import Notice, NoticeConfig
+from hitl_tui.loops.notices import Notice, NoticeConfig
 from tests.conftest import FIXTURES
 from tests.fake_chat import FakeChat, serve_chat
 from tests.support import until, until_sync
@@ -649,7 +649,7 @@ def test_the_claims_file_is_bounded_and_a_damaged_one_claims_everything(
 ) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from hitl_tui import statefile
+    from hitl_tui.state import files as statefile
 
     monkeypatch.setattr(notices, "NOTIFIED_MAX", 50)
     now = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
@@ -673,7 +673,7 @@ def test_two_processes_claiming_at_once_send_each_item_once(tmp_path: Path) -> N
     go = tmp_path / "go"
     program = (
         "import os, sys, time, json\n"
-        "from hitl_tui import notices\n"
+        "from hitl_tui.loops import notices\n"
         f"while not os.path.exists({str(go)!r}): time.sleep(0.005)\n"
         "mine = set()\n"
         "for start in range(0, 300, 30):\n"
@@ -696,8 +696,8 @@ async def test_a_block_two_apps_see_arrive_is_one_notice_on_the_shared_channels(
     """Two apps of the operator's (a terminal and a browser tab) both see a block arrive:
     the desktop, the command and the webhook get one notice; each app's terminal still gets
     its own escape. A block the other app did not see is still noticed."""
-    from hitl_tui.inbox import Delta
-    from hitl_tui.sources.loopkit import LoopkitSource
+    from hitl_tui.inbox.inbox import Delta
+    from hitl_tui.sources.loopkit.source import LoopkitSource
     from tests.support.pilot import arrive, settle
     from tests.tui_support import SIZE, demo_workspace
 
@@ -767,7 +767,7 @@ def test_a_path_of_any_bytes_is_claimed_and_remembered() -> None:
 def test_a_fifo_for_the_claims_file_never_hangs_a_notice(tmp_path: Path) -> None:
     import time
 
-    from hitl_tui import statefile
+    from hitl_tui.state import files as statefile
 
     path = statefile.in_state(notices.NOTIFIED_FILE)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -780,7 +780,7 @@ def test_a_fifo_for_the_claims_file_never_hangs_a_notice(tmp_path: Path) -> None
 def test_a_full_day_of_claims_fits_the_file() -> None:
     from datetime import UTC, datetime, timedelta
 
-    from hitl_tui import statefile
+    from hitl_tui.state import files as statefile
 
     now = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
     path = "/home/operator/src/loops/" + "x" * 60 + "/BLOCKED.md"
@@ -797,8 +797,8 @@ async def test_an_app_without_a_channel_does_not_take_its_notice_from_one_with_i
 ) -> None:
     """The first app (a browser tab, say) posts the webhook only; the second also runs a
     command: the webhook gets one post, and the command still gets its notice."""
-    from hitl_tui.inbox import Delta
-    from hitl_tui.sources.loopkit import LoopkitSource
+    from hitl_tui.inbox.inbox import Delta
+    from hitl_tui.sources.loopkit.source import LoopkitSource
     from tests.support.pilot import arrive, settle
     from tests.tui_support import SIZE, demo_workspace
 

@@ -19,12 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import fsio, parsecache
-from hitl_tui.inbox import PARALLEL_MIN_REPOS, Inbox
+from hitl_tui import fsio
+from hitl_tui.inbox import parsecache
+from hitl_tui.inbox.inbox import PARALLEL_MIN_REPOS, Inbox
+from hitl_tui.inbox.parsecache import ParseCache
+from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.model import Block
-from hitl_tui.parsecache import ParseCache
-from hitl_tui.sources import agenticloop
-from hitl_tui.workspace import Workspace
+from hitl_tui.sources.agenticloop import source as agenticloop
 from tests.conftest import FIXTURES
 
 #: Where each field of a Block stands in a shard's row (the on-disk format: the fields in the
@@ -559,9 +560,9 @@ def test_the_choice_written_is_the_files_not_the_caches(fleet: Path) -> None:
 
 async def test_the_app_writes_the_files_choice_not_the_caches(fleet: Path) -> None:
     from hitl_tui.config import Config
+    from hitl_tui.inbox.workspace import Workspace
     from hitl_tui.tui.app import HitlApp
     from hitl_tui.tui.screens import PreviewScreen
-    from hitl_tui.workspace import Workspace
 
     repo = fleet / "loop-0"
     path = repo / "BLOCKED.md"
@@ -612,8 +613,8 @@ def _screen_text(app) -> str:
 
 
 def test_the_code_stamp_covers_the_header_reader() -> None:
-    """A change to agenticloop's reader (sources/frontmatter.py) empties the cache."""
-    from hitl_tui.sources import frontmatter
+    """A change to agenticloop's reader (sources/agenticloop/frontmatter.py) empties the cache."""
+    from hitl_tui.sources.agenticloop import frontmatter
 
     reader = Path(frontmatter.__file__)
     st = reader.stat()
@@ -633,9 +634,10 @@ def test_the_code_stamp_covers_every_module_of_every_package(tmp_path: Path, mon
     """A parser moved into a new sub-package must still invalidate the cache when it changes."""
     package = tmp_path / "hitl_tui"
     (package / "sources" / "deep").mkdir(parents=True)
-    for rel in ("parsecache.py", "sources/loopkit.py", "sources/deep/reader.py"):
+    (package / "inbox").mkdir()
+    for rel in ("inbox/parsecache.py", "sources/loopkit.py", "sources/deep/reader.py"):
         (package / rel).write_text("# v1\n")
-    monkeypatch.setattr(parsecache, "__file__", str(package / "parsecache.py"))
+    monkeypatch.setattr(parsecache, "__file__", str(package / "inbox" / "parsecache.py"))
     stamp = parsecache.code_stamp.__wrapped__  # the cached one is computed once a process
     before = stamp()
     (package / "sources" / "deep" / "reader.py").write_text("# v2, longer\n")

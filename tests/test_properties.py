@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hitl_tui import journal
-from hitl_tui.apply import apply_plan
+from hitl_tui.answers.apply import apply_plan
 from hitl_tui.model import MAX_PARSE_BYTES, Answer, Block, HitlError
-from hitl_tui.sources.agenticloop import AgenticloopSource
-from hitl_tui.sources.loopkit import LoopkitSource, parse_blocked
+from hitl_tui.sources.agenticloop.source import AgenticloopSource
+from hitl_tui.sources.loopkit.source import LoopkitSource, parse_blocked
 from tests.conftest import FIXTURES
 from tests.hostile_cases import snapshot
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from hitl_tui import journal
-from hitl_tui.locks import LockBusy, repo_lock
+from hitl_tui.answers.locks import LockBusy, repo_lock
 from tests.hostile_cases import copy_shop, hitl_env, run_hitl, snapshot, start_hitl, temp_files
 
 #: Where the loser finds out: at the lock (re-checked fingerprints), while planning (the file it
@@ -83,7 +83,7 @@ HOLDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from hitl_tui.locks import repo_lock
+    from hitl_tui.answers.locks import repo_lock
     with repo_lock(Path(sys.argv[1])):
         print("locked", flush=True)
         time.sleep(120)

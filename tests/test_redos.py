@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui.sources.loopkit import LoopkitSource, parse_blocked
+from hitl_tui.sources.loopkit.source import LoopkitSource, parse_blocked
 from hitl_tui.textio import TextDoc, heading_of
 
 PADDED = "# x" + " " * 30_000 + "y"

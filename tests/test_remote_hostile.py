@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import wire
-from hitl_tui.inbox import Inbox
+from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.model import Answer
-from hitl_tui.sources.ssh import Host, Session, SshBackend, answer_words, shell_word
-from hitl_tui.workspace import Workspace
+from hitl_tui.sources.ssh import wire
+from hitl_tui.sources.ssh.backend import Host, Session, SshBackend, answer_words, shell_word
 
 #: A session leaves no pipe open behind it (an unclosed transport warns when collected).
 pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
@@ -53,7 +53,7 @@ def _fake_ssh(tmp_path: Path) -> str:
 
 #: What a far hitl does first: the words, sent encoded (`hitl --argv ENCODED`), as typed.
 DECODE = (
-    "from hitl_tui import wire\n"
+    "from hitl_tui.sources.ssh import wire\n"
     "if sys.argv[1:2] == [wire.ARGV]: sys.argv[1:] = wire.decode_argv(sys.argv[2:])\n"
 )
 
@@ -188,7 +188,7 @@ def test_did_it_resume_asks_only_that_machines_files(tmp_path: Path, monkeypatch
     remotes (its [[remote]] could be this machine, or a host that hangs)."""
     from types import SimpleNamespace
 
-    from hitl_tui.sources import ssh as ssh_module
+    from hitl_tui.sources.ssh import backend as ssh_module
 
     polled = tmp_path / "polled"
     marker_ssh = tmp_path / "marker-ssh"
@@ -219,7 +219,7 @@ def test_did_it_resume_reads_a_status_that_exits_5_there(tmp_path: Path, monkeyp
     report is read all the same, and this answer resumed."""
     from types import SimpleNamespace
 
-    from hitl_tui.sources import ssh as ssh_module
+    from hitl_tui.sources.ssh import backend as ssh_module
 
     far = "20261201T090000Z-abcd"
     report = {
@@ -306,7 +306,7 @@ async def test_a_session_that_fails_unexpectedly_is_that_hosts_error_and_is_retr
         raise KeyError("surprise")
 
     monkeypatch.setattr(Session, "_lines", trips)
-    monkeypatch.setattr("hitl_tui.sources.ssh.BACKOFF", (0.2,))
+    monkeypatch.setattr("hitl_tui.sources.ssh.backend.BACKOFF", (0.2,))
     inbox = Inbox(Workspace.discover([]))
     updates: list = []
 
@@ -411,7 +411,7 @@ async def test_stop_ends_a_far_side_that_floods_and_ignores_stdin_and_sigterm(
 
 
 async def test_a_far_side_that_chatters_but_never_lists_is_given_up_on(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr("hitl_tui.sources.ssh.FIRST_LINE", 2.0)
+    monkeypatch.setattr("hitl_tui.sources.ssh.backend.FIRST_LINE", 2.0)
     body = "while True:\n    print('not the list', flush=True); time.sleep(0.1)\n"
     backend = _far(tmp_path, body)
     began = time.monotonic()
@@ -490,7 +490,7 @@ def test_a_since_at_the_edge_of_time_is_not_a_block_or_is_one_that_shows(since):
 
 
 def test_previews_kept_for_their_editable_decision_are_bounded(tmp_path: Path, monkeypatch):
-    from hitl_tui.sources.ssh import Ran
+    from hitl_tui.sources.ssh.backend import Ran
 
     backend = _far(tmp_path, "")
     reply = json.dumps({"protocol": 1, "diff": "", "decision_text": "x" * 1000}).encode()
@@ -516,7 +516,7 @@ def test_previews_kept_for_their_editable_decision_are_bounded(tmp_path: Path, m
 def test_did_it_resume_reads_a_broken_status_safely(tmp_path: Path, monkeypatch, reply):
     from types import SimpleNamespace
 
-    from hitl_tui.sources import ssh as ssh_module
+    from hitl_tui.sources.ssh import backend as ssh_module
 
     backend = _far(tmp_path, f"print(json.dumps({reply!r}))")
     monkeypatch.setattr(ssh_module, "_far_entry", lambda waiting: "F1")
@@ -580,7 +580,7 @@ def _pending(block_id: str = "h1:shop", began=None, host: str = "h1", pid: str =
 
     from hitl_tui import journal
     from hitl_tui.model import Plan
-    from hitl_tui.sources.ssh import Pending
+    from hitl_tui.sources.ssh.backend import Pending
 
     block = wire.block_from_wire(_block(), host)
     plan = Plan(block, Answer(choice=block.choices[0], operator="Ada"), (), {}, "s")
@@ -718,8 +718,8 @@ def _drops_then_lists(tmp_path: Path, name: str = "far-hitl") -> tuple[SshBacken
 
 
 def _pending_file() -> dict:
-    from hitl_tui import statefile
-    from hitl_tui.sources.ssh import PENDING_FILE
+    from hitl_tui.sources.ssh.backend import PENDING_FILE
+    from hitl_tui.state import files as statefile
 
     return json.loads(statefile.in_state(PENDING_FILE).read_text())
 
@@ -775,8 +775,8 @@ def test_a_pending_answer_answered_again_meanwhile_is_not_journaled_twice(tmp_pa
 
 
 def _write_pending(items: list) -> Path:
-    from hitl_tui import statefile
-    from hitl_tui.sources.ssh import PENDING_FILE, PENDING_FORMAT
+    from hitl_tui.sources.ssh.backend import PENDING_FILE, PENDING_FORMAT
+    from hitl_tui.state import files as statefile
 
     path = statefile.in_state(PENDING_FILE)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -884,7 +884,7 @@ def test_a_pending_answer_is_found_among_many_newer_answers_there(tmp_path: Path
 def test_a_journal_too_long_to_look_through_is_not_known_not_unwritten(tmp_path: Path, monkeypatch):
     from datetime import UTC, datetime, timedelta
 
-    monkeypatch.setattr("hitl_tui.sources.ssh.HISTORY_PAGES", 2)
+    monkeypatch.setattr("hitl_tui.sources.ssh.backend.HISTORY_PAGES", 2)
     now = datetime.now(UTC).isoformat()
     page = [{"id": f"O{i}", "kind": "answer", "block": {}, "time": now} for i in range(100)]
     backend = _far(tmp_path, f"print(json.dumps({page!r}))")
@@ -951,7 +951,7 @@ def test_a_kept_answer_is_in_the_file_before_a_look_can_see_it(tmp_path: Path, m
     does not see the answer yet, so it is not told now and again by the next app."""
     import threading
 
-    from hitl_tui import statefile
+    from hitl_tui.state import files as statefile
 
     backend, back = _drops_then_lists(tmp_path)
     back.touch()

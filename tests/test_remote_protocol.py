@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import __version__, wire
+from hitl_tui import __version__
+from hitl_tui.sources.ssh import wire
 from hitl_tui.model import Block, Choice, Section
 from tests.support import until_sync
 
@@ -320,7 +321,7 @@ def test_encoded_words_are_safe_and_decode_byte_for_byte(words: list[str]):
 
 def test_a_nul_cannot_be_encoded():
     from hitl_tui.model import HitlError
-    from hitl_tui.sources.ssh import Host, SshBackend
+    from hitl_tui.sources.ssh.backend import Host, SshBackend
 
     with pytest.raises(ValueError):
         wire.encode_argv(["--text=a\0b"])

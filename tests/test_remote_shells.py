@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from hitl_tui import __version__
-from hitl_tui.answering import apply_answer, plan_answer, source_for
+from hitl_tui.answers.service import apply_answer, plan_answer, source_for
 from hitl_tui.config import load_config
-from hitl_tui.inbox import Inbox
+from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.model import Answer
-from hitl_tui.workspace import Workspace
 from tests.sshd import Sshd, login_shell_reason
 from tests.test_remote_ssh import Watch, loop_repo
 
@@ -146,7 +146,7 @@ async def test_a_hitl_too_old_for_the_encoded_command_says_both_versions(tmp_pat
     """A real hitl parser that does not know `--argv` (what any older hitl is), version 0.0.9."""
     old = far.home / "old-hitl"
     code = (
-        "import sys; from hitl_tui import cli; cli.wire.ARGV = '--not-known-then'; "
+        "import sys; from hitl_tui.cli import commands as cli; cli.wire.ARGV = '--not-known-then'; "
         "cli.__version__ = '0.0.9'; sys.exit(cli.main())"
     )
     old.write_text(f'#!/bin/sh\nexec {sys.executable} -c "{code}" "$@"\n')

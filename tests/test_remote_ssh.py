@@ -18,9 +18,9 @@ import pytest
 
 from hitl_tui import __version__, journal
 from hitl_tui.config import load_config
-from hitl_tui.inbox import Inbox
+from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.model import Answer, HitlError
-from hitl_tui.sources.ssh import SshBackend, control_dir
+from hitl_tui.sources.ssh.backend import SshBackend, control_dir
 from tests.conftest import FIXTURES
 from tests.sshd import Sshd
 from tests.support import until
@@ -316,7 +316,7 @@ def _hitl_that_stops(sshd: Sshd, before: bool, command: str = "answer") -> Path:
     script.write_text(
         f"#!{sys.executable}\n"
         "import os, subprocess, sys, time\n"
-        "from hitl_tui import wire\n"
+        "from hitl_tui.sources.ssh import wire\n"
         "words = sys.argv[1:]\n"
         "if words[:1] == [wire.ARGV]: words = wire.decode_argv(words[1:])\n"
         f"real, mark, before = {real!r}, {str(mark)!r}, {before!r}\n"
@@ -394,7 +394,7 @@ def test_an_undo_whose_connection_drops_is_told_and_can_be_given_again(
     """The connection drops during `u` (before, or after, the hitl there undid it): hitl says
     it cannot tell, never "nothing was undone"; undoing again once the host is back undoes it,
     or finds it undone there, and the journal here records the undo once."""
-    from hitl_tui import undo as undo_module
+    from hitl_tui.journal.undo import undo
 
     config, loops = write_config(tmp_path, sshd)
     shop = loop_repo(loops)
@@ -409,7 +409,7 @@ def test_an_undo_whose_connection_drops_is_told_and_can_be_given_again(
     backend.settle_waits = (0.2, 0.2)
     killer = _kill_when_paused(sshd)
     with pytest.raises(HitlError) as err:
-        undo_module.undo(answer.id, "Ada", sources=[backend])
+        undo(answer.id, "Ada", sources=[backend])
     killer.join()
     assert "not known yet: 'hitl history' on build-1 says (undoing again is safe)" in str(err.value)
     assert ((shop / "BLOCKED.md").exists()) is undone
@@ -417,7 +417,7 @@ def test_an_undo_whose_connection_drops_is_told_and_can_be_given_again(
 
     sshd.restart()
     config, _ = write_config(tmp_path, sshd)  # the hitl there no longer pauses
-    said = undo_module.undo(answer.id, "Ada", sources=load_config(config).remotes)
+    said = undo(answer.id, "Ada", sources=load_config(config).remotes)
     expected = "it was already undone there" if undone else "on build-1: "
     assert expected in str(said)
     assert (shop / "BLOCKED.md").read_bytes() == original

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import gitref
-from hitl_tui.answering import apply_answer, plan_answer
-from hitl_tui.apply import apply_plan
-from hitl_tui.diagnostics import inotify_usage
-from hitl_tui.inbox import Inbox
+from hitl_tui.answers.apply import apply_plan
+from hitl_tui.answers.service import apply_answer, plan_answer
+from hitl_tui.inbox.diagnostics import inotify_usage
+from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.loops.resume import MAX_RECORDS, ResumeBook
 from hitl_tui.model import Answer
-from hitl_tui.resume import MAX_RECORDS, ResumeBook
+from hitl_tui.sources.loopkit import gitref
 from tests.conftest import FIXTURES
 from tests.support.repos import git
 
@@ -326,10 +326,10 @@ NOTER = textwrap.dedent(
     from dataclasses import replace
     from datetime import timedelta
     from pathlib import Path
-    from hitl_tui.answering import plan_answer
-    from hitl_tui.inbox import Inbox
+    from hitl_tui.answers.service import plan_answer
+    from hitl_tui.inbox.inbox import Inbox
     from hitl_tui.model import Answer
-    from hitl_tui.resume import ResumeBook
+    from hitl_tui.loops.resume import ResumeBook
 
     repo, path, tag = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     inbox = Inbox.open([repo])
@@ -471,7 +471,7 @@ def test_a_fifo_planted_as_head_or_a_ref_reads_as_no_commit_at_once(tmp_path: Pa
     import os
     import threading
 
-    from hitl_tui import gitref
+    from hitl_tui.sources.loopkit import gitref
 
     repo = tmp_path / "repo"
     (repo / ".git" / "refs" / "heads").mkdir(parents=True)

@@ -189,8 +189,8 @@ def test_a_hostile_reflog_is_read_as_text_and_cut(tmp_path: Path) -> None:
     from datetime import UTC, datetime
     from types import SimpleNamespace
 
-    from hitl_tui import gitref
-    from hitl_tui.resume import ResumeBook, loop_acted
+    from hitl_tui.loops.resume import ResumeBook, loop_acted
+    from hitl_tui.sources.loopkit import gitref
 
     one, two, three = "1" * 40, "2" * 40, "3" * 40
     repo = tmp_path / "shop"
@@ -216,7 +216,7 @@ def test_a_hostile_reflog_is_read_as_text_and_cut(tmp_path: Path) -> None:
     assert said is not None and said.startswith(f'2 commits after it, the last {three[:7]} "xxx')
     assert said.endswith('…"') and len(said) < 120
     moves_one = gitref.head_moves(repo, since=1_900_000_000 - 1)[:1]
-    from hitl_tui.resume import _moves_said
+    from hitl_tui.loops.resume import _moves_said
 
     text = _moves_said(moves_one)
     assert "\x1b" not in text and "\n" not in text and "[b]bold[/b]" in text

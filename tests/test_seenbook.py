@@ -6,7 +6,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from hitl_tui.seenbook import SeenBook
+from hitl_tui.state.seen import SeenBook
 from tests.test_view import task
 
 

@@ -551,7 +551,7 @@ def refusal(bind: str, headers: dict[str, str]) -> str | None:
     """Why a server listening on `bind` refuses a request with `headers`, or None."""
     from aiohttp.test_utils import make_mocked_request
 
-    from hitl_tui import serve_cli
+    from hitl_tui.cli import serve as serve_cli
 
     server = serve_cli._server_class()(
         "true", bind, 8000, "1 repository", serve_cli.listens_on_loopback(bind), TOKEN
@@ -598,7 +598,7 @@ def test_a_foreign_origin_is_refused(origin: str):
 
 @pytest.mark.parametrize(("host", "loopback"), [("127.1", True), ("0", False), ("::1", True)])
 def test_what_host_listens_on_decides(host: str, loopback: bool):
-    from hitl_tui.serve_cli import listens_on_loopback
+    from hitl_tui.cli.serve import listens_on_loopback
 
     assert listens_on_loopback(host) is loopback
 

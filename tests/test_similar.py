@@ -1,5 +1,6 @@
-"""Similar questions (`hitl_tui.similar`): the definition, its measured threshold, the answer
-index over the real journal (asked again, asked before), and `hitl list`'s asked_again."""
+"""Similar questions (`hitl_tui.loops.similarity`): the definition, its measured threshold,
+the answer index over the real journal (asked again, asked before),
+and `hitl list`'s asked_again."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import cli, journal, journalstore
-from hitl_tui.inbox import Inbox
-from hitl_tui.similar import (
+from hitl_tui import journal
+from hitl_tui.cli import commands as cli
+from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.journal import store as journalstore
+from hitl_tui.loops.similarity import (
     THRESHOLD,
     WINDOW,
     AnswerIndex,

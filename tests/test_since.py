@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import parsecache
-from hitl_tui.inbox import Inbox
+from hitl_tui.inbox import parsecache
+from hitl_tui.inbox.inbox import Inbox
 from tests.hostile_cases import SHOP, hitl_env, run_hitl
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -164,10 +164,10 @@ def test_a_cached_block_follows_the_memory(tmp_path: Path, monkeypatch: pytest.M
 async def test_the_app_shows_the_same_ids_and_ages_as_list(tmp_path: Path) -> None:
     """The app's rows: the ids `hitl list` printed, and the age it remembered after a touch."""
     from hitl_tui.config import Config
+    from hitl_tui.inbox.workspace import Workspace
     from hitl_tui.timefmt import age
     from hitl_tui.tui.app import HitlApp
     from hitl_tui.tui.widgets import BlockList
-    from hitl_tui.workspace import Workspace
 
     root = tmp_path / "loops"
     blocked = _loopkit(root / "team-a" / "svc-one", 3 * DAY) / "BLOCKED.md"
@@ -267,7 +267,7 @@ def _ids(done) -> set[str]:
 
 
 def test_a_remote_block_from_a_clock_ahead_is_never_later_than_its_arrival(tmp_path) -> None:
-    from hitl_tui.workspace import Workspace
+    from hitl_tui.inbox.workspace import Workspace
 
     shop = _loopkit(tmp_path / "shop", 3600)
     inbox = Inbox(Workspace.discover([shop]))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui.snoozebook import SnoozeBook, until_for
+from hitl_tui.state.snoozes import SnoozeBook, until_for
 from tests.test_view import task
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

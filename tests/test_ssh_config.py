@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import wire
 from hitl_tui.config import load_config
 from hitl_tui.model import UsageError
-from hitl_tui.sources import ssh
+from hitl_tui.sources.ssh import backend as ssh
+from hitl_tui.sources.ssh import wire
 
 
 def _config(tmp_path: Path, body: str) -> Path:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from textual.widgets import Static, TextArea
 
-from hitl_tui.inbox import Delta, key_of
+from hitl_tui.inbox.inbox import Delta, key_of
 from hitl_tui.model import Block
-from hitl_tui.sources.loopkit import LoopkitSource
+from hitl_tui.sources.loopkit.source import LoopkitSource
 from hitl_tui.tui.screens import HelpScreen, PreviewScreen, TextAnswerScreen
 from hitl_tui.tui.widgets import BlockList
 from tests.support import until

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from textual.widgets import TextArea
 
-from hitl_tui.inbox import Delta
+from hitl_tui.inbox.inbox import Delta
 from hitl_tui.tui.screens import HelpScreen, HistoryScreen, PreviewScreen, TextAnswerScreen
 from hitl_tui.tui.widgets import BlockList
 from tests.support.pilot import select, settle
@@ -155,7 +155,7 @@ async def test_an_unedited_decision_writes_the_generated_text_byte_for_byte(tmp_
     """The box shows the decision made printable; left as shown, it is no override: PROMPT.md
     gets the generated decision exactly as `hitl answer --choice A` would write it."""
     from hitl_tui.model import Answer
-    from hitl_tui.sources.loopkit import LoopkitSource
+    from hitl_tui.sources.loopkit.source import LoopkitSource
     from tests.tui_support import NOW
 
     root = storm_workspace(tmp_path / "loops")

@@ -9,12 +9,12 @@ import pytest
 from textual.widgets import TextArea
 
 from hitl_tui.config import Config
-from hitl_tui.inbox import Inbox
-from hitl_tui.registry import remote_sources
+from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.inbox.workspace import Workspace
+from hitl_tui.sources.registry import remote_sources
 from hitl_tui.tui.app import HitlApp
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen
 from hitl_tui.tui.widgets import BlockList
-from hitl_tui.workspace import Workspace
 from tests.github_fake import CREDENTIALS_NOTE as NOTE
 from tests.github_fake import TOKEN, FakeGithub
 from tests.hostile_servers import SlowLoris

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui.inbox import Delta
+from hitl_tui.inbox.inbox import Delta
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen
 from hitl_tui.tui.widgets import BlockList
 from tests.hostile_cases import CASES, Case

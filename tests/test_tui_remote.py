@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from hitl_tui.config import load_config
-from hitl_tui.inbox import Inbox
-from hitl_tui.sources.ssh import SshBackend
+from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.inbox.workspace import Workspace
+from hitl_tui.sources.ssh.backend import SshBackend
 from hitl_tui.tui.app import HitlApp
 from hitl_tui.tui.widgets import BlockList
-from hitl_tui.workspace import Workspace
 from tests.sshd import Sshd
 from tests.support import until
 from tests.test_remote_ssh import QUESTION, blocked, loop_repo, write_config
@@ -137,7 +137,7 @@ async def test_an_answer_left_not_known_by_the_last_app_is_told_by_this_one(
 
     from hitl_tui import journal
     from hitl_tui.model import Answer, Plan
-    from hitl_tui.sources.ssh import Pending, answer_words
+    from hitl_tui.sources.ssh.backend import Pending, answer_words
 
     config, loops = write_config(tmp_path, sshd)
     shop = loop_repo(loops)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import TextArea
 
-from hitl_tui.inbox import Delta
-from hitl_tui.sources.loopkit import LoopkitSource
+from hitl_tui.inbox.inbox import Delta
+from hitl_tui.sources.loopkit.source import LoopkitSource
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen
 from hitl_tui.tui.widgets import BlockList
 from tests.support.pilot import arrive, select, settle

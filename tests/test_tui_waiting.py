@@ -27,10 +27,10 @@ def loops(tmp_path: Path) -> Path:
 
 def _app(root: Path, calls: Path, within: timedelta = timedelta(minutes=10)):
     from hitl_tui.config import Config
-    from hitl_tui.inbox import Inbox
-    from hitl_tui.loops import Loop
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.loops.commands import Loop
     from hitl_tui.tui.app import HitlApp
-    from hitl_tui.workspace import Workspace
+    from hitl_tui.inbox.workspace import Workspace
     from tests.test_loops import RECORDER
 
     loop = Loop(
@@ -176,12 +176,12 @@ async def test_a_restart_that_exits_127_is_restart_failed_until_R_restarts_it(
     import os
 
     from hitl_tui.config import Config
-    from hitl_tui.inbox import Inbox
-    from hitl_tui.loops import Loop
-    from hitl_tui.resume import ResumeBook
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.loops.commands import Loop
+    from hitl_tui.loops.resume import ResumeBook
     from hitl_tui.tui.app import HitlApp
     from hitl_tui.tui.widgets import BlockList
-    from hitl_tui.workspace import Workspace
+    from hitl_tui.inbox.workspace import Workspace
     from tests.support.pilot import preview_of
     from tests.tui_support import SIZE
 
@@ -232,10 +232,10 @@ async def test_a_restart_program_not_on_path_warns_and_its_answer_is_restart_fai
     """A [[loop]] restart naming a program that is not on PATH: the app warns as it starts
     (a toast, the header's count), and the answer's row says `restart failed (not found)`."""
     from hitl_tui.config import Config
-    from hitl_tui.inbox import Inbox
-    from hitl_tui.loops import Loop
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.loops.commands import Loop
     from hitl_tui.tui.app import HitlApp
-    from hitl_tui.workspace import Workspace
+    from hitl_tui.inbox.workspace import Workspace
     from tests.support.pilot import preview_of
     from tests.tui_support import SIZE
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from textual.widgets import Static
 
-from hitl_tui.inbox import Inbox
+from hitl_tui.inbox.inbox import Inbox
 from tests.tui_support import SIZE, make_app
 
 
@@ -50,7 +50,7 @@ async def test_an_answer_whose_writer_raises_is_reported_and_the_app_runs_on(
     def broken(plan):
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr("hitl_tui.apply.apply_plan", broken)
+    monkeypatch.setattr("hitl_tui.answers.apply.apply_plan", broken)
     root = demo_workspace(tmp_path)
     before = (root / "shop" / "BLOCKED.md").read_bytes()
     app = make_app([root])

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui.inbox import Inbox
+from hitl_tui.inbox.inbox import Inbox
 from tests.hostile_cases import DRIVER, Run, hitl_env
 
 BAD = b"caf\xe9-shop"

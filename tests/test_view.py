@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from hitl_tui.inbox import Delta
-from hitl_tui.view import RowOrder, key_of, ordered, row_of
+from hitl_tui.inbox.inbox import Delta
+from hitl_tui.inbox.view import RowOrder, key_of, ordered, row_of
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -88,7 +88,7 @@ FLEET = [
 
 
 def shown(text: str = "", **spec) -> list[str]:
-    from hitl_tui.view import ViewSpec, listed
+    from hitl_tui.inbox.view import ViewSpec, listed
 
     return [b.id for b in listed(FLEET, ViewSpec(**spec).with_query(text), now=NOW)]
 
@@ -124,7 +124,7 @@ def test_age_bounds() -> None:
 
 
 def test_incomplete_or_unknown_terms_are_reported() -> None:
-    from hitl_tui.query import Query
+    from hitl_tui.inbox.query import Query
 
     typing = Query.parse("ruff age:>")
     assert len(typing.terms) == 1 and "age: wants a duration" in typing.problems[0]
@@ -144,7 +144,7 @@ def test_orders() -> None:
 
 
 def test_groups_by_repo_fold_and_count() -> None:
-    from hitl_tui.view import Group, RowOrder, ViewSpec
+    from hitl_tui.inbox.view import Group, RowOrder, ViewSpec
 
     rows = RowOrder(FLEET, ViewSpec(group="repo"), now=NOW)
     drawn = [r if isinstance(r, Group) else rows.blocks[r].id for r in rows.rows()]
@@ -162,7 +162,7 @@ def test_groups_by_repo_fold_and_count() -> None:
 
 
 def test_a_filter_keeps_new_blocks_out_and_counts_them() -> None:
-    from hitl_tui.view import RowOrder, ViewSpec
+    from hitl_tui.inbox.view import RowOrder, ViewSpec
 
     rows = RowOrder(FLEET, ViewSpec().with_query("repo:payments"), now=NOW)
     assert ids(rows) == ["pay-1", "pay-2"] and rows.counts == (2, 4)
@@ -184,7 +184,7 @@ def test_a_filter_keeps_new_blocks_out_and_counts_them() -> None:
 
 
 def test_the_snoozed_side() -> None:
-    from hitl_tui.view import RowOrder, Snoozed, ViewSpec
+    from hitl_tui.inbox.view import RowOrder, Snoozed, ViewSpec
 
     class Aside(Snoozed):
         def snoozed(self, block, now):
@@ -207,7 +207,7 @@ def test_next_where_wraps_around() -> None:
 
 
 def test_urgency_follows_the_sla() -> None:
-    from hitl_tui.view import urgency
+    from hitl_tui.inbox.view import urgency
 
     warn, alert = timedelta(minutes=15), timedelta(hours=1)
     b = block("a", 0)
@@ -217,7 +217,7 @@ def test_urgency_follows_the_sla() -> None:
 
 
 def test_a_clock_says_what_now_is_when_no_time_is_given() -> None:
-    from hitl_tui.view import RowOrder, Snoozed, ViewSpec
+    from hitl_tui.inbox.view import RowOrder, Snoozed, ViewSpec
 
     seen = []
 
@@ -238,8 +238,8 @@ def test_a_clock_says_what_now_is_when_no_time_is_given() -> None:
 def test_typing_on_filters_what_is_listed_and_lists_what_a_full_pass_would() -> None:
     """A keystroke that only narrows (a longer word, one more word) filters the rows already
     listed; every prefix of these queries lists exactly what a fresh pass lists."""
-    from hitl_tui.query import Query
-    from hitl_tui.view import RowOrder, ViewSpec
+    from hitl_tui.inbox.query import Query
+    from hitl_tui.inbox.view import RowOrder, ViewSpec
 
     assert Query.parse("ruff lint").narrows(Query.parse("ruff li"))
     assert Query.parse("repo:pay x").narrows(Query.parse("repo:pa"))
@@ -259,7 +259,7 @@ def test_typing_on_filters_what_is_listed_and_lists_what_a_full_pass_would() -> 
 def test_answers_waiting_for_their_loop_come_after_every_block_in_every_order() -> None:
     from dataclasses import replace
 
-    from hitl_tui.view import ORDERS, ViewSpec
+    from hitl_tui.inbox.view import ORDERS, ViewSpec
 
     waiting = replace(block("w", -100), state="waiting", path="waiting:1")
     late = replace(block("x", -200), state="not-resumed", path="waiting:2")
@@ -273,7 +273,7 @@ def test_answers_waiting_for_their_loop_come_after_every_block_in_every_order() 
     assert ids(rows) == ["a", "c", "w"]
     assert ids(RowOrder(blocks, ViewSpec().with_query("state:waiting"))) == ["w"]
     # Grouped by state: its own group, after the blocks.
-    from hitl_tui.view import Group
+    from hitl_tui.inbox.view import Group
 
     grouped = RowOrder(blocks, ViewSpec(group="state"))
     heads = [(r.name, r.count) for r in grouped.rows() if isinstance(r, Group)]

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import watch
-from hitl_tui.diagnostics import InotifyUsage, inotify_usage
-from hitl_tui.inbox import Delta, Inbox
-from hitl_tui.sincebook import SinceBook
-from hitl_tui.watch import watch_inbox
-from hitl_tui.workspace import Workspace
+from hitl_tui.inbox import watch
+from hitl_tui.inbox.diagnostics import InotifyUsage, inotify_usage
+from hitl_tui.inbox.inbox import Delta, Inbox
+from hitl_tui.inbox.watch import watch_inbox
+from hitl_tui.inbox.workspace import Workspace
+from hitl_tui.state.since import SinceBook
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or inotify_usage() is None,

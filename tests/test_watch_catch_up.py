@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui import inbox as inbox_module
-from hitl_tui import watch
-from hitl_tui.inbox import Inbox, default_workers
-from hitl_tui.watch import watch_inbox
-from hitl_tui.workspace import Workspace
+from hitl_tui.inbox import inbox as inbox_module
+from hitl_tui.inbox import watch
+from hitl_tui.inbox.inbox import Inbox, default_workers
+from hitl_tui.inbox.watch import watch_inbox
+from hitl_tui.inbox.workspace import Workspace
 from tests.test_watch import ARRIVAL, BLOCK, Watcher, added, make_repo
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify (Linux)")

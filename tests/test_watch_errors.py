@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from hitl_tui.inbox import Delta, Inbox
-from hitl_tui.sources.loopkit import parse_blocked
-from hitl_tui.watch import watch_inbox
+from hitl_tui.inbox.inbox import Delta, Inbox
+from hitl_tui.inbox.watch import watch_inbox
+from hitl_tui.sources.loopkit.source import parse_blocked
 
 
 class FlakyInbox(Inbox):

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui.inbox import Inbox
+from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.inbox.workspace import Workspace, labels_for
 from hitl_tui.model import UsageError
-from hitl_tui.workspace import Workspace, labels_for
 
 
 def repo(path: Path, marker: str = ".git") -> Path:

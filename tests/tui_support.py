@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from hitl_tui.cli.demo import build_workspace
 from hitl_tui.config import Config
-from hitl_tui.demo import build_workspace
-from hitl_tui.inbox import Inbox
+from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.tui.app import HitlApp
-from hitl_tui.workspace import Workspace
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 SIZE = (120, 40)

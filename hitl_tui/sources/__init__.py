@@ -1,15 +1,9 @@
-"""Block sources: one module per format or backend, each implementing `base.Source`."""
+"""Block sources: one package per file format or remote backend, each implementing
+`base.Source`: `loopkit` (BLOCKED.md), `agenticloop` (task files), `github` (issues),
+`ssh` (a far host's hitl). `agentic_common` is shared by two formats (not a backend);
+`registry` is the one table that names the backends.
 
-from __future__ import annotations
-
-from hitl_tui.sources.base import Source
-
-
-def default_sources() -> list[Source]:
-    """A fresh instance of every local source (they cache per-repo layout); see `registry`."""
-    from hitl_tui.registry import local_sources
-
-    return local_sources()
-
-
-__all__ = ["Source", "default_sources"]
+Layer: sources, above state and the leaf modules, below inbox and journal. The backend
+packages never import each other. This face imports nothing, so that no module below it
+imports its way back up through it.
+"""

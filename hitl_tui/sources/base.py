@@ -8,12 +8,12 @@ test its name or the shape of its paths.
   live in a repository (`watch_dirs`, `block_files`, `claims`, `layout_changed`), parses one
   file (`parse`), and plans an answer as the exact new bytes of files (`plan`), which
   `apply.apply_plan` writes and the journal can undo. It is one module plus one line in
-  `hitl_tui.registry`.
+  `hitl_tui.sources.registry`.
 - A **remote backend** (GitHub issues; another machine later) reads a config table
   (`config_key`, validated once at load by `from_config`), lists its blocks by polling
   (`read_into` for a command, `watch` for the app), reads one block a command names
   (`owns`, `read`), plans an answer as requests (`plan`) and sends them (`send`). It is one
-  module plus one line in `hitl_tui.registry`: nothing else names it.
+  module plus one line in `hitl_tui.sources.registry`: nothing else names it.
 """
 
 from __future__ import annotations

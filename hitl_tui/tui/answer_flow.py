@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from hitl_tui.answering import plan_answer, source_for
-from hitl_tui.inbox import Inbox, key_of
+from hitl_tui.answers.service import plan_answer, source_for
+from hitl_tui.inbox.inbox import Inbox, key_of
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan
 from hitl_tui.textio import printable
 from hitl_tui.tui.screens import Preview

@@ -26,16 +26,17 @@ from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
-from hitl_tui import notices, statefile
 from hitl_tui.config import Config
-from hitl_tui.inbox import Delta, Inbox, default_workers, key_of
-from hitl_tui.loops import restart_warnings
+from hitl_tui.inbox.inbox import Delta, Inbox, default_workers, key_of
+from hitl_tui.loops import notices
+from hitl_tui.loops.commands import restart_warnings
+from hitl_tui.loops.resume import NAME as RESUME_FILE
+from hitl_tui.loops.resume import ResumeBook
 from hitl_tui.model import Block, HitlError
-from hitl_tui.resume import NAME as RESUME_FILE
-from hitl_tui.resume import ResumeBook
-from hitl_tui.seenbook import SeenBook
-from hitl_tui.snoozebook import SnoozeBook
 from hitl_tui.sources.base import Source
+from hitl_tui.state import files as statefile
+from hitl_tui.state.seen import SeenBook
+from hitl_tui.state.snoozes import SnoozeBook
 from hitl_tui.textio import printable
 from hitl_tui.tui.asked import Asked
 from hitl_tui.tui.commands import HitlCommands
@@ -204,7 +205,7 @@ class HitlApp(App[int]):
 
     @work(exclusive=True, group="watch", exit_on_error=False, description="run_watcher")
     async def run_watcher(self) -> None:
-        from hitl_tui.watch import watch_inbox
+        from hitl_tui.inbox.watch import watch_inbox
 
         while not self.stop_event.is_set():
             try:

@@ -26,8 +26,8 @@ from textual.content import Content
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Static
 
+from hitl_tui.loops.similarity import AnswerIndex, Earlier, journal_stamp, normalise, save_recent
 from hitl_tui.model import Block, Choice
-from hitl_tui.similar import AnswerIndex, Earlier, journal_stamp, normalise, save_recent
 from hitl_tui.textio import printable
 from hitl_tui.timefmt import age
 from hitl_tui.tui.answer_flow import text_box

@@ -32,10 +32,12 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
-from hitl_tui import notices
-from hitl_tui.answering import apply_answer, source_for
-from hitl_tui.inbox import Delta, Inbox, key_of
-from hitl_tui.loops import (
+from hitl_tui.answers.service import apply_answer, source_for
+from hitl_tui.inbox.inbox import Delta, Inbox, key_of
+from hitl_tui.inbox.view import GROUP_OF, ORDER_NAMES, ORDERS, RowOrder, ViewSpec, row_of
+from hitl_tui.journal.undo import LoopActed
+from hitl_tui.loops import notices
+from hitl_tui.loops.commands import (
     ControlInValue,
     Loop,
     Ran,
@@ -47,11 +49,11 @@ from hitl_tui.loops import (
     shown,
     values_for,
 )
+from hitl_tui.loops.resume import key_of as resume_key
+from hitl_tui.loops.resume import row_path
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
-from hitl_tui.resume import key_of as resume_key
-from hitl_tui.resume import row_path
-from hitl_tui.seenbook import SeenBook
-from hitl_tui.snoozebook import SnoozeBook
+from hitl_tui.state.seen import SeenBook
+from hitl_tui.state.snoozes import SnoozeBook
 from hitl_tui.textio import printable
 from hitl_tui.tui.answer_flow import Drafts, preview_of, text_box
 from hitl_tui.tui.bindings import bindings
@@ -70,8 +72,6 @@ from hitl_tui.tui.snooze_screen import CHOICES, DURATIONS, SnoozeScreen, until_o
 from hitl_tui.tui.undo_flow import AsksBeforeUndo
 from hitl_tui.tui.waiting import rows_delta, waiting_of
 from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader, Clock, row_key
-from hitl_tui.undo import LoopActed
-from hitl_tui.view import GROUP_OF, ORDER_NAMES, ORDERS, RowOrder, ViewSpec, row_of
 
 READING = "hitl · reading repositories…"
 
@@ -1182,8 +1182,8 @@ class InboxScreen(AsksBeforeUndo, Screen):
 
     @work(thread=True, group="apply", exit_on_error=False, description="_find_undo")
     def _find_undo(self, block: Block | None) -> None:
-        from hitl_tui import statefile
-        from hitl_tui.answering import undo_target
+        from hitl_tui.answers.service import undo_target
+        from hitl_tui.state import files as statefile
 
         record = waiting_of(block)
         remotes = self.inbox.remotes
@@ -1210,7 +1210,7 @@ class InboxScreen(AsksBeforeUndo, Screen):
     @work(thread=True, group="apply", exit_on_error=False, description="_undo")
     def _undo(self, entry, force: bool) -> None:
         from hitl_tui import journal
-        from hitl_tui.answering import undo_answer
+        from hitl_tui.answers.service import undo_answer
 
         try:
             message = undo_answer(entry.id, self.operator, self.inbox.remotes, force=force)

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from textual.message import Message
 
-from hitl_tui.inbox import Delta
-from hitl_tui.loops import Ran
+from hitl_tui.inbox.inbox import Delta
+from hitl_tui.loops.commands import Ran
 from hitl_tui.model import Block, Plan
 
 

@@ -24,10 +24,10 @@ from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Button, DataTable, Footer, Input, Label, Static, TextArea
 
-from hitl_tui.inbox import Delta, Inbox
+from hitl_tui.inbox.inbox import Delta, Inbox
 from hitl_tui.journal import Entry
+from hitl_tui.loops.resume import loop_states, loop_word, row_path
 from hitl_tui.model import Block, HitlError, Plan
-from hitl_tui.resume import loop_states, loop_word, row_path
 from hitl_tui.textio import printable
 from hitl_tui.tui.bindings import bindings, help_text
 from hitl_tui.tui.messages import Refused
@@ -680,7 +680,7 @@ class HistoryScreen(AsksBeforeUndo, ModalScreen[None]):
     @work(thread=True, group="apply", exit_on_error=False, description="_find_undo")
     def _find_undo(self, entry: Entry) -> None:
         """What `hitl undo ID` would do with the highlighted answer, asked first (undo_flow)."""
-        from hitl_tui.answering import undo_target
+        from hitl_tui.answers.service import undo_target
 
         try:
             found = undo_target(entry.id, remotes=self.remotes)
@@ -701,8 +701,8 @@ class HistoryScreen(AsksBeforeUndo, ModalScreen[None]):
         """`hitl undo ID [--force]` for the highlighted answer, then the block it put back
         re-read."""
         from hitl_tui import journal
-        from hitl_tui.answering import undo_answer
-        from hitl_tui.undo import LoopActed
+        from hitl_tui.answers.service import undo_answer
+        from hitl_tui.journal.undo import LoopActed
 
         try:
             message = undo_answer(entry.id, self.operator or "operator", self.remotes, force)

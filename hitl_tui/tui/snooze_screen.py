@@ -17,7 +17,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from hitl_tui.model import Block
-from hitl_tui.snoozebook import until_for
+from hitl_tui.state.snoozes import until_for
 from hitl_tui.textio import printable
 from hitl_tui.tui.bindings import bindings
 

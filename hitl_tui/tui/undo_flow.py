@@ -28,7 +28,7 @@ from hitl_tui.tui.bindings import bindings
 
 if TYPE_CHECKING:
     from hitl_tui.journal import Entry
-    from hitl_tui.undo import Target
+    from hitl_tui.journal.undo import Target
 
 
 def question(target: Target, highlighted: str | None = None) -> str:

@@ -18,10 +18,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from hitl_tui.inbox import Delta, key_of
+from hitl_tui.inbox.inbox import Delta, key_of
+from hitl_tui.inbox.view import row_of
+from hitl_tui.loops.resume import Waiting
 from hitl_tui.model import Block
-from hitl_tui.resume import Waiting
-from hitl_tui.view import row_of
 
 #: What the state column and the detail call each state of a record.
 STATE_WORDS = {

@@ -9,8 +9,8 @@ from rich.console import Console
 from textual.content import Content
 from textual.widgets import Static
 
-from hitl_tui.inbox import Delta
-from hitl_tui.sources.loopkit import LoopkitSource
+from hitl_tui.inbox.inbox import Delta
+from hitl_tui.sources.loopkit.source import LoopkitSource
 from hitl_tui.tui.screens import PreviewScreen
 from hitl_tui.tui.widgets import BlockList
 from tests.support import until

@@ -1,0 +1,300 @@
+"""`hitl demo`: a throw-away workspace of sample repos, and a simulated agent that blocks later.
+
+Everything is written inside one temp folder, which is removed on exit (unless --keep): the
+sample repos (`repos/`) and the demo's own state folder (`state/`: journal, locks). The
+samples show the variants of FORMATS.md §1.2 a real inbox meets: the canonical shape, lower-case
+headings with CRLF and numbered choices, a file with no sections at all, agent text full of
+markup that must show literally, and agenticloop task files when that source is installed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+SHOP_BLOCKED = """\
+# Blocked
+
+## Question:
+Should deleting a workspace also delete its archived invoices, or keep them for 7 years?
+
+## Context:
+Feature: "delete workspace" (IMPLEMENTATION_PLAN.md, step 3).
+File: src/workspaces/delete.ts; last commit a1b2c3d "feat(workspaces): soft-delete flag".
+PROMPT.md says "delete removes all workspace data" but the billing module's
+retention note requires invoices to survive 7 years.
+
+## Attempted:
+- Searched PROMPT.md, AGENTS.md and the last 3 commits for a retention rule: none found.
+- Drafted a cascade delete: /verify rejected it as a silent decision.
+- Drafted keep-invoices: /verify rejected it as off-spec.
+
+## Choices:
+- A) Cascade delete everything — simplest; breaks the invoice retention promise.
+- B) Keep invoices, detach them from the workspace — needs a migration adding owner_id.
+- C) Block deletion while invoices exist — no data loss; users must contact support.
+"""
+
+SHOP_PROMPT = """\
+# PROMPT.md
+
+## Goal
+Workspace owners can delete a workspace from Settings in one confirmed step.
+
+## Done when
+- `npm test -- workspaces` is green.
+- Deleting a workspace removes members, projects and files.
+
+## Never touch
+- `src/billing/export/**`
+
+## Stop if
+- More than 8 files outside `src/workspaces/` change.
+"""
+
+SHOP_PLAN = """\
+STATUS: in-progress
+
+# Implementation plan
+
+## Steps
+- [x] 1. Soft-delete flag on workspaces (a1b2c3d)
+- [x] 2. Settings button and confirm dialog (d4e5f6a)
+- [ ] 3. Delete cascade and invoice handling
+- [ ] 4. Audit log entry
+
+## Notes for the next session
+- 2026-11-28: /verify failed twice on step 3; escalated instead of a third try.
+"""
+
+API_BLOCKED = (
+    "### question\r\n"
+    "Rate-limit the public API per API key or per IP address?\r\n"
+    "### context\r\n"
+    "src/middleware/ratelimit.ts, step 5 of the plan. PROMPT.md says 'protect the API' only.\r\n"
+    "Keys are shared by whole teams; IPs are shared behind corporate NATs.\r\n"
+    "### what I tried\r\n"
+    "* Read AGENTS.md and docs/api.md: no rule.\r\n"
+    "* Per-key limit: load test starved a 40-person team.\r\n"
+    "### options\r\n"
+    "1) Per API key -- fair per customer; big teams hit the limit together.\r\n"
+    "2) Per IP address -- simple; NATed offices share one budget.\r\n"
+    "3) Both, the stricter wins -- most robust; two counters in Redis.\r\n"
+)
+
+DOCS_BLOCKED = """\
+I cannot tell whether the changelog for 2.0 should be written for end users or for
+integrators. The release notes template has both audiences and PROMPT.md does not say.
+Which one should I write for?
+"""
+
+MOBILE_BLOCKED = """\
+# Blocked: push notifications
+
+## Question
+Ship the [b]bold[/b] "[@click=app.quit]Quit[/]" banner text literally, or strip the brackets?
+
+## Context
+The designer's copy contains square brackets: [red]urgent[/red] and [/x].
+An agent must never be able to style or click anything in the operator's terminal.
+
+## Attempted
+- Rendered it in the app: the brackets are shown as text (good).
+
+## Choices
+- A) Keep the brackets — the copy is shown exactly as written.
+- B) Strip them — cleaner, but the copy changes.
+
+## Notes from the agent
+This section is not one of the four; hitl keeps it and shows it under "More".
+"""
+
+INFRA_BLOCKED = """\
+# Blocked
+
+## Question:
+May I rotate the staging database password now, which logs out every staging session?
+
+## Context:
+Task: rotate leaked credentials (IMPLEMENTATION_PLAN.md step 2).
+The old password appeared in a CI log on 2026-11-28.
+
+## Attempted:
+- Rotated the API keys: done, no downtime.
+- Looked for a maintenance window in AGENTS.md: none defined.
+
+## Choices:
+- A) Rotate now — staging users are logged out for a minute.
+- B) Rotate tonight at 02:00 UTC — the leaked password stays valid until then.
+"""
+
+BILLING_PROJECT = """\
+---
+task_backend: files
+task_file_template: .agenticloop/tasks/{taskId}.md
+---
+
+# Project map
+
+Billing service. Tasks live in `.agenticloop/tasks/`.
+"""
+
+BILLING_T007 = """\
+---
+task_id: T-007
+status: blocked
+block_category: contract
+backend: files
+type: change-request
+# Minimalism discipline: none | lite | full | ultra.
+minimalism: none
+attempt_budget: 3
+allowed_paths: ["src/storage/", "test/storage.test.js", "docs/architecture.md"]
+---
+
+# T-007 - Switch session storage from SQLite to Postgres
+
+## Task
+Replace the SQLite session store with a Postgres-backed store behind the existing SessionStore \
+interface.
+
+## Scope
+- Add `src/storage/postgres.js` implementing SessionStore.
+
+## Comments
+- 2026-11-27: Blocked (contract): change-request approval gate. Checked: docs/architecture.md \
+still locks SQLite; the docs-only update is drafted in commit abc1234. Tried: nothing in code, \
+per the change-request gate. Needed: a human reviews the doc change and approves it. Who can \
+unblock: the project owner. Recommended default: approve, because Postgres already runs in \
+production.
+- 2026-11-26: Task created from the storage plan.
+"""
+
+BILLING_T012 = """\
+---
+task_id: T-012
+status: needs_context
+backend: files
+attempt_budget: 3
+allowed_paths: ["src/invoices/"]
+---
+
+# T-012 - Round invoice totals per line or per invoice
+
+## Task
+Make invoice rounding match the accounting export.
+
+## Comments
+- 2026-11-28: needs_context (context_reason: context_overflow). Questions for the maintainer:
+  1. Should rounding happen per line or on the invoice total? Checked: the export rounds per \
+line, the PDF per total. Recommended: per line, to match the export. Who: maintainer.
+  2. Which rounding mode for halves? Checked: no config key exists. Missing evidence: the \
+accountant's rule. Who: project owner.
+"""
+
+BILLING_T003 = """\
+---
+task_id: T-003
+status: in-progress
+backend: files
+---
+
+# T-003 - Add VAT number to customer profile
+
+## Task
+Store and validate the VAT number on the customer profile.
+
+## Comments
+- 2026-11-25: Started.
+"""
+
+#: repo -> {relative path: (text, age in minutes)}
+SAMPLES: dict[str, dict[str, tuple[str, int]]] = {
+    "shop": {
+        "BLOCKED.md": (SHOP_BLOCKED, 190),
+        "PROMPT.md": (SHOP_PROMPT, 3000),
+        "IMPLEMENTATION_PLAN.md": (SHOP_PLAN, 200),
+    },
+    "mobile": {"BLOCKED.md": (MOBILE_BLOCKED, 125), "PROMPT.md": ("# PROMPT.md\n", 4000)},
+    "api": {"BLOCKED.md": (API_BLOCKED, 48)},
+    "docs": {"BLOCKED.md": (DOCS_BLOCKED, 17)},
+    "billing": {
+        ".agenticloop/project.md": (BILLING_PROJECT, 9000),
+        ".agenticloop/tasks/T-007.md": (BILLING_T007, 1500),
+        ".agenticloop/tasks/T-012.md": (BILLING_T012, 400),
+        ".agenticloop/tasks/T-003.md": (BILLING_T003, 5000),
+    },
+    "infra": {"PROMPT.md": ("# PROMPT.md\n\n## Goal\nRotate leaked credentials.\n", 600)},
+    "web": {"PROMPT.md": ("# PROMPT.md\n\n## Goal\nA faster landing page.\n", 600)},
+}
+
+
+def build_workspace(root: Path, now: float | None = None) -> list[Path]:
+    """Write the sample repos under `root` (each with a `.git` folder); returns them."""
+    now = time.time() if now is None else now
+    repos = []
+    for name, files in SAMPLES.items():
+        repo = root / name
+        (repo / ".git").mkdir(parents=True, exist_ok=True)
+        for rel, (text, minutes) in files.items():
+            path = repo / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(text.encode("utf-8"))
+            stamp = now - minutes * 60
+            os.utime(path, (stamp, stamp))
+        repos.append(repo)
+    return repos
+
+
+def simulated_agent(repo: Path, delay: float, stop: threading.Event) -> None:
+    """After `delay` seconds, block like a loopkit agent: write BLOCKED.md atomically."""
+    if stop.wait(delay):
+        return
+    from hitl_tui.fsio import atomic_write
+
+    atomic_write(repo / "BLOCKED.md", INFRA_BLOCKED.encode("utf-8"))
+
+
+def run_demo(keep: bool = False, agent_delay: float = 5.0, notices: list[str] | None = None) -> int:
+    """The app on sample repos in a temp folder, which also holds the demo's own state folder.
+
+    The demo's answers, their journal, the locks and `u`/`h` use `<temp>/state`, never the
+    operator's state folder (`HITL_STATE_DIR` is pointed there for the run and put back), so
+    `hitl history` and the first `u` of the next real run know nothing of the demo.
+    """
+    from hitl_tui.config import load_config
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.workspace import Workspace
+
+    base = Path(tempfile.mkdtemp(prefix="hitl-demo-"))
+    root = base / "repos"
+    stop = threading.Event()
+    operator_state = os.environ.get("HITL_STATE_DIR")
+    os.environ["HITL_STATE_DIR"] = str(base / "state")
+    try:
+        build_workspace(root)
+        config = load_config(None)
+        inbox = Inbox(Workspace.discover([root]))
+        if agent_delay > 0:
+            threading.Thread(
+                target=simulated_agent, args=(root / "infra", agent_delay, stop), daemon=True
+            ).start()
+        from hitl_tui.tui.app import HitlApp
+
+        app = HitlApp(inbox, config=config, notices=notices)
+        app.run()
+        return app.return_code or 0
+    finally:
+        stop.set()
+        if operator_state is None:
+            os.environ.pop("HITL_STATE_DIR", None)
+        else:
+            os.environ["HITL_STATE_DIR"] = operator_state
+        if keep:
+            print(f"hitl demo: the workspace is kept in {base}")
+        else:
+            shutil.rmtree(base, ignore_errors=True)

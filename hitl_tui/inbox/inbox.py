@@ -1,0 +1,894 @@
+"""The live set of open blocks across every repository, updated one file at a time.
+
+A full scan happens once at start (reporting its blocks in batches as it goes, `on_batch`, so
+that the app lists them as they come). After that, each file event re-reads only the file it names
+(or, for a layout change such as a new task folder, only that repository's source), and the
+result is a Delta the UI applies without rebuilding its list.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from hitl_tui.inbox.parsecache import ParseCache, gc_paused
+from hitl_tui.inbox.view import Key, key_of, ordered
+from hitl_tui.inbox.workspace import Workspace
+from hitl_tui.model import Block, HitlError, StaleError, UsageError
+from hitl_tui.sources.base import Source
+from hitl_tui.sources.registry import default_sources
+from hitl_tui.state.since import SinceBook, key_for
+from hitl_tui.textio import printable
+
+#: Seconds a file's mtime or ctime is taken back when compared with the clock (a file system's
+#: time granularity, a network file system's clock a little behind, an event read late).
+SLACK = 2.0
+
+#: Below this many repositories a scan is quicker in-process than starting workers.
+PARALLEL_MIN_REPOS = 64
+MAX_WORKERS = 4
+
+#: What a scan reports as it goes (`Inbox.scan(on_batch=...)`): the blocks found since the last
+#: report, the repositories read so far, and how many there are.
+OnBatch = Callable[[list[Block], int, int], None]
+
+#: Repositories the app reads itself, at once, while its scan workers start (a Python each):
+#: their blocks are the first rows drawn.
+HEAD_REPOS = 16
+
+#: Seconds between a scan's reports: the first soon (the app paints its first rows), then
+#: doubling up to BATCH_MAX (each report costs the app a pass over its rows).
+BATCH_FIRST = 0.03
+BATCH_MAX = 0.25
+
+
+class Batches:
+    """The blocks a scan found, handed to `on_batch` every so often (never more often than
+    BATCH_FIRST, doubling up to BATCH_MAX seconds), and once more at the end (`flush`)."""
+
+    def __init__(self, on_batch: OnBatch | None, total: int) -> None:
+        self.on_batch = on_batch
+        self.total = total
+        self.pending: list[Block] = []
+        self.wait = BATCH_FIRST
+        self.last = time.monotonic()
+
+    def add(self, blocks: list[Block], done: int) -> None:
+        if self.on_batch is None:
+            return
+        self.pending.extend(blocks)
+        if time.monotonic() - self.last >= self.wait:
+            self.flush(done)
+            self.wait = min(self.wait * 2, BATCH_MAX)
+
+    def flush(self, done: int) -> None:
+        """Report what is pending (an empty batch too: the last one says the scan is over)."""
+        if self.on_batch is None:
+            return
+        pending, self.pending = self.pending, []
+        self.on_batch(pending, done, self.total)
+        self.last = time.monotonic()
+
+
+def default_workers() -> int:
+    """Scan workers for the app: one per core available to this process, at most MAX_WORKERS."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return min(cores, MAX_WORKERS)
+
+
+def _locked(method):
+    """Run an Inbox method under its lock: the watcher, an answer and the GitHub poller update
+    the inbox from different threads."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+@dataclass
+class Delta:
+    """What one batch of file events changed in the inbox."""
+
+    added: list[Block] = field(default_factory=list)
+    changed: list[Block] = field(default_factory=list)
+    removed: list[Key] = field(default_factory=list)
+    #: The set of folders to watch changed (new repo, new task folder, ...).
+    rewatch: bool = False
+    #: Answers waiting for their loop whose state changed (`resume.Waiting`: resumed, ...).
+    waiting: list = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.changed or self.removed or self.rewatch or self.waiting)
+
+    def merge(self, other: Delta) -> Delta:
+        """This delta followed by `other` (what a later look at the files changed)."""
+        self.added += other.added
+        self.changed += other.changed
+        self.removed += other.removed
+        self.rewatch = self.rewatch or other.rewatch
+        self.waiting += other.waiting
+        return self
+
+
+class Inbox:
+    """Every open block under a Workspace, keyed by (source, file)."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        sources: list[Source] | None = None,
+        cache: ParseCache | None = None,
+        since: SinceBook | None = None,
+    ) -> None:
+        self.workspace = workspace
+        #: When each block was first seen (`sincebook`); None: a file's mtime stands in.
+        self.book = since
+        #: Parsed blocks kept between runs (`parsecache`); None parses every file.
+        self.cache = cache
+        self.sources: list[Source] = sources if sources is not None else default_sources()
+        #: Worker processes can rebuild default sources, not ones a caller passed in.
+        self._default_sources = sources is None
+        self.lock = threading.RLock()
+        #: When the last full scan began (the watcher's catch-up compares mtimes with it).
+        self.scanned_at = 0.0
+        self.blocks: dict[Key, Block] = {}
+        self.labels: dict[Path, str] = {}
+        self._by_repo: dict[Path, set[Key]] = {}
+        #: Watched folder -> its repository; built when first needed (a CLI run never does).
+        self._dir_owner: dict[Path, Path] | None = None
+        #: The remote backends (GitHub, ...; see `use_remotes`): their blocks come in through
+        #: `replace_remote`, and answering finds their planner here like the local ones'.
+        self.remotes: list[Source] = []
+        #: Blocks of remote sources (GitHub), by (source, scope); kept across local rescans.
+        self._remote: dict[tuple[str, str], set[Key]] = {}
+        #: When this inbox first had each remote block (its `since` is never later).
+        self._remote_seen: dict[Key, datetime] = {}
+        #: What a source could not read in a repository's configuration (a project.md it
+        #: cannot parse, ...), by (repo, source name): warnings, never blocks.
+        self._warnings: dict[tuple[Path, str], tuple[str, ...]] = {}
+        #: What the config says that will not work here (a `[[loop]]` restart's program not
+        #: found: `loops.restart_warnings`), listed first among the warnings.
+        self.config_warnings: list[str] = []
+        #: The answers watched until their loop resumes (`resume.ResumeBook`; None: not
+        #: watched), and the `[[loop]]`s whose resume_within they wait (`use_resumes`).
+        self.resumes = None
+        self.loops: tuple = ()
+
+    @classmethod
+    def open(
+        cls, paths: list[Path], sources: list[Source] | None = None, cached: bool = False
+    ) -> Inbox:
+        """The inbox of `paths`, scanned; `cached` uses and updates the operator's parse cache."""
+        workspace = Workspace.discover(paths)
+        cache = ParseCache.for_workspace(workspace.paths) if cached else None
+        inbox = cls(workspace, sources, cache, SinceBook.for_state() if cached else None)
+        inbox.scan()
+        inbox.save_cache()
+        return inbox
+
+    @classmethod
+    def cached(cls, workspace: Workspace) -> Inbox:
+        """An inbox using the operator's parse cache for this workspace (the CLI's and app's)."""
+        return cls(
+            workspace, cache=ParseCache.for_workspace(workspace.paths), since=SinceBook.for_state()
+        )
+
+    def use_remotes(self, remotes: Iterable[Source]) -> None:
+        """The remote backends of the config (`Config.remotes`), whose blocks this inbox lists."""
+        self.remotes = list(remotes)
+        if self.resumes is not None:
+            self.resumes.sources = [*self.sources, *self.remotes]
+
+    def use_resumes(self, book, loops: Iterable = ()) -> None:
+        """Watch answers for their loops to resume in `book` (a `resume.ResumeBook`): its
+        folders join `watch_dirs`, `handle` reports what changed in `Delta.waiting`, and
+        `answering.apply_answer` notes each answer, for the `resume_within` of `loops`."""
+        self.resumes = book
+        self.loops = tuple(loops)
+        if book is not None:
+            book.sources = [*self.sources, *self.remotes]
+
+    def source_named(self, name: str) -> Source | None:
+        """The source (local or remote) whose blocks carry `name` as their `Block.source`."""
+        return next((s for s in [*self.sources, *self.remotes] if s.name == name), None)
+
+    def save_cache(self) -> None:
+        if self.cache is not None:
+            self.cache.save()
+        if self.book is not None:
+            self.book.save()
+
+    # -- reading -----------------------------------------------------------------------------
+
+    @_locked
+    def scan(self, workers: int = 1, on_batch: OnBatch | None = None) -> None:
+        """Read every repository from scratch.
+
+        With `workers` > 1 (the app asks for one per core) a large workspace is read by worker
+        processes, so that parsing does not hold the interpreter lock the UI thread needs while
+        it draws. A command-line run reads in-process: measured on 2 cores at 1,000 repos, the
+        workers' start-up and unpickling cost more than they save there.
+
+        `on_batch(blocks, repos_read, repos)` is called as the scan goes (from the thread that
+        scans, with the inbox locked): each block found once, as it is in `blocks` at the end
+        unless the scan met it again; the last call has `repos_read == repos`. The app lists
+        the blocks as they come.
+        """
+        with gc_paused():  # see parsecache.gc_paused
+            self._scan(workers, Batches(on_batch, len(self.workspace.repos)))
+
+    def _scan(self, workers: int, batches: Batches | None = None) -> None:
+        batches = batches or Batches(None, 0)
+        self.scanned_at = time.time()
+        remote = {k for keys in self._remote.values() for k in keys}
+        for key in [k for k in self.blocks if k not in remote]:
+            del self.blocks[key]
+        self._by_repo.clear()
+        self._warnings.clear()
+        self.labels = dict(self.workspace.ids)
+        repos = self.workspace.repos
+        cache = self.cache
+        # A warm cache makes the scan mostly stats: workers would cost more than they save.
+        parallel = (
+            self._default_sources
+            and workers > 1
+            and len(repos) >= PARALLEL_MIN_REPOS
+            and (cache is None or cache.cold)
+        )
+        if cache is not None:
+            cache.begin_scan()
+        try:
+            if not (parallel and self._scan_in_processes(repos, workers, batches)):
+                # In-process (or the workers could not run: what they found stays, and is
+                # met again here, so never reported twice).
+                for done, repo in enumerate(repos, 1):
+                    delta = Delta()
+                    for source in self.sources:
+                        self._scan_source(repo, source, delta)
+                    batches.add(delta.added, done)
+        finally:
+            if cache is not None:
+                cache.end_scan()
+        if self.book is not None:
+            seen = {key_for(*k) for k in self.blocks if k not in remote}
+            self.book.prune({os.fsdecode(r) for r in repos}, seen)
+        self._dir_owner = None
+        batches.flush(len(repos))
+
+    def _scan_in_processes(self, repos: list[Path], workers: int, batches: Batches) -> bool:
+        """Read `repos` in `workers` worker processes, their blocks reported as each worker
+        sends them; False if the workers could not run (or failed: the caller reads in-process)."""
+        entries: list = []
+
+        def found(blocks: list[Block], done: int) -> None:
+            dated = []
+            for block in blocks:
+                key = key_of(block)
+                if key in self.blocks:
+                    continue
+                self.blocks[key] = block = self._dated(block)
+                self._by_repo.setdefault(block.repo, set()).add(key)
+                dated.append(block)
+            batches.add(dated, done)
+
+        # The workers take all but the first few repositories, which are read here while
+        # they start: the first rows are drawn without waiting for an interpreter to start.
+        head, rest = repos[:HEAD_REPOS], repos[HEAD_REPOS:]
+
+        def first() -> None:
+            delta = Delta()
+            for repo in head:
+                for source in self.sources:
+                    self._scan_source(repo, source, delta)
+            batches.add(delta.added, len(head))
+            batches.flush(len(head))
+
+        def counted(blocks: list[Block], done: int) -> None:
+            found(blocks, len(head) + done)
+
+        if not _scan_in_processes(rest, self.labels, workers, counted, entries, first):
+            return False
+        if self.cache is not None:
+            self.cache.adopt(entries)
+        for repo in repos:  # the workers read the layouts; their warnings are here
+            for source in self.sources:
+                self._note_warnings(repo, source)
+        return True
+
+    def _dated(self, block: Block) -> Block:
+        """`block` with `since` by the rule of `began` (a parse, cached or not, gives the
+        file's mtime). A file dated in the future (a clock ahead: NFS, a VM; or just wrong)
+        counts from now, when hitl first sees it: never later, or it would never age."""
+        first = min(block.since, datetime.now(UTC))
+        if self.book is not None:
+            first = self.book.first_seen(key_for(block.source, block.path), block.repo, first)
+        since = began(block, first)
+        return block if since == block.since else _with_since(block, since)
+
+    def _scan_source(self, repo: Path, source: Source, delta: Delta) -> None:
+        seen: set[Key] = set()
+        for path in source.block_files(repo):
+            self._refresh(repo, source, path, delta)
+            seen.add((source.name, path))
+        for key in [k for k in self._by_repo.get(repo, ()) if k[0] == source.name]:
+            if key not in seen:
+                self._drop(repo, key, delta)
+        self._note_warnings(repo, source)
+
+    def _note_warnings(self, repo: Path, source: Source) -> None:
+        found = tuple(source.warnings(repo))
+        if found:
+            self._warnings[(repo, source.name)] = found
+        else:
+            self._warnings.pop((repo, source.name), None)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Each configuration problem once: the config's (`config_warnings`), then each
+        repository's, `label: what is wrong; which folder is read`."""
+        with self.lock:
+            return [*self.config_warnings] + [
+                f"{self.labels.get(repo, repo.name)}: {message}"
+                for (repo, _), messages in sorted(self._warnings.items())
+                for message in messages
+            ]
+
+    def _refresh(self, repo: Path, source: Source, path: Path, delta: Delta) -> None:
+        key = (source.name, path)
+        label = self.labels.get(repo) or self.workspace.id_of(repo)
+        try:
+            if self.cache is None:
+                block = source.parse(repo, path, label)
+            else:
+                block = self.cache.parse(source, repo, path, label)
+        except HitlError:
+            block = None
+        old = self.blocks.get(key)
+        if block is None:
+            if old is not None:
+                self._drop(repo, key, delta)
+            elif self.book is not None:
+                self.book.forget(key_for(*key))
+            return
+        self.blocks[key] = block = self._dated(block)
+        self._by_repo.setdefault(repo, set()).add(key)
+        if old is None:
+            delta.added.append(block)
+        elif old.fingerprint != block.fingerprint or old.since != block.since:
+            delta.changed.append(block)
+
+    def _drop(self, repo: Path, key: Key, delta: Delta) -> None:
+        if self.blocks.pop(key, None) is not None:
+            delta.removed.append(key)
+        if self.book is not None:
+            self.book.forget(key_for(*key))
+        self._by_repo.get(repo, set()).discard(key)
+
+    def _owners(self) -> dict[Path, Path]:
+        if self._dir_owner is None:
+            self._index_dirs()
+            assert self._dir_owner is not None
+        return self._dir_owner
+
+    def _index_dirs(self) -> None:
+        owner: dict[Path, Path] = {}
+        for repo in self.workspace.repos:
+            for source in self.sources:
+                for folder in source.watch_dirs(repo):
+                    owner.setdefault(folder, repo)
+        self._dir_owner = owner
+
+    @_locked
+    def watch_dirs(self) -> list[Path]:
+        """Every folder to watch, non-recursively: the roots, and each source's folders."""
+        dirs = dict.fromkeys(self.workspace.roots)
+        dirs.update(dict.fromkeys(self._owners()))
+        if self.resumes is not None:
+            dirs.update(dict.fromkeys(self.resumes.watch_dirs(self.workspace.repos)))
+        return [d for d in dirs if os.path.isdir(d)]
+
+    @_locked
+    def sorted_blocks(self) -> list[Block]:
+        """In row order (`view.py`: oldest first), as `hitl list` prints them."""
+        return ordered(self.blocks.values())
+
+    def repo_count(self) -> int:
+        return len({b.repo for b in self.blocks.values()})
+
+    # -- live updates ------------------------------------------------------------------------
+
+    @_locked
+    def handle(self, paths: Iterable[Path | str]) -> Delta:
+        """Apply a batch of changed paths (from the watcher) and say what changed."""
+        delta = Delta()
+        touched: set[Path] = set()
+        roots = set(self.workspace.roots)
+        owners = self._owners()
+        paths = list(paths)
+        for path in paths:
+            if not isinstance(path, Path):
+                continue  # a remote block's URL: its source's poller refreshes it
+            if path.parent in roots or path in roots:
+                touched.add(path)
+            repo = owners.get(path.parent) or owners.get(path)
+            if repo is None:
+                continue
+            if path == repo and not os.path.isdir(repo):
+                touched.add(path)
+                continue
+            for source in self.sources:
+                if source.layout_changed(repo, path):
+                    self._scan_source(repo, source, delta)
+                    delta.rewatch = True
+                elif source.claims(repo, path):
+                    if path in source.watch_dirs(repo):
+                        # An event on a watched folder itself, not on one of its files: re-read
+                        # the source there (keying the block by the folder would list it twice).
+                        self._scan_source(repo, source, delta)
+                    else:
+                        self._refresh(repo, source, path, delta)
+        if touched:
+            self._rediscover(touched, delta)
+        if delta.rewatch:
+            self._index_dirs()
+        if self.resumes is not None:
+            delta.waiting = self._resumed(paths, delta.added)
+        return delta
+
+    def catch_up(self, since: float) -> Delta:
+        """What no file event may have said, read from the files: call it once the watch is
+        live (every watch in place), with `since` the wall time from which events may be
+        missing (the scan's start, or the previous catch-up's).
+
+        - Repositories and roots that appeared or left under the PATHs: the workspace is
+          probed (outside the lock) and, if it moved, rescanned; new repositories are read
+          whole. (A repository made before the watch was in place has no event at all.)
+        - In the others, each file a source may read a block from whose mtime or ctime is at
+          or after `since` (a rename into place keeps the mtime, not the ctime), and each
+          listed block whose file is gone, read again.
+        - A repository whose folders or layout files changed since then has its watched
+          folders listed again: if they moved (a new task folder), its sources are read again
+          and the watch restarts (`Delta.rewatch`).
+
+        What changed before `since` was read by the scan or an earlier catch-up, and what
+        changes after this one's stats has its event in the live watch: so nothing is missed,
+        whatever the moment it was made. Stats only, outside the lock; only what they find is
+        read, under it.
+        """
+        delta = Delta()
+        with self.lock:
+            before = set(self.workspace.repos)
+        if self.workspace.moved(SLACK):
+            with self.lock:
+                self._rediscover(set(), delta)
+                if delta.rewatch:
+                    self._index_dirs()
+        with self.lock:
+            repos = [r for r in self.workspace.repos if r in before]
+            folders: dict[Path, list[Path]] = {}
+            for folder, repo in self._owners().items():
+                folders.setdefault(repo, []).append(folder)
+            gone = [
+                (block.repo, key)
+                for key, block in self.blocks.items()
+                if isinstance(key[1], Path) and block.repo in before
+            ]
+        changed: list[tuple[Path, Source, Path]] = []
+        relaid: list[Path] = []
+        layouts: set[Path] = set()
+        for repo in repos:
+            for source in self.sources:
+                changed += [(repo, source, p) for p in source.block_files(repo) if _since(p, since)]
+            # A layout file changed, or another folder is there now: read whole, as a new one.
+            layout = (p for s in self.sources for p in s.layout_files(repo))
+            if _swapped(repo, since) or any(_since(p, since) for p in layout):
+                layouts.add(repo)
+            # (A watched folder that is gone counts as changed.)
+            if repo in layouts or any(_since(d, since, True) for d in folders.get(repo, ())):
+                relaid.append(repo)
+        gone = [(repo, key) for repo, key in gone if not os.path.lexists(key[1])]
+        if changed or relaid or gone:
+            with self.lock:
+                current = set(self.workspace.repos)
+                for repo, source, path in changed:
+                    if repo in current:
+                        self._refresh(repo, source, path, delta)
+                for repo, key in gone:
+                    if key in self.blocks:
+                        self._drop(repo, key, delta)
+                watched = self._owners()
+                relayout = False
+                for repo in relaid:
+                    if repo not in current:
+                        continue
+                    dirs = {d for s in self.sources for d in s.watch_dirs(repo)}
+                    # A folder to watch that is not, or one watched for it that is no more.
+                    moved = any(d not in watched for d in dirs) or set(folders.get(repo, ())) - dirs
+                    if moved or repo in layouts:
+                        for source in self.sources:
+                            self._scan_source(repo, source, delta)
+                    if moved:
+                        relayout = delta.rewatch = True
+                if relayout:
+                    self._index_dirs()
+        return self._waiting_of(delta)
+
+    def _waiting_of(self, delta: Delta) -> Delta:
+        """`delta` with the waiting answers its new blocks resolve (a loop that asked again)."""
+        if self.resumes is not None and delta.added:
+            with self.lock:
+                delta.waiting += self._resumed([], delta.added)
+        return delta
+
+    def _resumed(self, paths: list, added: list[Block]) -> list:
+        """The waiting answers these paths show resumed, and those of repositories where a
+        new block was parsed (the loop ran, and asked again)."""
+        book = self.resumes
+        assert book is not None
+        try:
+            changed = book.observe(paths)
+            for block in added:
+                repo = os.fsdecode(block.repo) if isinstance(block.repo, Path) else str(block.repo)
+                records = book.open_in(repo)
+                if not records:
+                    continue
+                from hitl_tui.loops.resume import key_of
+
+                again = [r for r in records if r.key == key_of(block)]
+                other = [r for r in records if r.key != key_of(block)]
+                changed += book.resolve(again, f"asked again: {block.one_line_question(60)}")
+                changed += book.resolve(other, f"a new block in the repository: {block.id}")
+        except Exception:  # the operator's view only: never a reason to stop watching
+            return []
+        latest = {r.id: r for r in changed if self._mine(r)}
+        return list(latest.values())
+
+    def open_waiting(self) -> list:
+        """The answers of this inbox still waiting for their loop (or not resumed), oldest
+        first: what the app lists as rows."""
+        if self.resumes is None:
+            return []
+        try:
+            return [r for r in self.resumes.open() if self._mine(r)]
+        except Exception:  # the operator's view only
+            return []
+
+    def _mine(self, record) -> bool:
+        """Whether a waiting answer is of this inbox: a repository of its workspace, or a
+        remote block (its backend lists it here)."""
+        source = self.source_named(record.source)
+        if source is not None and source.remote:
+            return True
+        return any(os.fsdecode(repo) == record.repo for repo in self.workspace.repos)
+
+    @_locked
+    def check_waiting(self, remote: bool = False) -> Delta:
+        """Every waiting answer looked at now, and their deadlines (`ResumeBook.check`): once
+        the watch is live. `remote` also reads remote ones (GitHub: over the network, so the
+        watcher does not). For deadlines alone (a timer), `resumes.due()` reads no repo."""
+        if self.resumes is None:
+            return Delta()
+        try:
+            return Delta(waiting=[r for r in self.resumes.check(remote=remote) if self._mine(r)])
+        except Exception:
+            return Delta()
+
+    def save_since(self) -> None:
+        """Write the first-seen times learnt since the last save (`sincebook`). Off the path of
+        a file event to its row: the watcher calls it after the change is shown (at 5,000
+        blocks a save is tens of milliseconds)."""
+        if self.book is not None and self.book.dirty:
+            self.book.save()
+
+    def _rediscover(self, touched: set[Path], delta: Delta) -> None:
+        before = set(self.workspace.repos)
+        roots = set(self.workspace.roots)
+        self.workspace.rescan()
+        after = set(self.workspace.repos)
+        # Restart the watch when the folders to watch changed, or one was re-created in place
+        # (its watch died with the old folder); a file changing in a root changes nothing.
+        now_roots = set(self.workspace.roots)
+        if after != before or now_roots != roots or touched & (after | now_roots):
+            delta.rewatch = True
+        for repo in before - after:
+            for key in list(self._by_repo.get(repo, ())):
+                self._drop(repo, key, delta)
+            self._by_repo.pop(repo, None)
+            for source in self.sources:
+                self._warnings.pop((repo, source.name), None)
+        if after - before:
+            self.labels = dict(self.workspace.ids)  # the ids of the repos known stay as they were
+        # New repositories, and ones deleted and re-created in place (same path, new folder).
+        for repo in self.workspace.repos:
+            if repo not in before or repo in touched:
+                for source in self.sources:
+                    self._scan_source(repo, source, delta)
+
+    @_locked
+    def drop(self, block: Block) -> Delta:
+        """Forget a remote block just answered, before its source's next poll confirms it."""
+        key = key_of(block)
+        if self.blocks.pop(key, None) is None:
+            return Delta()
+        for keys in self._remote.values():
+            keys.discard(key)
+        return Delta(removed=[key])
+
+    @_locked
+    def replace_remote(self, source: str, scope: str, blocks: list[Block]) -> Delta:
+        """Swap in the latest blocks of one remote source (one `[[github]]` entry, say)."""
+        delta = Delta()
+        old_keys = self._remote.get((source, scope), set())
+        new_keys: set[Key] = set()
+        now = datetime.now(UTC)
+        for block in blocks:
+            key = key_of(block)
+            new_keys.add(key)
+            old = self.blocks.get(key)
+            # Another machine's clock may be ahead: never later than this inbox first had it.
+            first = self._remote_seen.setdefault(key, now)
+            if block.since > first:
+                block = _with_since(block, first)
+            self.blocks[key] = block
+            if old is None:
+                delta.added.append(block)
+            elif old.fingerprint != block.fingerprint or old.since != block.since:
+                delta.changed.append(block)
+        for key in old_keys - new_keys:
+            self._remote_seen.pop(key, None)
+            if self.blocks.pop(key, None) is not None:
+                delta.removed.append(key)
+        self._remote[(source, scope)] = new_keys
+        if self.resumes is not None and delta.added:
+            delta.waiting = self._resumed([], delta.added)  # an issue blocked again
+        return delta
+
+    # -- looking blocks up -------------------------------------------------------------------
+
+    def resolve(self, target: str) -> Block:
+        """A block by file path, by repository (with exactly one block), or by id."""
+        for block in self.blocks.values():
+            if block.id == target:
+                return block
+        # The id as `hitl list` prints it: undecodable bytes as `\xe9`, control characters as
+        # symbols; that is what a person copies from the listing.
+        shown = [b for b in self.blocks.values() if printable(b.id) == target]
+        if len(shown) == 1:
+            return shown[0]
+        found = suffix_matches(target, self.blocks.values())
+        if len(found) == 1:
+            return found[0]
+        if found:
+            ids = ", ".join(sorted(printable(b.id) for b in found))
+            raise UsageError(f"{target!r} matches {len(found)} blocks: {ids}; give more of the id")
+        path = Path(os.path.abspath(Path(target).expanduser()))
+        for block in self.blocks.values():
+            if block.path == path:  # a file, or what stands for one (a FIFO, a dangling link)
+                return block
+        if path.is_file() or (not path.exists() and path.name.endswith(".md")):
+            if not os.path.lexists(path):
+                raise StaleError(f"{target} does not exist (already answered?)")
+            raise UsageError(f"no open block in {target}")
+        if path.is_dir():
+            found = [b for b in self.blocks.values() if b.repo == path]
+            if len(found) == 1:
+                return found[0]
+            if not found:
+                raise UsageError(f"no open block in {target}")
+            ids = ", ".join(sorted(b.id for b in found))
+            raise UsageError(f"{target} has {len(found)} open blocks; name one: {ids}")
+        raise UsageError(f"no open block with id {target!r} (see 'hitl list')")
+
+
+_BLOCK_FIELDS = tuple(f.name for f in dataclasses.fields(Block))
+
+
+def _since(path: Path, since: float, missing: bool = False) -> bool:
+    """Whether `path` was written, created or renamed at or after `since` (its mtime or its
+    ctime: a rename keeps the mtime and sets the ctime); `missing` when it is not there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return missing
+    return st.st_mtime >= since or st.st_ctime >= since
+
+
+def _swapped(repo: Path, since: float) -> bool:
+    """Whether `repo`'s own entry may stand for another folder than before `since`: a symlink
+    made since, or a folder renamed there since (a rename sets the ctime; so does an entry made
+    or removed in it, which a read again finds unchanged, from the parse cache)."""
+    try:
+        st = os.lstat(repo)
+    except OSError:
+        return False
+    return st.st_ctime >= since
+
+
+def _with_since(block: Block, since: datetime) -> Block:
+    """`dataclasses.replace(block, since=since)`, a few times quicker (once per block at every
+    start): the fields copied as they are, none checked again."""
+    new = object.__new__(Block)
+    put = object.__setattr__
+    for name in _BLOCK_FIELDS:
+        put(new, name, getattr(block, name))
+    put(new, "since", since)
+    return new
+
+
+def _parse_day(day: str) -> datetime | None:
+    """Midnight UTC of a `YYYY-MM-DD` note date; None if it is not one."""
+    try:
+        return datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+#: The same, remembered: a fleet's notes share few days, and strptime costs tens of
+#: microseconds a call. Only short texts are kept (a note's day is ten characters).
+_day_start = functools.lru_cache(maxsize=4096)(_parse_day)
+
+
+def began(block: Block, first_seen: datetime) -> datetime:
+    """When `block` began, given when hitl first saw it.
+
+    A task file: the date of the note that explains the block (agenticloop's notes carry a day,
+    read as UTC), or when hitl first saw it if that was later the same day, or earlier (a note
+    dated in the future: never later than hitl first saw the block, or it would never age).
+    Anything else (a BLOCKED.md): when hitl first saw it.
+    """
+    day = block.meta.get("note_date") if block.source == "agenticloop" else None
+    if not isinstance(day, str):
+        return first_seen
+    start = _day_start(day) if len(day) <= 16 else _parse_day(day)
+    if start is None or start > first_seen:
+        return first_seen
+    if first_seen.astimezone(UTC).date() == start.date():
+        return first_seen
+    return start
+
+
+def suffix_matches(target: str, blocks: Iterable[Block]) -> list[Block]:
+    """The blocks whose id ends with `target` in whole path components (`svc-one` and
+    `team-a/svc-one` for `team-a/svc-one`, never `one`), as stored or as `hitl list` prints it."""
+    wanted = target.strip().strip("/")
+    if not wanted:
+        return []
+    tail = "/" + wanted
+    return [
+        b
+        for b in blocks
+        if b.id == wanted
+        or b.id.endswith(tail)
+        or (shown := printable(b.id)) == wanted
+        or shown.endswith(tail)
+    ]
+
+
+def scan_chunk(
+    repos: list[Path],
+    labels: dict[Path, str],
+    emit: Callable[[list[Block], int], None] | None = None,
+) -> tuple[list[Block], list]:
+    """A worker's share of a scan: the very code path of a scan in-process.
+
+    Returns the blocks, and the parse-cache entries made on the way (for the parent's cache).
+    `emit(blocks, repos_read)`, when given, gets the blocks as they are found, every so often
+    (`Batches`), the last time with every repository read.
+    """
+    cache = ParseCache()
+    inbox = Inbox(Workspace(paths=tuple(repos), repos=list(repos), roots=[]), cache=cache)
+    inbox.labels = labels
+    batches = Batches(None if emit is None else lambda b, done, _total: emit(b, done), len(repos))
+    with gc_paused():
+        for done, repo in enumerate(repos, 1):
+            delta = Delta()
+            for source in inbox.sources:
+                inbox._scan_source(repo, source, delta)
+            batches.add(delta.added, done)
+    batches.flush(len(repos))
+    return list(inbox.blocks.values()), cache.entries()
+
+
+#: A scan worker's frames on its stdout: this many bytes of length (big-endian), then a pickle
+#: of ("blocks", [Block, ...], repos_read) or, last, ("entries", [cache entry, ...]).
+FRAME_HEAD = 8
+
+
+def frame(item: object) -> bytes:
+    import pickle
+
+    data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+    return len(data).to_bytes(FRAME_HEAD, "big") + data
+
+
+def _scan_in_processes(
+    repos: list[Path],
+    labels: dict[Path, str],
+    workers: int,
+    found: Callable[[list[Block], int], None],
+    entries: list,
+    meanwhile: Callable[[], None] | None = None,
+    timeout: float = 120.0,
+) -> bool:
+    """Every block of `repos` read by `workers` worker processes: `found(blocks, repos_read)`
+    as each worker sends some (repos_read: of every worker), their cache entries added to
+    `entries`; `meanwhile()` runs once they are started. False if they cannot run or one
+    failed."""
+    import pickle
+    import selectors
+    import subprocess
+
+    procs = []
+    selector = selectors.DefaultSelector()
+    try:
+        for i in range(workers):
+            # Runs of a few neighbours, dealt round-robin: balanced even when every other
+            # repository is the busy kind.
+            chunk = [r for n, r in enumerate(repos) if (n // 3) % workers == i]
+            request = {
+                "repos": [os.fsdecode(r) for r in chunk],
+                "labels": {os.fsdecode(r): labels[r] for r in chunk},
+            }
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "hitl_tui.inbox.workers"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+            procs.append(proc)
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(json.dumps(request).encode())
+            proc.stdin.close()
+            selector.register(proc.stdout, selectors.EVENT_READ, (i, bytearray()))
+        if meanwhile is not None:
+            meanwhile()
+        done = [0] * workers
+        deadline = time.monotonic() + timeout
+        while selector.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("scan workers took too long")
+            for key, _ in selector.select(timeout=left):
+                i, buf = key.data
+                data = os.read(key.fd, 1 << 20)
+                if not data:
+                    selector.unregister(key.fileobj)
+                    continue
+                buf += data
+                while len(buf) >= FRAME_HEAD:
+                    size = int.from_bytes(buf[:FRAME_HEAD], "big")
+                    if len(buf) < FRAME_HEAD + size:
+                        break
+                    item = pickle.loads(bytes(buf[FRAME_HEAD : FRAME_HEAD + size]))
+                    del buf[: FRAME_HEAD + size]
+                    if item[0] == "blocks":
+                        done[i] = item[2]
+                        found(item[1], sum(done))
+                    else:
+                        entries.extend(item[1])
+        codes = [proc.wait(timeout=max(1.0, deadline - time.monotonic())) for proc in procs]
+        return all(code == 0 for code in codes)
+    except Exception:  # no processes here (a sandbox, a limit): read in-process instead
+        for proc in procs:
+            proc.kill()
+        return False
+    finally:
+        selector.close()
+        for proc in procs:
+            if proc.stdout is not None:
+                proc.stdout.close()

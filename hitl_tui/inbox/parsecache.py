@@ -1,0 +1,468 @@
+"""Parsed blocks kept between runs, so that a start does not parse every unchanged file again.
+
+At 1,000 repositories a scan reads and parses some 6,500 files: about a second of Python, where
+a stat of each costs milliseconds. The cache maps each block file to the stat signature it had
+when it was parsed (device, inode, size, mtime and ctime in nanoseconds), the label its block
+was given, and the Block parsed from it (or None: the file holds no open block). A file whose
+signature and label are unchanged is not read again.
+
+Why a cached Block is the Block a parse would give:
+
+- Any write to a file sets its ctime to the kernel's clock, and nothing can set a ctime back. A
+  file rewritten within one clock tick of being parsed could keep its signature, so a result is
+  stored only when the file was last changed more than RACY_NS before its parse began (git's
+  rule for racily clean index entries), and only when its signature did not move during the parse.
+- Only files that their source parses from their own bytes alone are cached (`Source.cacheable`):
+  regular files, not symlinks, not a layout file that other files depend on. And only what a
+  successful read gave: a file that could not be read (EIO, EACCES) may be readable next time
+  with the same signature, so such a block is never stored.
+- Entries carry a stamp of hitl's own code and of PyYAML: another version starts empty.
+
+And why even a wrong entry could not change what is written: every answer parses the block file
+again and plans from the bytes it replaces (`answering.as_on_disk`), then compares fingerprints
+once more under the lock before it writes anything.
+
+On disk: one folder per workspace under the state folder, holding SHARDS JSON files, one per
+group of repositories, so that an answer rewrites a sixteenth of the cache. JSON, not pickle: a
+corrupt or planted file can hold nothing but data, its nesting is bounded by the decoder, and
+every field is type-checked before it becomes a Block (anything else is a miss, parsed afresh):
+that codec is `blockcodec`; this module is the cache around it (shards, stamps, signatures,
+housekeeping).
+Only a regular file of ours, not writable by others, under MAX_SHARD_BYTES, is read at all.
+Writes are a temp file and a rename; a cache lost in a crash is rebuilt by the next scan.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import gc
+import hashlib
+import os
+import re
+import stat
+import sys
+import tempfile
+import threading
+import time
+import zlib
+from pathlib import Path
+
+import yaml
+
+from hitl_tui import __version__
+from hitl_tui.inbox.codec import Uncacheable, dumps, freeze, loads, thaw, to_json, untag
+from hitl_tui.model import Block
+
+FORMAT = 4
+SHARDS = 16
+#: A file changed this recently before its parse may change again without a new signature.
+RACY_NS = 2_000_000_000
+#: Workspace folders nobody has used for this long are removed when another is saved.
+STALE_SECONDS = 30 * 24 * 3600
+#: A shard larger than this is not read (5,000 blocks make about 7 MB in all, 16 shards).
+MAX_SHARD_BYTES = 32 << 20
+#: A block whose text is longer than this is parsed afresh each time, not cached (keeps the
+#: shards small; block files are a few KiB).
+MAX_CACHED_RAW = 16 << 10
+
+_STATE_LENGTH = len(dataclasses.fields(Block))
+_META = [f.name for f in dataclasses.fields(Block)].index("meta")
+
+Sig = tuple[int, int, int, int, int]
+#: (source name, file path) -> (signature, label, the block's fields or None)
+EntryKey = tuple[str, str]
+Entry = tuple[Sig, str, list | None]
+
+
+class _GcPause:
+    """No cyclic garbage collection while a scan or a cache load runs (`gc_paused`).
+
+    Both make tens of thousands of objects that all live on (Blocks, their fields, the
+    entries): each few hundred allocations started a collection that walked every one of them
+    again, a quarter of a warm start at 5,000 blocks. Little of what they make is cyclic
+    garbage, and that is collected once the collector runs again.
+    Nested and threaded uses count: the collector runs again when the last one ends, if it
+    was on when the first began, with what was made meanwhile counted as old."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._was_enabled = False
+
+    @contextlib.contextmanager
+    def __call__(self):
+        with self._lock:
+            if self._depth == 0:
+                self._was_enabled = gc.isenabled()
+                gc.disable()
+            self._depth += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._depth -= 1
+                if self._depth == 0 and self._was_enabled:
+                    if gc.get_freeze_count() == 0:
+                        # What was made meanwhile is all in the youngest generation: the first
+                        # collection would walk every block at once (0.2 s at 5,000). Freezing
+                        # and unfreezing moves it to the oldest without walking it. (Not when
+                        # something is frozen already: the app's start-up freeze stays.)
+                        gc.freeze()
+                        gc.unfreeze()
+                    gc.enable()
+
+
+gc_paused = _GcPause()
+
+
+def _row(key: EntryKey, entry: Entry) -> list:
+    """An entry as written to disk: the block's facts for the planner encoded for JSON."""
+    (source, name), (sig, label, state) = key, entry
+    if state is not None:
+        state = to_json(state)
+    return [source, name, list(sig), label, state]
+
+
+@functools.cache
+def code_stamp() -> str:
+    """What decides a parse besides the file: hitl's modules (size and mtime), its version,
+    the interpreter's and PyYAML's (with or without libyaml)."""
+    libyaml = getattr(yaml, "__with_libyaml__", False)
+    seed = f"{FORMAT} {__version__} {sys.version} yaml {yaml.__version__} {libyaml}"
+    digest = hashlib.sha256(seed.encode())
+    package = Path(__file__).resolve().parent.parent  # hitl_tui/, not only inbox/
+    # Every module of every sub-package: a parser split into new modules still counts.
+    for folder, subfolders, files in sorted(os.walk(package)):
+        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                with contextlib.suppress(OSError):
+                    st = os.stat(os.path.join(folder, name))
+                    where = os.path.join(folder, name)
+                    digest.update(f"{where} {st.st_size} {st.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:32]
+
+
+def signature(st: os.stat_result) -> Sig:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _entries_of(loaded: object, stamp: str) -> dict[EntryKey, Entry] | None:
+    """The entries of a decoded shard, or None when it is not a shard of this build."""
+    if not isinstance(loaded, dict) or loaded.get("format") != FORMAT:
+        return None
+    if loaded.get("stamp") != stamp or not isinstance(loaded.get("entries"), list):
+        return None
+    entries: dict[EntryKey, Entry] = {}
+    for row in loaded["entries"]:
+        if not (isinstance(row, list) and len(row) == 5):
+            return None
+        source, name, sig, label, state = row
+        if not (type(source) is str and type(name) is str and type(label) is str):
+            return None
+        if not (isinstance(sig, list) and len(sig) == 5 and all(type(n) is int for n in sig)):
+            return None
+        if state is not None:
+            if not (isinstance(state, list) and len(state) == _STATE_LENGTH):
+                return None
+            # The meta as written stays beside it: saved again as it is, not encoded again.
+            state.append(state[_META])
+            state[_META] = untag(state[_META])
+        entries[(source, name)] = (tuple(sig), label, state)
+    return entries
+
+
+def _read_shard(path: Path) -> bytes | None:
+    """A shard's bytes, if it is a regular file of ours that nobody else may write."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_SHARD_BYTES:
+            return None
+        if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+            return None
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(MAX_SHARD_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+class ParseCache:
+    """Parsed blocks by file, checked against each file's stat before use.
+
+    `folder` None keeps the cache in memory only (a scan worker's, a test's).
+    """
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = folder
+        self._lock = threading.Lock()
+        self._entries: list[dict[EntryKey, Entry]] = [{} for _ in range(SHARDS)]
+        #: During a full scan: the entries before it, re-used as files are met again.
+        self._previous: list[dict[EntryKey, Entry]] | None = None
+        self._dirty: set[int] = set()
+        self._shards: dict[Path, int] = {}
+        self.hits = 0
+        self.misses = 0
+        if folder is not None:
+            self._load()
+            with contextlib.suppress(OSError):
+                os.utime(folder)  # in use: not stale (see _sweep)
+
+    @classmethod
+    def for_workspace(cls, paths: tuple[Path, ...] | list[Path]) -> ParseCache:
+        """The operator's cache for the workspace made of `paths`, in the state folder."""
+        from hitl_tui.paths import state_dir
+
+        key = "\0".join(sorted(os.fsdecode(p) for p in paths))
+        name = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        return cls(state_dir() / "parse-cache" / name)
+
+    def __len__(self) -> int:
+        return sum(len(shard) for shard in self._entries)
+
+    @property
+    def cold(self) -> bool:
+        """Nothing cached: a first run, or the first after an upgrade."""
+        return len(self) == 0
+
+    # -- use ---------------------------------------------------------------------------------
+
+    def parse(self, source, repo: Path, path: Path, label: str) -> Block | None:
+        """`source.parse(repo, path, label)`, or its earlier result if the file is unchanged."""
+        if not source.cacheable(repo, path):
+            return source.parse(repo, path, label)
+        name = os.fspath(path)
+        try:
+            before = os.lstat(name)
+        except (FileNotFoundError, NotADirectoryError):
+            return None  # nothing there: no block (part of what `cacheable` promises)
+        except OSError:
+            return source.parse(repo, path, label)
+        if not stat.S_ISREG(before.st_mode):
+            return source.parse(repo, path, label)
+        sig = signature(before)
+        shard = self._shards.get(repo)
+        if shard is None:
+            shard = self._shards[repo] = zlib.crc32(os.fsencode(repo)) % SHARDS
+        key = (source.name, name)
+        with self._lock:
+            entry = self._entries[shard].get(key)
+            if entry is None and self._previous is not None:
+                entry = self._previous[shard].get(key)
+            if entry is not None and entry[0] == sig and entry[1] == label:
+                try:
+                    block = None if entry[2] is None else thaw(entry[2], repo, path)
+                except (TypeError, ValueError):  # not what freeze wrote: parse instead
+                    pass
+                else:
+                    self._entries[shard][key] = entry
+                    self.hits += 1
+                    return block
+        started = time.time_ns()
+        block = source.parse(repo, path, label)
+        try:
+            after = signature(os.lstat(name))
+        except OSError:
+            after = None
+        changed = max(before.st_mtime_ns, before.st_ctime_ns)
+        state = None
+        keep = after == sig and changed < started - RACY_NS
+        if keep and block is not None:
+            # Only what the bytes say: a failed read ("unreadable") may succeed next time
+            # without the file changing; a block of another file would be thawed wrongly.
+            keep = (
+                block.fingerprint.startswith("sha256:")
+                and len(block.raw) <= MAX_CACHED_RAW
+                and block.path == path
+                and block.repo == repo
+            )
+            try:
+                state = freeze(block) if keep else None
+            except Uncacheable:
+                keep = False
+        with self._lock:
+            self.misses += 1
+            if keep:
+                self._entries[shard][key] = (sig, label, state)
+            else:
+                self._entries[shard].pop(key, None)
+            self._dirty.add(shard)
+        return block
+
+    def drop_if_wrong(self, source, repo: Path, path: Path, label: str) -> bool:
+        """Whether the entry a scan of `path` would use now (its signature and label match)
+        holds another block than a parse of the file gives; such an entry is dropped.
+
+        A cache hit is never read against the file (that is its point), so an entry that is
+        wrong (planted, or a bug) would stand for good: every answer from it refused, and the
+        operator never shown the file's text. An answer checks its block here first.
+        """
+        if not source.cacheable(repo, path):
+            return False
+        name = os.fspath(path)
+        try:
+            st = os.lstat(name)
+        except OSError:
+            return False
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        sig = signature(st)
+        shard = zlib.crc32(os.fsencode(repo)) % SHARDS
+        key = (source.name, name)
+        with self._lock:
+            entry = self._entries[shard].get(key)
+            if entry is None and self._previous is not None:
+                entry = self._previous[shard].get(key)
+        if entry is None or entry[0] != sig or entry[1] != label:
+            return False  # not what a scan would use: the file is parsed anyway
+        try:
+            cached = None if entry[2] is None else thaw(entry[2], repo, path)
+        except (TypeError, ValueError):
+            return False  # a scan parses instead of using it
+        if cached == source.parse(repo, path, label):
+            return False
+        with self._lock:
+            self._entries[shard].pop(key, None)
+            if self._previous is not None:
+                self._previous[shard].pop(key, None)
+            self._dirty.add(shard)
+        return True
+
+    def begin_scan(self) -> None:
+        """A full scan starts: entries of files it does not meet again are dropped at its end."""
+        with self._lock:
+            self._previous = self._entries
+            self._entries = [{} for _ in range(SHARDS)]
+
+    def end_scan(self) -> None:
+        with self._lock:
+            previous, self._previous = self._previous, None
+            if previous is None:
+                return
+            for shard, entries in enumerate(self._entries):
+                if len(entries) != len(previous[shard]):
+                    self._dirty.add(shard)
+
+    def entries(self) -> list[tuple[int, EntryKey, Entry]]:
+        """Every entry with its shard: what a scan worker hands back to the app."""
+        with self._lock:
+            return [(n, k, e) for n, shard in enumerate(self._entries) for k, e in shard.items()]
+
+    def adopt(self, entries: list[tuple[int, EntryKey, Entry]]) -> None:
+        """Take the entries a scan worker made (its scan stood for this one's)."""
+        with self._lock:
+            for shard, key, entry in entries:
+                self._entries[shard][key] = entry
+                self._dirty.add(shard)
+
+    # -- disk --------------------------------------------------------------------------------
+
+    def _shard_path(self, shard: int) -> Path:
+        assert self.folder is not None
+        return self.folder / f"shard-{shard:02d}.json"
+
+    def _load(self) -> None:
+        with gc_paused():
+            self._load_shards()
+
+    def _load_shards(self) -> None:
+        stamp = code_stamp()
+        for shard in range(SHARDS):
+            data = _read_shard(self._shard_path(shard))
+            if data is None:
+                continue
+            try:
+                entries = _entries_of(loads(data), stamp)
+            except Exception:  # corrupt, truncated, nested too deep, planted: an empty shard
+                continue
+            if entries is not None:
+                self._entries[shard] = entries
+
+    def save(self) -> None:
+        """Write the shards that changed. Never raises: a cache that cannot be saved is rebuilt."""
+        if self.folder is None:
+            return
+        with self._lock:
+            if self._previous is not None:
+                return  # mid-scan: the scan's end decides what changed
+            dirty = {shard: list(self._entries[shard].items()) for shard in self._dirty}
+            self._dirty.clear()
+        if not dirty:
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError:
+            return self._redo(dirty)
+        stamp = code_stamp()
+        for shard, entries in dirty.items():
+            rows = []
+            for key, entry in entries:
+                try:
+                    rows.append(_row(key, entry))
+                except (Uncacheable, RecursionError):
+                    continue  # freeze() checked what it kept; an entry that fails is left out
+            try:
+                data = dumps({"format": FORMAT, "stamp": stamp, "entries": rows})
+            except (TypeError, ValueError, RecursionError):
+                continue  # _row() encoded every value; this is belt and braces
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=self.folder)  # mode 0600
+            except OSError:
+                return self._redo(dirty)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                os.replace(tmp, self._shard_path(shard))
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                self._redo({shard: entries})
+        _sweep(self.folder)
+
+    def _redo(self, shards: dict) -> None:
+        """Shards that could not be written: try again at the next save."""
+        with self._lock:
+            self._dirty.update(shards)
+
+
+TEMP_PREFIX = ".shard-"
+_SHARD_NAME = re.compile(r"shard-\d\d\.json|\.shard-.+")
+_WORKSPACE_NAME = re.compile(r"[0-9a-f]{16}")
+
+
+def _sweep(folder: Path) -> None:
+    """Temp files a killed save left here (an hour old), and the caches of workspaces nobody
+    has opened for STALE_SECONDS. Only names this module writes are ever removed."""
+    now = time.time()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if (
+                entry.name.startswith(TEMP_PREFIX)
+                and entry.is_file(follow_symlinks=False)
+                and entry.stat(follow_symlinks=False).st_mtime < now - 3600
+            ):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder.parent):
+            if entry.path == os.fspath(folder) or not _WORKSPACE_NAME.fullmatch(entry.name):
+                continue
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+            if entry.stat(follow_symlinks=False).st_mtime >= now - STALE_SECONDS:
+                continue
+            for shard in os.scandir(entry.path):
+                if _SHARD_NAME.fullmatch(shard.name):
+                    with contextlib.suppress(OSError):
+                        os.unlink(shard.path)
+            with contextlib.suppress(OSError):
+                os.rmdir(entry.path)  # only if nothing else was in it

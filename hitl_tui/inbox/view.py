@@ -1,0 +1,423 @@
+"""The order of the rows: which blocks are listed, in what order, and under which group.
+
+One home for it, used by `hitl list` (`listed`) and by the app's list, which keeps a `RowOrder`
+up to date one Delta at a time. What is listed is a `ViewSpec`: the filter (`query.Query`),
+the order (`ORDERS`), the grouping (`GROUPS`), and whether the snoozed blocks are shown instead
+of the others. The CLI and the app build the same spec from the same words, so they agree.
+
+Domain code: no Textual. A Delta costs what changed (a binary search per arrival, a pass per
+removal), never a re-sort; a new filter is one pass over the blocks in their current order,
+with each block's lower-cased text kept between keystrokes (`query.Haystacks`).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from hitl_tui.inbox.query import Haystacks, Query
+from hitl_tui.model import Block
+
+#: (source name, block file) identifies a block across re-reads; a remote block's "file" is its
+#: URL string (a GitHub issue).
+Key = tuple[str, Path | str]
+
+#: The orders, in the order the app cycles them; the first is the default.
+ORDERS = ("oldest", "newest", "repo", "category", "source")
+#: What each order is called on screen.
+ORDER_NAMES = {
+    "oldest": "longest blocked first",
+    "newest": "newest first",
+    "repo": "by repo",
+    "category": "by category",
+    "source": "by source",
+}
+#: Groupings, in the order the app cycles them (None: one flat list).
+GROUPS: tuple[str | None, ...] = (None, "repo", "source", "state")
+
+
+#: The state of a row that is an answer waiting for its loop to act on it (`resume.Waiting`),
+#: not a block: such rows are listed after every block, in every order, until they leave
+#: (resumed) or turn "not-resumed" (listed among the blocks again: it needs the operator).
+WAITING = "waiting"
+
+
+#: What grouping by state calls the rows that are answers, not blocks (every block: "open").
+STATE_GROUPS = {
+    WAITING: "waiting for the loop",
+    "not-resumed": "not resumed",
+    "restart-failed": "restart failed",
+}
+
+
+def _tier(block: Block) -> int:
+    return 1 if block.state == WAITING else 0
+
+
+def key_of(block: Block) -> Key:
+    return (block.source, block.path)
+
+
+def sort_key(block: Block) -> tuple[int, datetime, str]:
+    """Oldest first, ties by id: the longest-waiting loop is answered first (the answers
+    waiting for their loops after every block)."""
+    return (_tier(block), block.since, block.id)
+
+
+def _newest(block: Block) -> tuple[int, float, str]:
+    return (_tier(block), -block.since.timestamp(), block.id)
+
+
+def _by(field_of: Callable[[Block], str]) -> Callable[[Block], tuple]:
+    return lambda b: (_tier(b), field_of(b).casefold(), b.since, b.id)
+
+
+#: Each order's sort key; rows of equal key keep the oldest first, then the id.
+SORT_KEYS: dict[str, Callable[[Block], tuple]] = {
+    "oldest": sort_key,
+    "newest": _newest,
+    "repo": _by(lambda b: b.repo_name),
+    # Blocks without a category after those with one.
+    "category": lambda b: (
+        _tier(b),
+        b.category is None,
+        (b.category or "").casefold(),
+        b.since,
+        b.id,
+    ),
+    "source": _by(lambda b: b.source),
+}
+#: What a group is named by.
+GROUP_OF: dict[str, Callable[[Block], str]] = {
+    "repo": lambda b: b.repo_name,
+    "source": lambda b: b.source,
+    # The blocks to answer, then the answers whose loop did not resume, then those waiting.
+    "state": lambda b: STATE_GROUPS.get(b.state, "open"),
+}
+
+
+def ordered(blocks: Iterable[Block], order: str = "oldest") -> list[Block]:
+    """`blocks` in row order (a fresh list)."""
+    return sorted(blocks, key=SORT_KEYS[order])
+
+
+def row_key(key: Key) -> str:
+    """A block's row, as a string: its (repo, path-or-id) key joined."""
+    return f"{key[0]}:{key[1]}"
+
+
+def row_of(block: Block) -> str:
+    return row_key(key_of(block))
+
+
+class Snoozed:
+    """Which blocks are set aside (`snoozebook.SnoozeBook` is the real one): none, here."""
+
+    def snoozed(self, block: Block, now: datetime) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class ViewSpec:
+    """What the list shows: the filter, the order, the grouping, and which side of a snooze."""
+
+    query: Query = field(default_factory=Query)
+    order: str = "oldest"
+    #: None, "repo" or "source".
+    group: str | None = None
+    #: True: only the snoozed blocks; False: all but them.
+    snoozed: bool = False
+
+    def __post_init__(self) -> None:
+        if self.order not in ORDERS:
+            raise ValueError(f"no order {self.order!r} (orders: {', '.join(ORDERS)})")
+        if self.group not in GROUPS:
+            raise ValueError(f"no grouping {self.group!r} (repo, source or state)")
+
+    def with_query(self, text: str) -> ViewSpec:
+        return replace(self, query=Query.parse(text))
+
+    def next_order(self) -> ViewSpec:
+        return replace(self, order=ORDERS[(ORDERS.index(self.order) + 1) % len(ORDERS)])
+
+    def next_group(self) -> ViewSpec:
+        return replace(self, group=GROUPS[(GROUPS.index(self.group) + 1) % len(GROUPS)])
+
+
+def listed(
+    blocks: Iterable[Block],
+    spec: ViewSpec | None = None,
+    snoozes: Snoozed | None = None,
+    now: datetime | None = None,
+) -> list[Block]:
+    """The blocks `spec` lists, in its order (`hitl list`; the app's list agrees)."""
+    rows = RowOrder(blocks, spec, snoozes, now)
+    return [rows.blocks[rk] for rk in rows.order]
+
+
+@dataclass(frozen=True)
+class Group:
+    """A group's header row: its name, how many of its blocks are listed, and whether it is
+    folded (its blocks hidden under it)."""
+
+    name: str
+    count: int
+    folded: bool
+
+
+class RowOrder:
+    """Every known block by row key, and the listed rows in order.
+
+    `blocks` holds all blocks, listed or not; `order` the row keys the spec lists, in its order
+    (grouped, when it groups: each group's rows together, groups in order of their first row
+    under the sort). `apply` changes the order as little as a Delta needs: a known block keeps
+    its row, a new one is inserted where the sort key puts it, so rows never move under the
+    cursor except for the rows that came or went. `hidden_arrivals` counts the new blocks the
+    filter kept out since it was set.
+    """
+
+    def __init__(
+        self,
+        blocks: Iterable[Block] = (),
+        spec: ViewSpec | None = None,
+        snoozes: Snoozed | None = None,
+        now: datetime | None = None,
+        clock: Callable[[], datetime] | None = None,
+    ) -> None:
+        self.spec = spec or ViewSpec()
+        self.snoozes = snoozes or Snoozed()
+        self.blocks: dict[str, Block] = {}
+        #: Every row key in sort order (listed or not); `order` is a subsequence of it.
+        self._sorted: list[str] = []
+        self._keys: list[tuple] = []
+        #: The sort key each row was placed by (a changed block keeps its place).
+        self._placed: dict[str, tuple] = {}
+        self.order: list[str] = []
+        self.folded: set[str] = set()
+        self.hidden_arrivals = 0
+        self.hay = Haystacks()
+        self._now = now
+        #: What "now" is when no time is given (the app's clock); `now`, when given, wins.
+        self._clock = clock
+        self.load(blocks)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    # -- what is listed ------------------------------------------------------------------------
+
+    def _time(self) -> datetime:
+        if self._now is not None:
+            return self._now
+        return self._clock() if self._clock is not None else datetime.now(UTC)
+
+    def accepts(self, rk: str, block: Block, now: datetime | None = None) -> bool:
+        """Whether the spec lists `block` (the filter, the snooze side; folding aside)."""
+        when = now or self._time()
+        if self.snoozes.snoozed(block, when) != self.spec.snoozed:
+            return False
+        query = self.spec.query
+        return query.empty or query.matches(block, self.hay.of(rk, block), when)
+
+    def _group(self, block: Block) -> str | None:
+        return GROUP_OF[self.spec.group](block) if self.spec.group else None
+
+    def _listed(self, now: datetime | None = None) -> list[str]:
+        when = now or self._time()
+        shown = [rk for rk in self._sorted if self.accepts(rk, self.blocks[rk], when)]
+        if not self.spec.group:
+            return shown
+        groups: dict[str, list[str]] = {}
+        for rk in shown:
+            groups.setdefault(self._group(self.blocks[rk]) or "", []).append(rk)
+        return [rk for rows in groups.values() for rk in rows]
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        """(listed, known): what the header says as `12 of 340 blocks`."""
+        return len(self.order), len(self.blocks)
+
+    # -- changing it ---------------------------------------------------------------------------
+
+    def load(self, blocks: Iterable[Block]) -> None:
+        """Replace every row."""
+        key = SORT_KEYS[self.spec.order]
+        rows = sorted(((key(b), row_of(b), b) for b in blocks), key=lambda t: (t[0], t[1]))
+        self.blocks = {rk: b for _k, rk, b in rows}
+        self._sorted = [rk for _k, rk, _b in rows]
+        self._keys = [(k, rk) for k, rk, _b in rows]
+        self._placed = {rk: k for k, rk, _b in rows}
+        self.order = self._listed()
+
+    def set_spec(self, spec: ViewSpec, now: datetime | None = None) -> None:
+        """Show the blocks `spec` lists (a new filter, order, grouping or snooze side)."""
+        reorder = spec.order != self.spec.order
+        narrower = (
+            not reorder
+            and (spec.group, spec.snoozed) == (self.spec.group, self.spec.snoozed)
+            and spec.query.narrows(self.spec.query)
+        )
+        if spec.query != self.spec.query or spec.snoozed != self.spec.snoozed:
+            self.hidden_arrivals = 0
+        self.spec = spec
+        if reorder:
+            self.load(list(self.blocks.values()))
+        elif narrower:  # typing on: only what is listed can still be (grouped order kept)
+            when = now or self._time()
+            self.order = [rk for rk in self.order if self.accepts(rk, self.blocks[rk], when)]
+        else:
+            self.order = self._listed(now)
+
+    def warm(self) -> None:
+        """Make every block's filter text now (the `/` key), not at the first letter typed."""
+        for rk, block in self.blocks.items():
+            self.hay.of(rk, block)
+
+    def refilter(self, now: datetime | None = None) -> bool:
+        """Look again (a snooze ran out, a block aged past `age:>1h`); whether rows changed."""
+        before = self.order
+        self.order = self._listed(now)
+        return self.order != before
+
+    def apply(self, delta, keep: str | None) -> tuple[bool, str | None]:
+        """Apply a Delta (`added`, `changed`, `removed`). `keep` is the highlighted row; returns
+        whether the rows changed, and the row to highlight now: `keep`, or when it left, the
+        row that took its place (None when no later row is left)."""
+        before = list(self.order) if keep is not None else self.order
+        grouped = bool(self.spec.group)
+        now = self._time()
+        moved = False
+        for rk in {row_key(k) for k in delta.removed} & self.blocks.keys():
+            self._drop(rk)
+            moved |= self._unlist(rk)
+        for block in delta.changed:
+            # A changed block keeps its row (its place in the sort is where it first came).
+            rk = row_of(block)
+            if rk not in self.blocks:
+                continue
+            self.blocks[rk] = block
+            if self.accepts(rk, block, now):
+                moved |= self._list(rk)
+            else:
+                moved |= self._unlist(rk)
+        for block in delta.added:
+            rk = row_of(block)
+            if rk in self.blocks:
+                self.blocks[rk] = block
+                continue
+            self._insert(rk, block)
+            if self.accepts(rk, block, now):
+                moved |= self._list(rk)
+            elif not self.spec.query.empty:
+                self.hidden_arrivals += 1
+        if grouped and moved:
+            self.order = self._listed(now)
+        if keep is not None and keep not in self.order:
+            keep = self._successor(keep, before)
+        return (moved or bool(delta.changed)), keep
+
+    def _list(self, rk: str) -> bool:
+        """Put `rk` into `order` where the sort puts it (grouped: recomputed after)."""
+        if self.spec.group:
+            return True
+        placed = self._placed
+        at = bisect.bisect_left(self.order, (placed[rk], rk), key=lambda r: (placed[r], r))
+        if at < len(self.order) and self.order[at] == rk:
+            return False
+        self.order.insert(at, rk)
+        return True
+
+    def _unlist(self, rk: str) -> bool:
+        if self.spec.group:
+            return rk in self.order
+        try:
+            self.order.remove(rk)
+        except ValueError:
+            return False
+        return True
+
+    def _drop(self, rk: str) -> None:
+        del self.blocks[rk]
+        at = bisect.bisect_left(self._keys, (self._placed.pop(rk), rk))
+        del self._keys[at]
+        del self._sorted[at]
+        self.hay.forget(rk)
+
+    def _insert(self, rk: str, block: Block) -> None:
+        entry = (SORT_KEYS[self.spec.order](block), rk)
+        at = bisect.bisect_right(self._keys, entry)
+        self._keys.insert(at, entry)
+        self._sorted.insert(at, rk)
+        self._placed[rk] = entry[0]
+        self.blocks[rk] = block
+
+    def _successor(self, gone: str, before: list[str]) -> str | None:
+        """The row that takes the place of `gone`: the next row after it that is still listed,
+        else the nearest before it (never a row that just came, such as the answer's own
+        waiting row: the cursor goes to a block that was there); None when none is."""
+        if gone not in before:
+            return None
+        listed = set(self.order)
+        at = before.index(gone)
+        for rk in before[at + 1 :]:
+            if rk in listed:
+                return rk
+        for rk in reversed(before[:at]):
+            if rk in listed:
+                return rk
+        return None
+
+    # -- groups and moving between rows --------------------------------------------------------
+
+    def rows(self) -> list[str | Group]:
+        """What the list draws top to bottom: row keys, with a Group header before each group
+        when the spec groups (the rows of a folded group left out)."""
+        if not self.spec.group:
+            return list(self.order)
+        out: list[str | Group] = []
+        current: str | None = None
+        members: list[str] = []
+
+        def close() -> None:
+            if current is not None:
+                folded = current in self.folded
+                out.append(Group(current, len(members), folded))
+                if not folded:
+                    out.extend(members)
+
+        for rk in self.order:
+            name = self._group(self.blocks[rk]) or ""
+            if name != current:
+                close()
+                current, members = name, []
+            members.append(rk)
+        close()
+        return out
+
+    def toggle_fold(self, group: str) -> None:
+        self.folded ^= {group}
+
+    def next_where(
+        self, start: str | None, step: int, wanted: Callable[[Block], bool]
+    ) -> str | None:
+        """The next (`step` 1) or previous (-1) listed row after `start` whose block `wanted`
+        accepts, wrapping around; None when there is none."""
+        if not self.order:
+            return None
+        at = self.order.index(start) if start in self.order else (-1 if step > 0 else 0)
+        n = len(self.order)
+        for i in range(1, n + 1):
+            rk = self.order[(at + step * i) % n]
+            if wanted(self.blocks[rk]):
+                return rk
+        return None
+
+
+def urgency(block: Block, now: datetime, warn: timedelta, alert: timedelta) -> str:
+    """How the age is coloured (`[sla]`): "alert" (red) once the block has waited `alert`,
+    "warn" (amber) once it has waited `warn`, else ""."""
+    waited = now - block.since
+    return "alert" if waited >= alert else "warn" if waited >= warn else ""
