@@ -47,7 +47,16 @@ def test_the_readme_quick_start_config_loads_and_restarts_the_loop(tmp_path: Pat
     )
     config = tmp_path / "config.toml"
     config.write_text(_readme_toml())
-    env = {**os.environ, "HOME": str(home), "HITL_STATE_DIR": str(tmp_path / "state")}
+    bin_dir = tmp_path / "bin"  # the restart's program, on PATH wherever the test runs
+    bin_dir.mkdir()
+    (bin_dir / "tmux").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "tmux").chmod(0o755)
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "HITL_STATE_DIR": str(tmp_path / "state"),
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
     env.pop("HITL_CONFIG", None)
     hitl = [sys.executable, "-m", "hitl_tui"]
     listed = subprocess.run(
