@@ -1,7 +1,7 @@
-"""The README's key table, made from the bindings themselves (`hitl_tui/keys.py`).
+"""The key table of docs/keys-and-triage.md, made from the bindings themselves (`hitl_tui/keys.py`).
 
-    .venv/bin/python scripts/keys_table.py           # rewrite it in README.md
-    .venv/bin/python scripts/keys_table.py --check   # exit 1 if README.md's table is stale
+    .venv/bin/python scripts/keys_table.py           # rewrite it in docs/keys-and-triage.md
+    .venv/bin/python scripts/keys_table.py --check   # exit 1 if its table is stale
 
 The table sits between `<!-- keys:begin -->` and `<!-- keys:end -->`. Bindings with the same
 help text (choices 1 to 9, the diff's scroll keys) share a row, as in the app's help.
@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 from hitl_tui.keys import SECTIONS, keys_for  # noqa: E402
 from hitl_tui.tui.bindings import NOTES, key_name  # noqa: E402
 
-README = ROOT / "README.md"
+README = ROOT / "docs" / "keys-and-triage.md"
 BEGIN, END = "<!-- keys:begin -->", "<!-- keys:end -->"
 
 
@@ -68,13 +68,16 @@ def readme_with(text: str, new_table: str) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if README.md is stale")
+    parser.add_argument("--check", action="store_true", help="exit 1 if the table is stale")
     args = parser.parse_args()
     text = README.read_text()
     wanted = readme_with(text, table())
     if args.check:
         if wanted != text:
-            print("README.md: the key table is stale: run scripts/keys_table.py", file=sys.stderr)
+            print(
+                f"{README.relative_to(ROOT)}: the key table is stale: run scripts/keys_table.py",
+                file=sys.stderr,
+            )
             return 1
         return 0
     README.write_text(wanted)

@@ -23,8 +23,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parent.parent / "hitl_tui"
 
 # rewrite_imports: skip-file (this file names the new packages; see notes/rewrite_imports.py)
@@ -250,17 +248,12 @@ def test_the_checks_see_a_violation(tmp_path: Path) -> None:
     assert backend_names(code) == {"github", "loopkit"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 24 moves the modules into packages; the module map is rewritten for the new "
-    "layout (docs/architecture.md) on its own branch: drop this mark when it names them",
-)
 def test_the_readme_module_map_names_every_module() -> None:
     """The README's map of `hitl_tui/` matches the tree: every module is named in it, and
     every `name.py` it names exists."""
     import re
 
-    readme = (PACKAGE.parent / "README.md").read_text()
+    readme = (PACKAGE.parent / "docs" / "architecture.md").read_text()
     start = readme.index("```\nhitl_tui/\n")
     block = readme[start : readme.index("```", start + 4)]
     named = set(re.findall(r"\b([a-z_]+\.py)\b", block))

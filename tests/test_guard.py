@@ -448,7 +448,7 @@ def test_guard_then_stops_the_loopkit_runner_after_the_first_escalation(loop) ->
 
 def test_the_readme_guard_before_each_call_stops_the_loopkit_runner(loop) -> None:
     repo, env = loop
-    assert GUARDED_RUN_SH in (Path(__file__).parent.parent / "README.md").read_text()
+    assert GUARDED_RUN_SH in (Path(__file__).parent.parent / "docs" / "agent.md").read_text()
     result = _run_loop(repo, env, GUARDED_RUN_SH, "fake-cli")
     assert result.returncode == 2, result.stderr
     assert _calls(repo) == 1
@@ -456,7 +456,7 @@ def test_the_readme_guard_before_each_call_stops_the_loopkit_runner(loop) -> Non
 
 
 def test_the_readme_names_the_loopkit_cli_wrapper() -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    readme = (Path(__file__).parent.parent / "docs" / "agent.md").read_text()
     assert 'LOOPKIT_CLI="hitl guard --then claude -p" ./run.sh' in readme
 
 

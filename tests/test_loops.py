@@ -159,9 +159,9 @@ async def test_the_app_says_what_it_will_run_and_restarts_after_the_answer(
 
     from hitl_tui.config import Config
     from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.workspace import Workspace
     from hitl_tui.loops.commands import Loop
     from hitl_tui.tui.app import HitlApp
-    from hitl_tui.inbox.workspace import Workspace
     from tests.support.pilot import preview_of
     from tests.tui_support import NOW, SIZE
 
@@ -196,8 +196,8 @@ async def test_the_app_says_what_it_will_run_and_restarts_after_the_answer(
 def _app(tmp_path: Path, loop):
     from hitl_tui.config import Config
     from hitl_tui.inbox.inbox import Inbox
-    from hitl_tui.tui.app import HitlApp
     from hitl_tui.inbox.workspace import Workspace
+    from hitl_tui.tui.app import HitlApp
     from tests.tui_support import NOW
 
     inbox = Inbox(Workspace.discover([tmp_path / "loops"]))

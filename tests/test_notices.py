@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from hitl_tui.loops import notices
 from hitl_tui.config import Config, load_config
-from hitl_tui.model import UsageError
+from hitl_tui.loops import notices
 from hitl_tui.loops.notices import Notice, NoticeConfig
+from hitl_tui.model import UsageError
 from tests.conftest import FIXTURES
 from tests.fake_chat import FakeChat, serve_chat
 from tests.support import until, until_sync

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from hitl_tui import __version__
-from hitl_tui.sources.ssh import wire
 from hitl_tui.model import Block, Choice, Section
+from hitl_tui.sources.ssh import wire
 from tests.support import until_sync
 
 HITL = [sys.executable, "-m", "hitl_tui"]

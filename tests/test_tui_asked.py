@@ -14,11 +14,11 @@ from textual.widgets import Static, TextArea
 from hitl_tui.cli import commands as cli
 from hitl_tui.config import Config
 from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.tui.app import HitlApp
 from hitl_tui.tui.asked import ReuseScreen
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen
 from hitl_tui.tui.widgets import BlockList
-from hitl_tui.inbox.workspace import Workspace
 from tests.support import until
 from tests.support.pilot import settle
 from tests.test_similar import QUESTION, REWORDED

@@ -9,6 +9,7 @@ from textual.widgets import Static
 
 from hitl_tui.config import Config, load_config
 from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.keys import IDS, KEYS
 from hitl_tui.tui.app import HitlApp
 from hitl_tui.tui.asked import ReuseScreen
@@ -25,7 +26,6 @@ from hitl_tui.tui.screens import (
 from hitl_tui.tui.snooze_screen import SnoozeScreen
 from hitl_tui.tui.undo_flow import ConfirmUndo
 from hitl_tui.tui.widgets import BlockList
-from hitl_tui.inbox.workspace import Workspace
 from tests.support.pilot import palette
 from tests.tui_support import NOW, SIZE, demo_workspace
 

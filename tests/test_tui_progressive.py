@@ -16,13 +16,13 @@ import threading
 import time
 from pathlib import Path
 
-from hitl_tui.inbox import inbox as inbox_module
 from hitl_tui.config import Config
+from hitl_tui.inbox import inbox as inbox_module
 from hitl_tui.inbox.inbox import Inbox
-from hitl_tui.sources.loopkit.source import LoopkitSource
-from hitl_tui.tui.app import HitlApp
 from hitl_tui.inbox.view import row_of
 from hitl_tui.inbox.workspace import Workspace
+from hitl_tui.sources.loopkit.source import LoopkitSource
+from hitl_tui.tui.app import HitlApp
 from tests.support import until
 
 BLOCKED = """\

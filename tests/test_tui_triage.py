@@ -12,14 +12,14 @@ from textual.widgets import Input, Static
 
 from hitl_tui.config import Config
 from hitl_tui.inbox.inbox import Delta, Inbox
+from hitl_tui.inbox.view import Group
+from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.model import Block
 from hitl_tui.sources.loopkit.source import LoopkitSource
 from hitl_tui.tui.app import HitlApp
 from hitl_tui.tui.inbox_screen import InboxScreen
 from hitl_tui.tui.snooze_screen import SnoozeScreen
 from hitl_tui.tui.widgets import BlockList
-from hitl_tui.inbox.view import Group
-from hitl_tui.inbox.workspace import Workspace
 from tests.support.pilot import select, settle
 from tests.tui_support import NOW, SIZE, demo_workspace, make_app
 

@@ -28,9 +28,9 @@ def loops(tmp_path: Path) -> Path:
 def _app(root: Path, calls: Path, within: timedelta = timedelta(minutes=10)):
     from hitl_tui.config import Config
     from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.workspace import Workspace
     from hitl_tui.loops.commands import Loop
     from hitl_tui.tui.app import HitlApp
-    from hitl_tui.inbox.workspace import Workspace
     from tests.test_loops import RECORDER
 
     loop = Loop(
@@ -177,11 +177,11 @@ async def test_a_restart_that_exits_127_is_restart_failed_until_R_restarts_it(
 
     from hitl_tui.config import Config
     from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.workspace import Workspace
     from hitl_tui.loops.commands import Loop
     from hitl_tui.loops.resume import ResumeBook
     from hitl_tui.tui.app import HitlApp
     from hitl_tui.tui.widgets import BlockList
-    from hitl_tui.inbox.workspace import Workspace
     from tests.support.pilot import preview_of
     from tests.tui_support import SIZE
 
@@ -233,9 +233,9 @@ async def test_a_restart_program_not_on_path_warns_and_its_answer_is_restart_fai
     (a toast, the header's count), and the answer's row says `restart failed (not found)`."""
     from hitl_tui.config import Config
     from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.workspace import Workspace
     from hitl_tui.loops.commands import Loop
     from hitl_tui.tui.app import HitlApp
-    from hitl_tui.inbox.workspace import Workspace
     from tests.support.pilot import preview_of
     from tests.tui_support import SIZE
 
