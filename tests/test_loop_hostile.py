@@ -434,6 +434,78 @@ def test_the_logs_folder_stays_under_its_total(tmp_path: Path) -> None:
     assert len(kept) > 40 and kept[-1].startswith("20000101T000002.000029Z")  # the newest old
 
 
+def _hidden_logs(folder: Path) -> list[str]:
+    """Logs removed from `folder` that a process still writes (on disk, seen by nobody)."""
+    found = []
+    prefix = os.fspath(folder) + os.sep
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith(prefix) and target.endswith(" (deleted)"):
+                found.append(target)
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc to see open logs")
+def test_logs_still_being_written_stay_and_the_total_holds_past_64_loops(
+    tmp_path: Path,
+) -> None:
+    """62 loops are writing their logs (held open for writing, as their keepers do) and 20
+    finished logs are there: three restarts whose loops go on writing in the background. No log
+    still being written is removed (its loop would write on into a file nobody sees, past the
+    bound: 80 such restarts hid 16 MiB), the finished ones go first, the new logs get what is
+    left of the 64 MiB (the last one none, and says why), and the folder never holds more."""
+    from hitl_tui.loops.commands import LOGS_TOTAL, MAX_LOG
+
+    repo = tmp_path / "loops" / "shop"
+    shutil.copytree(SHOP, repo)
+    (repo / ".git").mkdir()
+    folder = Path(os.environ["HITL_STATE_DIR"]) / "loops"
+    folder.mkdir(mode=0o700)
+    held = []
+    for n in range(20):  # finished: the oldest
+        old = folder / f"19990101T000000.{n:06d}Z-restart-shop.log"
+        old.write_bytes(b"x" * (100 << 10))
+        old.chmod(0o400)
+    for n in range(62):  # still being written
+        log = folder / f"20000101T000000.{n:06d}Z-restart-shop.log"
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.ftruncate(fd, MAX_LOG - 200)
+        held.append(fd)
+    # Each loop writes a line every 0.1 s for 4 s: its log is being written all that time.
+    loop = "(i=0; while [ $i -lt 40 ]; do echo tick $i; i=$((i+1)); sleep 0.1; done) & exit 0"
+    config = config_for(tmp_path, restart=["sh", "-c", loop])
+    try:
+        for _ in range(3):
+            ran = run_hitl("restart", repo / "BLOCKED.md", "--config", config, timeout=30)
+            assert ran.returncode == 0, ran.stderr
+            assert all(os.fstat(fd).st_nlink == 1 for fd in held), "a log being written went"
+        new = [log for log in _logs() if not log.name.startswith(("1999", "2000"))]
+        assert len(new) == 3
+        deadline = time.monotonic() + 20
+        while any(log.stat().st_mode & 0o200 for log in new):  # until each keeper is done
+            assert time.monotonic() < deadline, [oct(log.stat().st_mode) for log in new]
+            assert sum(log.stat().st_size for log in _logs()) <= LOGS_TOTAL
+            time.sleep(0.05)
+        assert _hidden_logs(folder) == []
+        assert sum(log.stat().st_size for log in _logs()) <= LOGS_TOTAL
+        assert not [log for log in _logs() if log.name.startswith("1999")]  # went first
+        first, second, third = (log.read_bytes() for log in new)
+        assert first.startswith(b"$ sh -c ") and first.endswith(b"tick 39\n")  # all of it
+        assert second.endswith(b"tick 39\n")
+        assert b"0 KiB not kept: 64 other logs are still being written" in third, third[-300:]
+    finally:
+        for fd in held:
+            os.close(fd)
+
+
 async def test_t_refuses_a_far_shell_in_a_folder_named_with_escapes(
     tmp_path: Path, sshd, monkeypatch: pytest.MonkeyPatch
 ) -> None:

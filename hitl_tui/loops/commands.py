@@ -51,6 +51,8 @@ KEEP_LOGS = 200
 #: Bytes all the logs in the state folder's `loops/` hold at most (a log still being written
 #: counts as MAX_LOG); the oldest go first.
 LOGS_TOTAL = 64 << 20
+#: What a log's keeper writes when the command wrote more than MAX_LOG.
+_PAST = f"[hitl: output past {MAX_LOG >> 20} MiB not kept]"
 #: Room kept at a log's end for hitl's own lines ("[hitl: exit 3]").
 _TAIL = 512
 #: The first line of a log (the command) is cut to this many bytes.
@@ -317,20 +319,20 @@ def shown(argv: list[str] | tuple[str, ...]) -> str:
     return " ".join(shlex.quote(a) for a in argv)
 
 
-#: The log keeper (`/bin/sh -c KEEPER hitl-log BYTES LOG`), stdin the pipe the command writes
-#: to, stdout its log: in the background (so hitl neither waits for it nor reaps it), it
-#: copies the first BYTES to the log, says so if there was more, marks the log done (mode
-#: 0400), and then reads the rest and drops it until the last writer closes the pipe. The loop
-#: a restart leaves running in the background writes to that pipe for its whole life: it is
-#: never stalled (a full pipe) nor killed (SIGPIPE, a pipe without a reader), and never fills
-#: the disk. What stays behind per running loop is one `cat`. (GNU head -c reads no more than
-#: it writes, so the check for more is exact; a head that reads ahead may drop the note, never
-#: the bound.)
-KEEPER = f"""exec 4<&0
+#: The log keeper (`/bin/sh -c KEEPER hitl-log BYTES LOG NOTE`), stdin the pipe the command
+#: writes to, stdout its log: in the background (so hitl neither waits for it nor reaps it),
+#: it copies the first BYTES to the log, writes NOTE if there was more, marks the log done
+#: (mode 0400), and then reads the rest and drops it until the last writer closes the pipe.
+#: The loop a restart leaves running in the background writes to that pipe for its whole
+#: life: it is never stalled (a full pipe) nor killed (SIGPIPE, a pipe without a reader), and
+#: never fills the disk. What stays behind per running loop is one `cat`. (GNU head -c reads
+#: no more than it writes, so the check for more is exact; a head that reads ahead may drop
+#: the note, never the bound.)
+KEEPER = """exec 4<&0
 (
   head -c "$1" 2>/dev/null
   if [ "$(head -c 1 | wc -c)" -gt 0 ]; then
-    printf '\\n[hitl: output past {MAX_LOG >> 20} MiB not kept]\\n' 2>/dev/null
+    printf '\\n%s\\n' "$3" 2>/dev/null
   fi
   chmod 0400 "$2" 2>/dev/null
   exec cat >/dev/null 2>&1
@@ -353,11 +355,11 @@ def run_command(
         return Ran((), None, None, exc.line(what), 0.0, refused=True)
     cwd = block.repo if isinstance(block.repo, Path) and block.repo.is_dir() else None
     began = time.monotonic()
-    log, fd = _new_log(logs, what, block, argv) if logs is not None else (None, None)
+    log, fd, room = _new_log(logs, what, block, argv) if logs is not None else (None, None, 0)
     out: int | None = None
     if fd is not None:
         try:
-            out = _keeper(fd, log)
+            out = _keeper(fd, log, room)
         except OSError as exc:
             _note(fd, f"output not kept: no log keeper ({exc.strerror or exc})")
     try:
@@ -384,13 +386,15 @@ def run_command(
     return _done(argv, code, log, None if code == 0 else f"exit {code}", began, fd, out)
 
 
-def _keeper(log_fd: int, log: Path | None) -> int:
-    """Start the log keeper on a new pipe whose reader it is; the pipe's write end."""
-    keep = MAX_LOG - os.fstat(log_fd).st_size - _TAIL
+def _keeper(log_fd: int, log: Path | None, room: tuple[int, str]) -> int:
+    """Start the log keeper on a new pipe whose reader it is; the pipe's write end. `room`:
+    the bytes this log may hold in all (`prune`), and the note for what did not fit."""
+    cap, note = room
+    keep = cap - os.fstat(log_fd).st_size - _TAIL
     read, write = os.pipe()
     try:
         starter = subprocess.Popen(
-            ["/bin/sh", "-c", KEEPER, "hitl-log", str(max(keep, 0)), os.fspath(log or "")],
+            ["/bin/sh", "-c", KEEPER, "hitl-log", str(max(keep, 0)), os.fspath(log or ""), note],
             stdin=read,
             stdout=log_fd,
             stderr=subprocess.DEVNULL,
@@ -441,10 +445,10 @@ def _note(fd: int, text: str) -> None:
 
 def _new_log(
     logs: Path, what: str, block: Block, argv: list[str]
-) -> tuple[Path | None, int | None]:
-    """A new log (mode 0600, its first line the command) and its descriptor, open to append;
-    then the oldest logs go, so that the folder stays within KEEP_LOGS and LOGS_TOTAL. (None,
-    None) when it cannot be made: the command runs all the same."""
+) -> tuple[Path | None, int | None, tuple[int, str]]:
+    """A new log (mode 0600, its first line the command) and its descriptor, open to append,
+    and its room (`prune`: the bytes it may hold, the note for the rest); the oldest finished
+    logs go first. (None, None, ...) when it cannot be made: the command runs all the same."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
     safe = re.sub(r"[^A-Za-z0-9._-]+", "_", block.id)[:80] or "block"
     log = logs / f"{stamp}-{what}-{safe}.log"
@@ -453,40 +457,100 @@ def _new_log(
         logs.mkdir(parents=True, exist_ok=True, mode=0o700)
         fd = os.open(log, flags, 0o600)
     except OSError:
-        return None, None
+        return None, None, (0, "")
+    room = prune(logs, log.name)
+    cap = room[0]
     head = f"$ {shown(argv)}".encode("utf-8", "surrogateescape")
-    if len(head) > _HEAD:
-        head = head[: _HEAD - 4] + b"..."
+    fits = min(_HEAD, cap - _TAIL)  # the command's line too stays within the room
+    if len(head) + 1 > fits:
+        head = head[: max(fits - 5, 0)] + b"..." if fits > 5 else b""
     try:
-        os.write(fd, head + b"\n")
+        if head:
+            os.write(fd, head + b"\n")
     except OSError:
         pass
-    prune(logs)
-    return log, fd
+    return log, fd, room
 
 
-def prune(logs: Path) -> None:
-    """Remove the oldest logs until the folder holds at most KEEP_LOGS of them and at most
-    LOGS_TOTAL bytes, a log still being written (its keeper has not marked it done, mode
-    0400) counted as the MAX_LOG it may grow to. Run after a new log is made: of two hitl
+def _writing(logs: Path) -> set[str] | None:
+    """The logs in `logs` some process holds open for writing (a keeper, or a hitl starting
+    one), from /proc; None where there is no /proc to ask."""
+    proc = Path("/proc")
+    if not (proc / "self" / "fd").is_dir():
+        return None
+    prefix = os.fspath(logs) + os.sep
+    found: set[str] = set()
+    for pid in os.listdir(proc):
+        if not pid.isdigit():
+            continue
+        fds = proc / pid / "fd"
+        try:
+            names = os.listdir(fds)
+        except OSError:
+            continue  # gone, or not ours to look at
+        for name in names:
+            try:
+                target = os.readlink(fds / name)
+            except OSError:
+                continue
+            if not target.startswith(prefix) or not target.endswith(".log"):
+                continue
+            try:
+                info = (proc / pid / "fdinfo" / name).read_text()
+                flags = int(info.split("flags:", 1)[1].split()[0], 8)
+            except (OSError, ValueError, IndexError):
+                flags = os.O_WRONLY  # cannot tell: counted as written
+            if flags & os.O_ACCMODE != os.O_RDONLY:
+                found.add(target[len(prefix) :])
+    return found
+
+
+def prune(logs: Path, new: str | None = None) -> tuple[int, str]:
+    """Keep `logs` within KEEP_LOGS logs and LOGS_TOTAL bytes, whatever runs: a log still being
+    written (held open for writing, per /proc; elsewhere, not yet marked done, mode 0400)
+    counts as the MAX_LOG it may grow to and is never removed (its loop would write on into a
+    file nobody sees); the oldest finished logs go first. The room of the `new` log: the bytes
+    it may hold (MAX_LOG, less when the logs still being written leave less of LOGS_TOTAL), and
+    the note its keeper writes when there was more. Run after the new log is made: of two hitl
     making one at once, the second to list sees both."""
     try:
         names = sorted((p for p in os.listdir(logs) if p.endswith(".log")), reverse=True)
     except OSError:
-        return
-    total = 0
-    for n, name in enumerate(names):  # newest first: the names start with the time
+        return MAX_LOG, _PAST
+    writing = _writing(logs)
+    sizes: dict[str, int] = {}
+    growing: list[str] = []
+    for name in names:
+        if name == new:
+            continue
         try:
             st = os.lstat(logs / name)
         except OSError:
             continue
-        growing = bool(st.st_mode & 0o200)
-        total += MAX_LOG if growing else min(st.st_size + _TAIL, MAX_LOG)
-        if n >= KEEP_LOGS or total > LOGS_TOTAL:
-            try:
-                os.unlink(logs / name)
-            except OSError:
-                pass
+        held = name in writing if writing is not None else bool(st.st_mode & 0o200)
+        if held:
+            growing.append(name)
+        else:
+            sizes[name] = st.st_size
+    budget = LOGS_TOTAL - MAX_LOG * len(growing)
+    cap = max(0, min(MAX_LOG, budget))
+    note = _PAST
+    if cap < MAX_LOG:
+        note = (
+            f"[hitl: output past {cap >> 10} KiB not kept: {len(growing)} other logs are still "
+            f"being written, and loops/ keeps {LOGS_TOTAL >> 20} MiB in all]"
+        )
+    kept, total = len(growing) + 1, 0
+    for name, size in sizes.items():  # newest first: the names start with the time
+        if kept < KEEP_LOGS and total + size + cap <= budget:
+            kept += 1
+            total += size
+            continue
+        try:
+            os.unlink(logs / name)
+        except OSError:
+            pass
+    return cap, note
 
 
 def logs_dir() -> Path | None:
