@@ -48,10 +48,7 @@ TOO_BIG_FOR_NOW = {
     "hitl_tui/loops/resume.py",
 }
 #: Backend names compared outside their package, allowed for now: (module, name).
-BACKEND_NAMED_FOR_NOW = {
-    # agenticloop's date rule (a note's date); it becomes a hook of its source next.
-    ("hitl_tui.inbox.inbox", "agenticloop"),
-}
+BACKEND_NAMED_FOR_NOW: set[tuple[str, str]] = set()
 
 
 def modules() -> dict[str, Path]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -92,6 +93,13 @@ class Source:
     def warnings(self, repo: Path) -> list[str]:
         """What this source could not read in the repository's configuration (never blocks)."""
         return []
+
+    # -- when a block began (`Inbox`: its `since`, the list's age and order) -----------------
+
+    def began(self, block: Block, first_seen: datetime) -> datetime:
+        """When `block` began, given when hitl first saw it. Default: then (a BLOCKED.md says
+        no date of its own)."""
+        return first_seen
 
     # -- answering -----------------------------------------------------------------------------
 

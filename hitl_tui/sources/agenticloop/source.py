@@ -12,7 +12,9 @@ Layer: sources (the agenticloop backend package).
 
 from __future__ import annotations
 
+import functools
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 from hitl_tui import fsio
@@ -111,6 +113,23 @@ class AgenticloopSource(Source):
             return unlisted_folder(repo, path, label)
         return read_task(repo, path, label)
 
+    # -- when a block began ----------------------------------------------------------------
+
+    def began(self, block: Block, first_seen: datetime) -> datetime:
+        """The date of the note that explains the block (agenticloop's notes carry a day, read
+        as UTC), or when hitl first saw it if that was later the same day, or earlier (a note
+        dated in the future: never later than hitl first saw the block, or it would never age).
+        """
+        day = block.meta.get("note_date")
+        if not isinstance(day, str):
+            return first_seen
+        start = _day_start(day) if len(day) <= 16 else _parse_day(day)
+        if start is None or start > first_seen:
+            return first_seen
+        if first_seen.astimezone(UTC).date() == start.date():
+            return first_seen
+        return start
+
     # -- answering -------------------------------------------------------------------------
 
     def decision_text(self, block: Block, answer: Answer) -> str:
@@ -151,3 +170,16 @@ class AgenticloopSource(Source):
     def resume_dirs(self, waiting) -> list[Path]:
         """The task's folder (already watched while the repository is)."""
         return [Path(waiting.path).parent]
+
+
+def _parse_day(day: str) -> datetime | None:
+    """Midnight UTC of a `YYYY-MM-DD` note date; None if it is not one."""
+    try:
+        return datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+#: The same, remembered: a fleet's notes share few days, and strptime costs tens of
+#: microseconds a call. Only short texts are kept (a note's day is ten characters).
+_day_start = functools.lru_cache(maxsize=4096)(_parse_day)
