@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from hitl_tui.model import Answer, Block, HitlError, Plan, UsageError
 
@@ -32,6 +32,22 @@ from hitl_tui.model import Answer, Block, HitlError, Plan, UsageError
 #: far side could not read a repo, say), or why not ("rate-limited", "unreachable",
 #: "unauthorised", "error").
 OnUpdate = Callable[[str, str, str, Any], Awaitable[None]]
+
+
+class RecordSent(Protocol):
+    """Journals an answer already sent to a remote backend (`journal.record_remote`, given to
+    the backends by the config that builds them: the journal sits above the sources): `summary`
+    says what was sent, `not_undoable` why it cannot be undone (None: it can), `sent` what its
+    backend needs to find it there again. Returns the entry's id; raises OSError or HitlError
+    when the journal cannot take it."""
+
+    def __call__(
+        self,
+        plan: Plan,
+        summary: str,
+        not_undoable: str | None,
+        sent: dict[str, Any] | None = None,
+    ) -> str: ...
 
 
 class Source:
@@ -48,6 +64,9 @@ class Source:
     remote: ClassVar[bool] = False
     #: An answer can be undone byte for byte (`hitl undo`); see `why_not_undoable`.
     undoable: ClassVar[bool] = True
+    #: Where a remote backend journals what it sent (`RecordSent`); set by `registry.
+    #: remote_sources` from what the config gives it. None: what is sent is not journaled.
+    record_sent: RecordSent | None = None
 
     # -- configuration ---------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from hitl_tui.model import Block, Plan, StaleError, UsageError
-from hitl_tui.sources.base import OnUpdate, Source
+from hitl_tui.sources.base import OnUpdate, RecordSent, Source
 from hitl_tui.sources.github import issues as gh
 from hitl_tui.sources.github.api import GithubError, Secret, resolve_token
 from hitl_tui.sources.github.issues import GithubSource
@@ -52,8 +52,10 @@ async def _call(factory: Callable[[], Awaitable[T]]) -> T:
     return await factory()
 
 
-def apply_sync(plan: Plan, token: Secret | str | None = None) -> list[str]:
-    return run_sync(lambda: apply_remote(plan, token))
+def apply_sync(
+    plan: Plan, token: Secret | str | None = None, record: RecordSent | None = None
+) -> list[str]:
+    return run_sync(lambda: apply_remote(plan, token, record=record))
 
 
 # -- the backend ----------------------------------------------------------------------------------
@@ -85,7 +87,7 @@ class GithubBackend(Source):
         return gh.plan(block, answer)
 
     def send(self, plan: Plan) -> list[str]:
-        return apply_sync(plan, self._secrets.get(plan.block.id))
+        return apply_sync(plan, self._secrets.get(plan.block.id), self.record_sent)
 
     def why_not_undoable(self, block: Block) -> str:
         return not_undoable(block)
