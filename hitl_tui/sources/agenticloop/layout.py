@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import hitl_tui.sources.agenticloop.frontmatter as frontmatter
 from hitl_tui import fsio
@@ -43,7 +44,7 @@ def _mtime(path: str | Path) -> datetime | None:
         return None
 
 
-def _read_project(project: Path) -> tuple[str | None, dict, str]:
+def _read_project(project: Path) -> tuple[str | None, dict[str, Any], str]:
     """(what is wrong with project.md or None, the mapping agenticloop loads from it, stamp).
 
     agenticloop loads project.md with its lenient reader (`loadProjectMap`: invalid lines are
@@ -83,7 +84,7 @@ def _read_project(project: Path) -> tuple[str | None, dict, str]:
     return None, lenient, read.fingerprint
 
 
-def _lenient(text: str) -> dict:
+def _lenient(text: str) -> dict[str, Any]:
     try:
         return frontmatter.read_lenient(text) or {}
     except frontmatter.TooDeep:
@@ -106,7 +107,7 @@ def read_layout(repo: Path) -> Layout:
         # cannot lead anywhere because none of it exists.
         return Layout("files", fsio.child(own, "tasks"))
     problems: list[str] = []
-    meta: dict = {}
+    meta: dict[str, Any] = {}
     stamp = "layout"
     if project_time is not None:  # no project.md: agenticloop's defaults, nothing to say
         try:

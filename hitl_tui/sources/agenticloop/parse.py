@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import hitl_tui.sources.agenticloop.frontmatter as frontmatter
 from hitl_tui import fsio
@@ -59,7 +60,7 @@ class HeaderError(Exception):
     (naming the line) is shown to the operator."""
 
 
-def load_header(text: str) -> dict:
+def load_header(text: str) -> dict[str, Any]:
     """The frontmatter's text as a dict, by agenticloop's strict rules (`frontmatter`);
     bounded in size and nesting; raises HeaderError naming the line it refuses."""
     # A character encodes to at most 4 bytes: a short header needs no encoding to be measured.
@@ -291,7 +292,9 @@ def _single_inline_question(text: str) -> str | None:
     return text[found[0].end() :].strip() or None
 
 
-def _summary(title: str | None, question: str, split_items: list) -> str:
+def _summary(
+    title: str | None, question: str, split_items: list[tuple[str, dict[str, str]]]
+) -> str:
     """The list's one line: the task's title, then what is needed (the question itself)."""
     if split_items:
         heads = " ".join(h or " ".join(p.values()) for h, p in split_items)
@@ -334,7 +337,7 @@ def status_of(data: bytes) -> str | None:
     return status or None
 
 
-def _task_id(header: dict, path: Path) -> str:
+def _task_id(header: dict[str, Any], path: Path) -> str:
     return one_line(frontmatter.string(header.get("task_id"))) or path.stem
 
 
@@ -344,7 +347,7 @@ def _context(
     category: str | None,
     parts: dict[str, str],
     body: Body,
-    header: dict,
+    header: dict[str, Any],
     note: Note | None,
 ) -> str:
     lines: list[str] = []
@@ -391,7 +394,7 @@ def _tried(mentioning: list[Note], split: dict[str, dict[str, str]]) -> tuple[st
 
 def _choices(
     state: str, has_category: bool, gate: bool, recommended: str | None, multi: bool
-) -> tuple[dict[str, str], tuple[Choice, ...]]:
+) -> tuple[Choice, ...]:
     """The ways out, keyed A, B, C... in a fixed order; each says which lines it changes."""
     resume = f"status: {state} → {RESUMED}"
     if has_category:
@@ -485,7 +488,7 @@ def task_block(
     repo: Path,
     path: Path,
     label: str,
-    header: dict,
+    header: dict[str, Any],
     state: str,
     body_text: str,
     text: str,

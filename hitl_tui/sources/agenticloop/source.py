@@ -16,13 +16,14 @@ import functools
 import os
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from hitl_tui import fsio
 from hitl_tui.model import Answer, Block, Plan, fingerprint
 from hitl_tui.sources.agenticloop import writer
 from hitl_tui.sources.agenticloop.layout import PROJECT, Layout, read_layout, unlisted
 from hitl_tui.sources.agenticloop.parse import NAME, read_task, status_of, unlisted_folder
-from hitl_tui.sources.base import Source
+from hitl_tui.sources.base import AnswerWaiting, Source
 
 
 class AgenticloopSource(Source):
@@ -141,7 +142,7 @@ class AgenticloopSource(Source):
 
     # -- did the loop resume? ------------------------------------------------------------------
 
-    def resume_signs(self, block: Block, plan: Plan) -> dict:
+    def resume_signs(self, block: Block, plan: Plan) -> dict[str, Any]:
         """The task file's fingerprint as the answer wrote it, and the status it set."""
         path = Path(block.path)
         new = next((c.new for c in plan.changes if c.path == path), None)
@@ -149,7 +150,7 @@ class AgenticloopSource(Source):
             return {"file": fsio.current_fingerprint(path), "status": block.state}
         return {"file": fingerprint(new), "status": status_of(new)}
 
-    def resumed(self, waiting) -> str | None:
+    def resumed(self, waiting: AnswerWaiting) -> str | None:
         """The task's status moved on from what the answer set, or the loop changed the file
         (a note, a comment) since."""
         signs = waiting.signs if isinstance(waiting.signs, dict) else {}
@@ -167,7 +168,7 @@ class AgenticloopSource(Source):
             return f"status {before or '?'} → {now}"
         return "the task file changed (a note by the loop)"
 
-    def resume_dirs(self, waiting) -> list[Path]:
+    def resume_dirs(self, waiting: AnswerWaiting) -> list[Path]:
         """The task's folder (already watched while the repository is)."""
         return [Path(waiting.path).parent]
 

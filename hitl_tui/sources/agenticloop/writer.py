@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import hitl_tui.sources.agenticloop.frontmatter as frontmatter
 from hitl_tui import fsio
@@ -131,8 +132,9 @@ def plan(block: Block, answer: Answer) -> Plan:
     if not block.answerable:
         raise HitlError(f"{block.id}: the task header does not parse; fix the file by hand")
     task_id = block.meta["task_id"]
-    fsio.resolve_for_write(block.repo, block.path)
-    old = fsio.read_bytes(block.path)
+    path = Path(block.path)  # a local block's: a file here (remote blocks' are URLs)
+    fsio.resolve_for_write(Path(block.repo), path)
+    old = fsio.read_bytes(path)
     if old is None:
         raise StaleError(f"{block.id}: the task file is gone")
     if fingerprint(old) != block.fingerprint:
@@ -156,8 +158,8 @@ def plan(block: Block, answer: Answer) -> Plan:
     return Plan(
         block,
         answer,
-        (FileChange(block.path, old, new),),
-        {block.path: block.fingerprint},
+        (FileChange(path, old, new),),
+        {path: block.fingerprint},
         f"{block.id}: " + "; ".join(effects),
         hint=hint,
     )
