@@ -317,8 +317,11 @@ class Inbox:
         first = min(block.since, datetime.now(UTC))
         if self.book is not None:
             first = self.book.first_seen(key_for(block.source, block.path), block.repo, first)
-        source = next((s for s in self.sources if s.name == block.source), None)
-        since = first if source is None else source.began(block, first)
+        since = first
+        for source in self.sources:  # a loop, not next(): once per block at every start
+            if source.name == block.source:
+                since = source.began(block, first)
+                break
         return block if since == block.since else _with_since(block, since)
 
     def _scan_source(self, repo: Path, source: Source, delta: Delta) -> None:
