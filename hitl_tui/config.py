@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+from hitl_tui.journal.entries import record_remote
 from hitl_tui.journal.retention import DEFAULT_KEEP
 from hitl_tui.journal.retention import parse as parse_keep
 from hitl_tui.loops.commands import Loop, loops_from_config
@@ -129,7 +130,10 @@ def load_config(explicit: str | Path | None = None) -> Config:
     try:
         # Each backend checks its own table now, with the file named, before any command
         # reads or writes anything.
-        remotes = remote_sources({key: data[key] for key in REMOTE if key in data})
+        # What a backend sends is journaled (`hitl history`): the journal is given to them.
+        remotes = remote_sources(
+            {key: data[key] for key in REMOTE if key in data}, record_sent=record_remote
+        )
     except UsageError as exc:
         raise UsageError(f"{path}: {exc}") from None
     keep = parse_keep(path, data.get("journal_keep", "90d"))

@@ -12,7 +12,7 @@ import pytest
 from hitl_tui.answers.apply import apply_plan
 from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.model import Answer, Block, HitlError, StaleError, UsageError
-from hitl_tui.sources.agenticloop import source as agenticloop
+from hitl_tui.sources.agenticloop import parse as agenticloop
 from hitl_tui.sources.agenticloop.source import AgenticloopSource
 
 WHEN = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hitl_tui.sources.agenticloop import frontmatter
-from hitl_tui.sources.agenticloop.source import HeaderError, load_header, quick_not_blocked
+from hitl_tui.sources.agenticloop.parse import HeaderError, load_header, quick_not_blocked
 from tests.conftest import FIXTURES
 
 REAL = FIXTURES / "agenticloop-real"

@@ -21,7 +21,7 @@ from hitl_tui.inbox import codec as blockcodec
 from hitl_tui.inbox import parsecache
 from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.inbox.parsecache import ParseCache, gc_paused
-from hitl_tui.sources.agenticloop import source as agenticloop
+from hitl_tui.sources.agenticloop import parse as agenticloop
 
 BLOCKED = "## Question\nShip {what}?\n## Choices\n- A) yes\n- B) no\n"
 TASK = """\

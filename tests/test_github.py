@@ -380,7 +380,7 @@ async def read(fake: FakeGithub, number: int, **labels) -> object:
 
 
 async def send(plan, **kw):
-    return await apply_remote(plan, TOKEN, **kw)
+    return await apply_remote(plan, TOKEN, record=journal.record_remote, **kw)
 
 
 async def test_resume_posts_one_comment_then_removes_the_label(fake):

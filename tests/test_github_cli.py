@@ -305,3 +305,21 @@ def test_a_github_answer_waits_until_the_loop_comments_or_relabels(setup, fake):
     code, repos = status()
     [resumed] = repos["acme/api"]["resumed"]
     assert code == 0 and resumed["how"] == "labels changed: +in-progress"
+
+
+def test_an_answer_sent_by_the_command_is_journaled(setup, fake):
+    """`hitl answer owner/name#12`: what was sent is in the journal (`hitl history`), which
+    the config gives the backend it builds (the sources never import the journal)."""
+    work, config = setup
+    done = hitl("answer", "acme/shop#12", "--text", "It is set.", "--config", config, cwd=work)
+    assert done.returncode == 0, done.stderr
+    listed = hitl("history", "--json", cwd=work)
+    assert listed.returncode == 0, listed.stderr
+    data = json.loads(listed.stdout)
+    assert [(d["block"]["id"], d["summary"], d["block"]["source"]) for d in data] == [
+        (
+            "acme/shop#12",
+            "acme/shop#12: sent to GitHub: posted the comment; removed label 'blocked'",
+            "github",
+        )
+    ]

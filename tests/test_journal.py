@@ -408,3 +408,38 @@ def test_a_remote_answer_is_history_only(shop: Path):
         journal.undo(entry_id, operator="x")
     with pytest.raises(UsageError, match="nothing to undo"):
         journal.undo(operator="x")
+
+
+def test_records_an_older_hitl_wrote_read_as_it_meant_them(shop: Path):
+    """Records from before a block's `remote` was journaled: an answer with no files and a
+    URL for a path was sent to GitHub (shown remote, never undone); one with files is local."""
+    import dataclasses
+
+    from hitl_tui.journal import store
+
+    plan = plan_for(shop)
+    block = dataclasses.replace(
+        plan.block, source="github", repo="acme/shop", path="https://github.com/acme/shop/issues/7"
+    )
+    sent = dataclasses.replace(plan, block=block, changes=(), expect={})
+    journal.commit(journal.begin(sent, remote=True, not_undoable="said by today's source"))
+    apply_plan(plan_for(shop, "C"))
+    path = store.active_file()
+    records = [json.loads(line) for line in path.read_bytes().splitlines()]
+    for record in records:  # as an older hitl wrote them
+        for key in ("remote", "not_undoable"):
+            record.get("block", {}).pop(key, None)
+    path.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records))
+    local, remote = journal.history()
+    assert (remote.remote, remote.block_path, remote.not_undoable) == (
+        True,
+        "https://github.com/acme/shop/issues/7",
+        "answered shop on github: hitl cannot undo what was sent there",
+    )
+    assert (local.remote, local.not_undoable, local.block_path) == (
+        False,
+        None,
+        shop / "BLOCKED.md",
+    )
+    with pytest.raises(UsageError, match="hitl cannot undo what was sent there"):
+        journal.undo(remote.id, operator="x")

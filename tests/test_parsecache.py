@@ -25,7 +25,7 @@ from hitl_tui.inbox.inbox import PARALLEL_MIN_REPOS, Inbox
 from hitl_tui.inbox.parsecache import ParseCache
 from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.model import Block
-from hitl_tui.sources.agenticloop import source as agenticloop
+from hitl_tui.sources.agenticloop import parse as agenticloop
 from tests.conftest import FIXTURES
 
 #: Where each field of a Block stands in a shard's row (the on-disk format: the fields in the

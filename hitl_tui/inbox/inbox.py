@@ -311,13 +311,17 @@ class Inbox:
         return True
 
     def _dated(self, block: Block) -> Block:
-        """`block` with `since` by the rule of `began` (a parse, cached or not, gives the
-        file's mtime). A file dated in the future (a clock ahead: NFS, a VM; or just wrong)
-        counts from now, when hitl first sees it: never later, or it would never age."""
+        """`block` with `since` by its source's rule (`Source.began`; a parse, cached or not,
+        gives the file's mtime). A file dated in the future (a clock ahead: NFS, a VM; or just
+        wrong) counts from now, when hitl first sees it: never later, or it would never age."""
         first = min(block.since, datetime.now(UTC))
         if self.book is not None:
             first = self.book.first_seen(key_for(block.source, block.path), block.repo, first)
-        since = began(block, first)
+        since = first
+        for source in self.sources:  # a loop, not next(): once per block at every start
+            if source.name == block.source:
+                since = source.began(block, first)
+                break
         return block if since == block.since else _with_since(block, since)
 
     def _scan_source(self, repo: Path, source: Source, delta: Delta) -> None:
@@ -728,38 +732,6 @@ def _with_since(block: Block, since: datetime) -> Block:
         put(new, name, getattr(block, name))
     put(new, "since", since)
     return new
-
-
-def _parse_day(day: str) -> datetime | None:
-    """Midnight UTC of a `YYYY-MM-DD` note date; None if it is not one."""
-    try:
-        return datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=UTC)
-    except ValueError:
-        return None
-
-
-#: The same, remembered: a fleet's notes share few days, and strptime costs tens of
-#: microseconds a call. Only short texts are kept (a note's day is ten characters).
-_day_start = functools.lru_cache(maxsize=4096)(_parse_day)
-
-
-def began(block: Block, first_seen: datetime) -> datetime:
-    """When `block` began, given when hitl first saw it.
-
-    A task file: the date of the note that explains the block (agenticloop's notes carry a day,
-    read as UTC), or when hitl first saw it if that was later the same day, or earlier (a note
-    dated in the future: never later than hitl first saw the block, or it would never age).
-    Anything else (a BLOCKED.md): when hitl first saw it.
-    """
-    day = block.meta.get("note_date") if block.source == "agenticloop" else None
-    if not isinstance(day, str):
-        return first_seen
-    start = _day_start(day) if len(day) <= 16 else _parse_day(day)
-    if start is None or start > first_seen:
-        return first_seen
-    if first_seen.astimezone(UTC).date() == start.date():
-        return first_seen
-    return start
 
 
 def suffix_matches(target: str, blocks: Iterable[Block]) -> list[Block]:

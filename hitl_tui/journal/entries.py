@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from hitl_tui import fsio
 from hitl_tui.journal import store as journalstore
@@ -280,20 +281,32 @@ def _where(value: object, remote: bool) -> Path | str:
     return str(value) if remote else Path(str(value))
 
 
-def _entry(begin: dict, end: dict | None) -> Entry:
+def migrated(begin: dict[str, Any]) -> dict[str, Any]:
+    """A begin record as this hitl writes it, from one an older hitl wrote: the one place a
+    record of an older version is patched up (`_entry` reads every record through it).
+
+    What a block's source could do is recorded with the answer (the block's `remote`, and its
+    `not_undoable`). Records from before that (no `remote` key) had one remote backend,
+    GitHub: an answer with no file steps and a URL for a path was sent there, and cannot be
+    undone from hitl. `begin` itself is never changed."""
     block = begin.get("block") or {}  # every field's type was checked by journalstore.problem
-    # What its source could do is recorded with the answer. Records from before that (no
-    # "remote" key) had one remote backend, GitHub: no file steps, and a URL for a path.
-    legacy = "remote" not in block
-    remote = block.get("remote") is True or (
-        legacy and not begin.get("files") and "://" in str(block.get("path", ""))
-    )
-    not_undoable = block.get("not_undoable")
-    if legacy and remote:
-        not_undoable = (
+    if "remote" in block:
+        return begin
+    remote = not begin.get("files") and "://" in str(block.get("path", ""))
+    block = {**block, "remote": remote}
+    if remote:
+        block["not_undoable"] = (
             f"answered {block.get('id', '')} on {block.get('source', '')}: hitl cannot undo "
             "what was sent there"
         )
+    return {**begin, "block": block}
+
+
+def _entry(begin: dict, end: dict | None) -> Entry:
+    begin = migrated(begin)
+    block = begin.get("block") or {}  # every field's type was checked by journalstore.problem
+    remote = block.get("remote") is True
+    not_undoable = block.get("not_undoable")
     answer = begin.get("answer") or {}
     status = "in progress"
     if end is not None:

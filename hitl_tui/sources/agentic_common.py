@@ -8,6 +8,7 @@ Both sources read these from here and never from each other (a source never impo
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from hitl_tui.model import Choice
 
@@ -93,7 +94,7 @@ def first_part(parts: list[tuple[str, str]], *labels: str) -> str | None:
     return None
 
 
-def lettered(rows: list[tuple[str, str, str | None, bool]]) -> tuple[Choice, ...]:
+def lettered(rows: Sequence[tuple[str, str, str | None, bool]]) -> tuple[Choice, ...]:
     """Derived choices, (kind, option, consequence, needs_text) each, keyed A, B, C... in the
     order given; each Choice carries its kind (what its planner does)."""
     return tuple(

@@ -14,14 +14,21 @@ test its name or the shape of its paths.
   (`read_into` for a command, `watch` for the app), reads one block a command names
   (`owns`, `read`), plans an answer as requests (`plan`) and sends them (`send`). It is one
   module plus one line in `hitl_tui.sources.registry`: nothing else names it.
+
+`LocalFormat` (below) is the local role as a Protocol: what the inbox, the parse cache and the
+watcher may ask a file format. The things a backend is handed from the layers above it (an
+answer waiting for its loop, a journal entry, the inbox) are Protocols here too, naming only
+what a backend reads of them, so that no source imports a layer above it.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from hitl_tui.model import Answer, Block, HitlError, Plan, UsageError
 
@@ -31,6 +38,99 @@ from hitl_tui.model import Answer, Block, HitlError, Plan, UsageError
 #: far side could not read a repo, say), or why not ("rate-limited", "unreachable",
 #: "unauthorised", "error").
 OnUpdate = Callable[[str, str, str, Any], Awaitable[None]]
+
+
+class RecordSent(Protocol):
+    """Journals an answer already sent to a remote backend (`journal.record_remote`, given to
+    the backends by the config that builds them: the journal sits above the sources): `summary`
+    says what was sent, `not_undoable` why it cannot be undone (None: it can), `sent` what its
+    backend needs to find it there again. Returns the entry's id; raises OSError or HitlError
+    when the journal cannot take it."""
+
+    def __call__(
+        self,
+        plan: Plan,
+        summary: str,
+        not_undoable: str | None,
+        sent: dict[str, Any] | None = None,
+    ) -> str: ...
+
+
+class AnswerWaiting(Protocol):
+    """An answer waiting for its loop to act (`loops.resume.Waiting`), as a backend reads it
+    (`Source.resumed`, `resume_dirs`)."""
+
+    @property
+    def repo(self) -> str:
+        """The answered block's repository (a remote block's name), as text."""
+        ...
+
+    @property
+    def path(self) -> str:
+        """The answered block's file (a remote block's URL), as text."""
+        ...
+
+    @property
+    def entry(self) -> str | None:
+        """The answer's journal entry id (None: the journal gave none)."""
+        ...
+
+    @property
+    def signs(self) -> dict[str, Any]:
+        """The backend's baseline taken after the answer (`Source.resume_signs`)."""
+        ...
+
+
+class SentEntry(Protocol):
+    """A journaled answer sent to a remote backend (`journal.Entry`), as its backend reads it
+    to undo it there (`Source.undo_sent`)."""
+
+    @property
+    def id(self) -> str:
+        """The journal entry's id."""
+        ...
+
+    @property
+    def repo(self) -> Path:
+        """The block's repository as journaled (a remote block's name)."""
+        ...
+
+    @property
+    def sent(self) -> dict[str, Any] | None:
+        """What the backend recorded to find the answer where it was sent."""
+        ...
+
+
+class RemoteInbox(Protocol):
+    """What a remote backend does to the inbox (`inbox.Inbox`): swap in one scope's blocks.
+    The result (the inbox's Delta) is handed on, unread, to `OnUpdate`."""
+
+    def replace_remote(self, source: str, scope: str, blocks: list[Block]) -> object: ...
+
+
+class LocalFormat(Protocol):
+    """The local file format's role (loopkit's BLOCKED.md, agenticloop's task files): where its
+    blocks live in a repository, one file parsed to a Block, an answer planned as the exact new
+    bytes of files, and whether the loop resumed. `Source` gives every one a default; a format
+    overrides what it needs (see `Source` for each method's contract)."""
+
+    name: ClassVar[str]
+
+    def watch_dirs(self, repo: Path) -> list[Path]: ...
+    def block_files(self, repo: Path) -> list[Path]: ...
+    def layout_files(self, repo: Path) -> list[Path]: ...
+    def claims(self, repo: Path, path: Path) -> bool: ...
+    def layout_changed(self, repo: Path, path: Path) -> bool: ...
+    def parse(self, repo: Path, path: Path, label: str) -> Block | None: ...
+    def cacheable(self, repo: Path, path: Path) -> bool: ...
+    def warnings(self, repo: Path) -> list[str]: ...
+    def began(self, block: Block, first_seen: datetime) -> datetime: ...
+    def plan(self, block: Block, answer: Answer) -> Plan: ...
+    def decision_text(self, block: Block, answer: Answer) -> str | None: ...
+    def as_planned_from(self, block: Block) -> Block: ...
+    def resume_signs(self, block: Block, plan: Plan) -> dict[str, Any]: ...
+    def resumed(self, waiting: AnswerWaiting) -> str | None: ...
+    def resume_dirs(self, waiting: AnswerWaiting) -> list[Path]: ...
 
 
 class Source:
@@ -47,11 +147,14 @@ class Source:
     remote: ClassVar[bool] = False
     #: An answer can be undone byte for byte (`hitl undo`); see `why_not_undoable`.
     undoable: ClassVar[bool] = True
+    #: Where a remote backend journals what it sent (`RecordSent`); set by `registry.
+    #: remote_sources` from what the config gives it. None: what is sent is not journaled.
+    record_sent: RecordSent | None = None
 
     # -- configuration ---------------------------------------------------------------------
 
     @classmethod
-    def from_config(cls, tables: list) -> Source:
+    def from_config(cls, tables: list[Any]) -> Source:
         """The backend for its config tables, validated; UsageError (one line) when invalid.
         Called once, by `config.load_config`, which names the file in the error."""
         return cls()
@@ -93,6 +196,13 @@ class Source:
         """What this source could not read in the repository's configuration (never blocks)."""
         return []
 
+    # -- when a block began (`Inbox`: its `since`, the list's age and order) -----------------
+
+    def began(self, block: Block, first_seen: datetime) -> datetime:
+        """When `block` began, given when hitl first saw it. Default: then (a BLOCKED.md says
+        no date of its own)."""
+        return first_seen
+
     # -- answering -----------------------------------------------------------------------------
 
     def plan(self, block: Block, answer: Answer) -> Plan:
@@ -131,18 +241,18 @@ class Source:
 
     # -- did the loop resume? (`resume.ResumeBook`) ---------------------------------------
 
-    def resume_signs(self, block: Block, plan: Plan) -> dict:
+    def resume_signs(self, block: Block, plan: Plan) -> dict[str, Any]:
         """The baseline taken right after the answer `plan` was written to `block` (JSON-able),
         against which `resumed` later tells whether the loop acted. Default: none."""
         return {}
 
-    def resumed(self, waiting: Any) -> str | None:
+    def resumed(self, waiting: AnswerWaiting) -> str | None:
         """What shows the loop acted on the answer `waiting` (a `resume.Waiting`) since it was
         written, in one line ("new commit 1a2b3c4"); None: nothing yet. Default: never (the
         record waits until its deadline)."""
         return None
 
-    def resume_dirs(self, waiting: Any) -> list[Path]:
+    def resume_dirs(self, waiting: AnswerWaiting) -> list[Path]:
         """Folders whose file events may show that the loop acted on `waiting` (watched,
         non-recursively, only while the record is open). Default: none."""
         return []
@@ -157,11 +267,11 @@ class Source:
         """The block `target` names, read now (for `hitl answer`); HitlError when it cannot."""
         raise HitlError(f"{target}: not a {self.name} block")
 
-    def read_into(self, inbox: Any, warn: Callable[[str], None]) -> None:
+    def read_into(self, inbox: RemoteInbox, warn: Callable[[str], None]) -> None:
         """Read every scope once into `inbox` (`hitl list`); `warn` one line per scope that
         could not be read (its blocks are not listed)."""
 
-    async def watch(self, inbox: Any, on_update: OnUpdate, stop: Any) -> None:
+    async def watch(self, inbox: RemoteInbox, on_update: OnUpdate, stop: asyncio.Event) -> None:
         """Poll until `stop` (an asyncio.Event) is set, swapping each scope's blocks into
         `inbox` and awaiting `on_update` after each (the app runs this in a worker)."""
 
@@ -170,7 +280,7 @@ class Source:
         folder here (`t` in the app: another machine's repository); None: no such place."""
         return None
 
-    def undo_sent(self, entry: Any, operator: str, force: bool = False) -> str:
+    def undo_sent(self, entry: SentEntry, operator: str, force: bool = False) -> str:
         """Undo, where it was sent, the answer of the journal `entry` (a `journal.Entry` whose
         `sent` this backend recorded); one line saying what was done. Raises HitlError (a
         StaleError when it moved on there, or its loop has acted on it: refused unless

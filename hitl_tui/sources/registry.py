@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from hitl_tui.model import UsageError
 from hitl_tui.sources.agenticloop.source import AgenticloopSource
-from hitl_tui.sources.base import Source
+from hitl_tui.sources.base import RecordSent, Source
 from hitl_tui.sources.loopkit.source import LoopkitSource
 
 
@@ -49,8 +49,11 @@ def default_sources() -> list[Source]:
     return local_sources()
 
 
-def remote_sources(tables: dict[str, object]) -> tuple[Source, ...]:
-    """The remote backends the config's tables ask for, each validated by itself (once).
+def remote_sources(
+    tables: dict[str, object], record_sent: RecordSent | None = None
+) -> tuple[Source, ...]:
+    """The remote backends the config's tables ask for, each validated by itself (once), each
+    journaling what it sends with `record_sent` (`journal.record_remote`; None: not journaled).
 
     `tables` maps a table's name to its raw value (`[[github]]`: a list of tables, or one
     table). Raises UsageError, one line naming the table, for a value that is not one.
@@ -63,5 +66,7 @@ def remote_sources(tables: dict[str, object]) -> tuple[Source, ...]:
         if not isinstance(entries, list):
             raise UsageError(f"'{key}' must be a [[{key}]] table or an array of them")
         if entries:
-            built.append(REMOTE[key]().from_config(entries))
+            backend = REMOTE[key]().from_config(entries)
+            backend.record_sent = record_sent
+            built.append(backend)
     return tuple(built)

@@ -32,7 +32,7 @@ from hitl_tui.inbox.inbox import Delta
 from hitl_tui.inbox.view import Group, RowOrder, ViewSpec, row_key, row_of, urgency
 from hitl_tui.keys import keys_for
 from hitl_tui.model import Block
-from hitl_tui.sources.agenticloop.source import CATEGORIES
+from hitl_tui.sources.agentic_common import CATEGORIES
 from hitl_tui.textio import printable
 from hitl_tui.timefmt import age
 from hitl_tui.tui.bindings import bindings

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 #: JavaScript's \s (WhiteSpace and LineTerminator): what trim() removes and \s matches.
 JS_SPACE = (
@@ -100,7 +101,7 @@ def parse_scalar(raw_value: str, depth: int = 0) -> tuple[object, bool]:
         inner = trim(value[1:-1])
         if not inner:
             return [], False
-        values: list = []
+        values: list[Any] = []
         current: list[str] = []
         quote = ""
         for char in inner:
@@ -119,7 +120,9 @@ def parse_scalar(raw_value: str, depth: int = 0) -> tuple[object, bool]:
     return value, False
 
 
-def _nested_container(lines: list[str], index: int, parent_indent: int) -> dict | list:
+def _nested_container(
+    lines: list[str], index: int, parent_indent: int
+) -> dict[str, Any] | list[Any]:
     for cursor in range(index + 1, len(lines)):
         raw = lines[cursor]
         if not trim(raw) or trim(raw).startswith("#"):
@@ -153,11 +156,11 @@ def _block_scalar(lines: list[str], index: int, parent_indent: int, style: str) 
     return value, cursor - 1
 
 
-def parse_data(text: str, strict: bool = True) -> tuple[dict | None, str | None]:
+def parse_data(text: str, strict: bool = True) -> tuple[dict[str, Any] | None, str | None]:
     """(mapping, None), or (None, reason) when `strict` and a line is invalid
     (`parseFrontmatterData`; with strict=False, the loop of `parseFrontmatter`)."""
-    data: dict = {}
-    stack: list[tuple[int, dict | list]] = [(-1, data)]
+    data: dict[str, Any] = {}
+    stack: list[tuple[int, dict[str, Any] | list[Any]]] = [(-1, data)]
     lines = _LINES.split(text)
     index = 0
     while index < len(lines):
@@ -206,7 +209,7 @@ def parse_data(text: str, strict: bool = True) -> tuple[dict | None, str | None]
     return data, None
 
 
-def _assign(parent: dict, key: str, value: object) -> None:
+def _assign(parent: dict[str, Any], key: str, value: object) -> None:
     # In JavaScript `obj["__proto__"] = x` sets no key at all: keep it out too.
     if key != "__proto__":
         parent[key] = value
@@ -217,7 +220,7 @@ class Frontmatter:
     """What the strict reader made of a file: state `absent`, `valid` or `malformed`."""
 
     state: str
-    data: dict | None
+    data: dict[str, Any] | None
     #: agenticloop's reason code when malformed (`invalid_yaml_line:7`, ...).
     reason: str | None = None
     #: The header's own text (between the delimiter lines), when both were found.
@@ -246,7 +249,7 @@ def read_frontmatter(content: str) -> Frontmatter:
     return Frontmatter("valid", data, None, fm_text)
 
 
-def read_lenient(content: str) -> dict | None:
+def read_lenient(content: str) -> dict[str, Any] | None:
     """The header as `parseFrontmatter` reads it (how agenticloop loads project.md): None
     when there is none (no BOM allowed), and invalid lines skipped."""
     if not content.startswith("---"):

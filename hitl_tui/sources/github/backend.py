@@ -15,8 +15,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from hitl_tui.model import Block, Plan, StaleError, UsageError
-from hitl_tui.sources.base import OnUpdate, Source
+from hitl_tui.model import Answer, Block, Plan, StaleError, UsageError
+from hitl_tui.sources.base import AnswerWaiting, OnUpdate, RecordSent, RemoteInbox, Source
 from hitl_tui.sources.github import issues as gh
 from hitl_tui.sources.github.api import GithubError, Secret, resolve_token
 from hitl_tui.sources.github.issues import GithubSource
@@ -52,8 +52,10 @@ async def _call(factory: Callable[[], Awaitable[T]]) -> T:
     return await factory()
 
 
-def apply_sync(plan: Plan, token: Secret | str | None = None) -> list[str]:
-    return run_sync(lambda: apply_remote(plan, token))
+def apply_sync(
+    plan: Plan, token: Secret | str | None = None, record: RecordSent | None = None
+) -> list[str]:
+    return run_sync(lambda: apply_remote(plan, token, record=record))
 
 
 # -- the backend ----------------------------------------------------------------------------------
@@ -78,14 +80,14 @@ class GithubBackend(Source):
         return f"GithubBackend({[e.scope for e in self.entries]!r})"
 
     @classmethod
-    def from_config(cls, tables: list) -> GithubBackend:
+    def from_config(cls, tables: list[Any]) -> GithubBackend:
         return cls(gh.parse_config(tables))
 
-    def plan(self, block: Block, answer: Any) -> Plan:
+    def plan(self, block: Block, answer: Answer) -> Plan:
         return gh.plan(block, answer)
 
     def send(self, plan: Plan) -> list[str]:
-        return apply_sync(plan, self._secrets.get(plan.block.id))
+        return apply_sync(plan, self._secrets.get(plan.block.id), self.record_sent)
 
     def why_not_undoable(self, block: Block) -> str:
         return not_undoable(block)
@@ -99,10 +101,10 @@ class GithubBackend(Source):
         self._secrets[block.id] = secret
         return block
 
-    def read_into(self, inbox: Any, warn: Callable[[str], None]) -> None:
+    def read_into(self, inbox: RemoteInbox, warn: Callable[[str], None]) -> None:
         add_to_inbox(self.entries, inbox, warn=warn)
 
-    async def watch(self, inbox: Any, on_update: OnUpdate, stop: asyncio.Event) -> None:
+    async def watch(self, inbox: RemoteInbox, on_update: OnUpdate, stop: asyncio.Event) -> None:
         async def update(result: SourceResult, delta: Any) -> None:
             await on_update(result.scope, result.state, result.message, delta)
 
@@ -139,7 +141,7 @@ class GithubBackend(Source):
             "state": issue.get("state"),
         }
 
-    def resumed(self, waiting: Any) -> str | None:
+    def resumed(self, waiting: AnswerWaiting) -> str | None:
         """A comment after the answer (by the loop account, when one is known), the labels
         changed, or the issue closed. GithubError (unreachable, rate-limited): None, not yet."""
         signs = waiting.signs if isinstance(waiting.signs, dict) else {}
@@ -188,7 +190,7 @@ class GithubBackend(Source):
 
 def add_to_inbox(
     sources: Sequence[GithubSource],
-    inbox: Any,
+    inbox: RemoteInbox,
     token: Secret | str | None = None,
     *,
     warn: Callable[[str], None],

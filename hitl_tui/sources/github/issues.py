@@ -30,7 +30,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -109,9 +109,9 @@ def valid_repo(full_name: str) -> bool:
     return bool(sep and _OWNER.match(owner) and _NAME.match(name) and name not in (".", ".."))
 
 
-def parse_config(entries: tuple | list) -> list[GithubSource]:
+def parse_config(entries: Sequence[Any]) -> list[GithubSource]:
     """Validate the raw `[[github]]` tables; the first problem is one UsageError line."""
-    sources = []
+    sources: list[GithubSource] = []
     for index, raw in enumerate(entries, 1):
         where = f"[[github]] #{index}"
         if not isinstance(raw, dict):
@@ -196,8 +196,8 @@ def visible_lines(text: str) -> Iterator[str]:
     for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
         if fence is not None:
             m = _FENCE.match(line)
-            closes = m and m.group(1)[0] == fence[0] and len(m.group(1)) >= fence[1]
-            if closes and not m.group(2).strip():
+            closes = m is not None and m.group(1)[0] == fence[0] and len(m.group(1)) >= fence[1]
+            if closes and m is not None and not m.group(2).strip():
                 fence = None
             continue
         m = _FENCE.match(line)
@@ -280,7 +280,9 @@ class Comment:
         cid = raw.get("id")
         if not isinstance(cid, int) or isinstance(cid, bool):
             return None
-        user = raw.get("user") if isinstance(raw.get("user"), dict) else {}
+        user = raw.get("user")
+        if not isinstance(user, dict):
+            user = {}
         return cls(
             id=cid,
             author=_text(user.get("login")),
@@ -305,7 +307,7 @@ def parse_time(value: Any) -> datetime:
     return datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def label_names(issue: dict) -> list[str]:
+def label_names(issue: dict[str, Any]) -> list[str]:
     names: list[str] = []
     labels = issue.get("labels")
     for label in labels if isinstance(labels, list) else []:
@@ -366,7 +368,9 @@ def task_text(body: str) -> str:
     return text
 
 
-def newest_status(comments: list[Comment], loop_account: str) -> tuple[Comment, dict] | None:
+def newest_status(
+    comments: list[Comment], loop_account: str
+) -> tuple[Comment, dict[str, Any]] | None:
     """The newest comment by the loop account with a valid AGENT_TASK_STATUS marker."""
     found = None
     account = loop_account.casefold()
@@ -394,7 +398,7 @@ def context_provided(comments: list[Comment], after: Comment, loop_account: str)
 
 
 def build_block(
-    src: GithubSource, full_name: str, issue: Any, raw_comments: list, loop_account: str
+    src: GithubSource, full_name: str, issue: Any, raw_comments: list[Any], loop_account: str
 ) -> Block | None:
     """The open block in one issue, or None (not blocked, answered, closed, or a pull request)."""
     number = issue_number(issue)

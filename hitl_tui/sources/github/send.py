@@ -1,12 +1,14 @@
 """Sending an answer to GitHub: re-read the issue, refuse if it moved, then comment and relabel.
 
-`answering.plan_answer` makes the Plan; `apply_remote(plan)` sends it (`github_sync.apply_sync`
-from synchronous code). What was sent is recorded in the answer journal.
+`answers.service.plan_answer` makes the Plan; `apply_remote(plan)` sends it (`backend.apply_sync`
+from synchronous code). What was sent is recorded in the answer journal, through the
+`RecordSent` it is given (the journal sits above the sources: it is passed in, not imported).
 """
 
 from __future__ import annotations
 
 from hitl_tui.model import Block, HitlError, Plan, StaleError
+from hitl_tui.sources.base import RecordSent
 from hitl_tui.sources.github import issues as gh
 from hitl_tui.sources.github.api import (
     GithubClient,
@@ -34,13 +36,17 @@ def _same_text(a: str, b: str) -> bool:
 
 
 async def apply_remote(
-    plan: Plan, token: Secret | str | None = None, client: GithubClient | None = None
+    plan: Plan,
+    token: Secret | str | None = None,
+    client: GithubClient | None = None,
+    record: RecordSent | None = None,
 ) -> list[str]:
     """Send a GitHub plan: re-read the issue, refuse if it moved, then comment and relabel.
 
     Returns one line per thing done. Raises StaleError (nothing sent), PartialAnswer (what was
     sent and what not; applying the same plan again finishes it without posting twice), or
-    another GithubError when the first request already fails (nothing sent).
+    another GithubError when the first request already fails (nothing sent). What was sent
+    is journaled with `record` (None: not journaled).
     """
     block = plan.block
     src: GithubSource = block.meta["config"]
@@ -53,13 +59,13 @@ async def apply_remote(
             )
         client = GithubClient(src.api_url, secret)
     try:
-        return await _apply(plan, client)
+        return await _apply(plan, client, record)
     finally:
         if own:
             await client.aclose()
 
 
-async def _apply(plan: Plan, client: GithubClient) -> list[str]:
+async def _apply(plan: Plan, client: GithubClient, record: RecordSent | None) -> list[str]:
     block = plan.block
     src: GithubSource = block.meta["config"]
     login: str = block.meta["loop_account"]
@@ -133,26 +139,27 @@ async def _apply(plan: Plan, client: GithubClient) -> list[str]:
         except GithubError as exc:
             error = _partial(block, plan, index, done, exc)
             if done:
-                _journal(plan, done, f"failed: {action.description}")
+                _journal(record, plan, done, f"failed: {action.description}")
             raise error from None
-    note = _journal(plan, done, None)
+    note = _journal(record, plan, done, None)
     return [*done, note] if note else done
 
 
-def _journal(plan: Plan, done: list[str], problem: str | None) -> str | None:
-    """Record what was sent in the answer journal (`hitl history`); never fails the answer.
+def _journal(
+    record: RecordSent | None, plan: Plan, done: list[str], problem: str | None
+) -> str | None:
+    """Record what was sent in the answer journal (`hitl history`) with `record`; never fails
+    the answer.
 
     A GitHub entry has no file steps; `hitl undo` refuses it (a comment cannot be unposted).
     """
-    try:
-        from hitl_tui import journal
-    except ImportError:
+    if record is None:
         return None
     summary = f"{plan.block.id}: sent to GitHub: {'; '.join(done)}"
     if problem:
         summary += f"; NOT finished ({problem}): answer again to finish"
     try:
-        journal.record_remote(plan, summary, not_undoable(plan.block))
+        record(plan, summary, not_undoable(plan.block))
     except (OSError, HitlError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         return f"(the journal could not record it: {reason})"

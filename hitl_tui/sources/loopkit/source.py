@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from hitl_tui import fsio
 from hitl_tui.model import (
@@ -30,7 +31,7 @@ from hitl_tui.model import (
     UsageError,
     fingerprint,
 )
-from hitl_tui.sources.base import Source
+from hitl_tui.sources.base import AnswerWaiting, Source
 from hitl_tui.sources.loopkit import gitref
 from hitl_tui.textio import BOM, TextDoc, heading_of, normalise_heading, one_line
 
@@ -187,7 +188,7 @@ def parse_choices(body: str) -> list[Choice]:
     return choices
 
 
-def parse_blocked(text: str) -> tuple[dict, list[str]]:
+def parse_blocked(text: str) -> tuple[dict[str, Any], list[str]]:
     """Parse BLOCKED.md text into its fields, plus the problems found on the way."""
     text = text.removeprefix(BOM).replace("\r\n", "\n").replace("\r", "\n")
     parsed = _split_sections(text)
@@ -339,7 +340,7 @@ class LoopkitSource(Source):
         decision = self.decision_text(block, answer)
         if not decision:
             raise UsageError("the decision text is empty")
-        repo = block.repo
+        repo = Path(block.repo)
         changes: list[FileChange] = []
         expect: dict[Path, str | None] = {}
 
@@ -373,7 +374,7 @@ class LoopkitSource(Source):
 
     # -- did the loop resume? ------------------------------------------------------------------
 
-    def resume_signs(self, block: Block, plan: Plan) -> dict:
+    def resume_signs(self, block: Block, plan: Plan) -> dict[str, Any]:
         """HEAD, the fingerprints of PROMPT.md and IMPLEMENTATION_PLAN.md as the answer wrote
         them (a file it did not write: as it is now), and BLOCKED.md's (None: removed)."""
         repo = Path(block.repo)
@@ -391,7 +392,7 @@ class LoopkitSource(Source):
             "blocked": fsio.current_fingerprint(repo / BLOCKED),
         }
 
-    def resumed(self, waiting) -> str | None:
+    def resumed(self, waiting: AnswerWaiting) -> str | None:
         """A new BLOCKED.md (asked again), a new commit (HEAD moved), or PROMPT.md /
         IMPLEMENTATION_PLAN.md changed from what the answer wrote."""
         repo = Path(waiting.repo)
@@ -411,7 +412,7 @@ class LoopkitSource(Source):
                     return f"{name} changed by the loop"
         return None
 
-    def resume_dirs(self, waiting) -> list[Path]:
+    def resume_dirs(self, waiting: AnswerWaiting) -> list[Path]:
         """The repository (BLOCKED.md, PROMPT.md, IMPLEMENTATION_PLAN.md), its git folder and
         the git folder's logs/ (every commit appends to logs/HEAD)."""
         repo = Path(waiting.repo)
