@@ -35,6 +35,7 @@ from pathlib import Path
 
 from hitl_tui.journal.retention import DEFAULT_KEEP
 from hitl_tui.journal.retention import parse as parse_keep
+from hitl_tui.journal.sent import SentJournal
 from hitl_tui.loops.commands import Loop, loops_from_config
 from hitl_tui.loops.notices import NoticeConfig
 from hitl_tui.loops.notices import from_config as notices_from_config
@@ -129,7 +130,8 @@ def load_config(explicit: str | Path | None = None) -> Config:
     try:
         # Each backend checks its own table now, with the file named, before any command
         # reads or writes anything.
-        remotes = remote_sources({key: data[key] for key in REMOTE if key in data})
+        tables = {key: data[key] for key in REMOTE if key in data}
+        remotes = remote_sources(tables, journal=SentJournal())
     except UsageError as exc:
         raise UsageError(f"{path}: {exc}") from None
     keep = parse_keep(path, data.get("journal_keep", "90d"))

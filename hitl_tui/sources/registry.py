@@ -15,6 +15,7 @@ from hitl_tui.model import UsageError
 from hitl_tui.sources.agenticloop.source import AgenticloopSource
 from hitl_tui.sources.base import Source
 from hitl_tui.sources.loopkit.source import LoopkitSource
+from hitl_tui.sources.remote import Journaling, RemoteJournal
 
 
 def _github() -> type[Source]:
@@ -49,11 +50,14 @@ def default_sources() -> list[Source]:
     return local_sources()
 
 
-def remote_sources(tables: dict[str, object]) -> tuple[Source, ...]:
+def remote_sources(
+    tables: dict[str, object], journal: RemoteJournal | None = None
+) -> tuple[Source, ...]:
     """The remote backends the config's tables ask for, each validated by itself (once).
 
     `tables` maps a table's name to its raw value (`[[github]]`: a list of tables, or one
     table). Raises UsageError, one line naming the table, for a value that is not one.
+    A backend that records answers in the journal itself (`Journaling`) is handed `journal`.
     """
     built = []
     for key, value in tables.items():
@@ -63,5 +67,8 @@ def remote_sources(tables: dict[str, object]) -> tuple[Source, ...]:
         if not isinstance(entries, list):
             raise UsageError(f"'{key}' must be a [[{key}]] table or an array of them")
         if entries:
-            built.append(REMOTE[key]().from_config(entries))
+            backend = REMOTE[key]().from_config(entries)
+            if journal is not None and isinstance(backend, Journaling):
+                backend.use_journal(journal)
+            built.append(backend)
     return tuple(built)
