@@ -13,9 +13,9 @@ import os
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from hitl_tui.model import Block, Plan, StaleError, UsageError
+from hitl_tui.model import Answer, Block, Plan, StaleError, UsageError
 from hitl_tui.sources.base import OnUpdate, Source
 from hitl_tui.sources.github import issues as gh
 from hitl_tui.sources.github.api import GithubError, Secret, resolve_token
@@ -29,6 +29,10 @@ from hitl_tui.sources.github.poll import (
     watch_github,
 )
 from hitl_tui.sources.github.send import apply_remote, not_undoable, restate
+from hitl_tui.sources.remote import RemoteInbox, WaitingAnswer
+
+if TYPE_CHECKING:
+    from hitl_tui.sources.remote import RemoteBackend
 
 ISSUE_REF = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+)#(\d{1,9})$")
 
@@ -78,10 +82,10 @@ class GithubBackend(Source):
         return f"GithubBackend({[e.scope for e in self.entries]!r})"
 
     @classmethod
-    def from_config(cls, tables: list) -> GithubBackend:
+    def from_config(cls, tables: list[Any]) -> GithubBackend:
         return cls(gh.parse_config(tables))
 
-    def plan(self, block: Block, answer: Any) -> Plan:
+    def plan(self, block: Block, answer: Answer) -> Plan:
         return gh.plan(block, answer)
 
     def send(self, plan: Plan) -> list[str]:
@@ -99,11 +103,11 @@ class GithubBackend(Source):
         self._secrets[block.id] = secret
         return block
 
-    def read_into(self, inbox: Any, warn: Callable[[str], None]) -> None:
+    def read_into(self, inbox: RemoteInbox, warn: Callable[[str], None]) -> None:
         add_to_inbox(self.entries, inbox, warn=warn)
 
-    async def watch(self, inbox: Any, on_update: OnUpdate, stop: asyncio.Event) -> None:
-        async def update(result: SourceResult, delta: Any) -> None:
+    async def watch(self, inbox: RemoteInbox, on_update: OnUpdate, stop: asyncio.Event) -> None:
+        async def update(result: SourceResult, delta: object) -> None:
             await on_update(result.scope, result.state, result.message, delta)
 
         async with GithubPoller(self.entries, resolve_token) as poller:
@@ -119,7 +123,7 @@ class GithubBackend(Source):
 
     # -- did the loop resume? (read afresh, two requests; `hitl status` and start-up only) ---
 
-    def resume_signs(self, block: Block, plan: Plan) -> dict:
+    def resume_signs(self, block: Block, plan: Plan) -> dict[str, Any]:
         """The issue right after the answer was sent: its labels, and the comments it has (the
         answer's own among them), so that only what came after counts."""
         meta = block.meta
@@ -139,7 +143,7 @@ class GithubBackend(Source):
             "state": issue.get("state"),
         }
 
-    def resumed(self, waiting: Any) -> str | None:
+    def resumed(self, waiting: WaitingAnswer) -> str | None:
         """A comment after the answer (by the loop account, when one is known), the labels
         changed, or the issue closed. GithubError (unreachable, rate-limited): None, not yet."""
         signs = waiting.signs if isinstance(waiting.signs, dict) else {}
@@ -188,7 +192,7 @@ class GithubBackend(Source):
 
 def add_to_inbox(
     sources: Sequence[GithubSource],
-    inbox: Any,
+    inbox: RemoteInbox,
     token: Secret | str | None = None,
     *,
     warn: Callable[[str], None],
@@ -245,3 +249,7 @@ def read_issue_block(sources: Sequence[GithubSource], target: str) -> tuple[Bloc
     if block is None:
         raise StaleError(f"{full_name}#{number}: no open block (answered, closed or not blocked)")
     return block, secret
+
+
+if TYPE_CHECKING:  # the backend is what answering, the app and undo call a remote one
+    _typed: type[RemoteBackend] = GithubBackend

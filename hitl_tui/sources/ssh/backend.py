@@ -226,7 +226,8 @@ class SshBackend(Source):
         host = self._host_of(block)
         ran = self._run(host, [*answer_words(block, answer), "--dry-run", "--json"])
         data = self._json(host, ran, "the preview")
-        diff = data.get("diff") if isinstance(data.get("diff"), str) else ""
+        diff = data.get("diff")
+        diff = diff if isinstance(diff, str) else ""
         summary = data.get("summary") if isinstance(data.get("summary"), str) else "answered"
         hint = data.get("hint") if isinstance(data.get("hint"), str) else None
         editable = data.get("decision_text")
@@ -263,7 +264,8 @@ class SshBackend(Source):
         except Unreached as exc:
             return self._settle(host, plan, began, str(exc))
         data = self._json(host, ran, "the answer")
-        said = data.get("done") if isinstance(data.get("done"), list) else []
+        said = data.get("done")
+        said = said if isinstance(said, list) else []
         done = [printable(one_line(d))[:300] for d in said[:100] if isinstance(d, str)]
         entry = data.get("entry") if isinstance(data.get("entry"), str) else None
         entry = entry if entry and len(entry) <= 200 else None
@@ -357,7 +359,8 @@ class SshBackend(Source):
                     oldest = when if oldest is None else min(oldest, when)
                 if item.get("kind") != "answer" or when is None:
                     continue
-                block = item.get("block") if isinstance(item.get("block"), dict) else {}
+                block = item.get("block")
+                block = block if isinstance(block, dict) else {}
                 if block.get("fingerprint") != fingerprint:
                     continue
                 if when < began - SKEW or item.get("undone") is True:

@@ -16,6 +16,7 @@ import os
 import re
 import shlex
 from dataclasses import dataclass
+from typing import Any
 
 from hitl_tui.model import UsageError
 
@@ -39,7 +40,7 @@ class Host:
     list_timeout: float = LIST_TIMEOUT
 
 
-def parse_config(tables: list) -> list[Host]:
+def parse_config(tables: list[Any]) -> list[Host]:
     """The `[[remote]]` tables, checked; UsageError naming the table and key."""
     hosts: list[Host] = []
     for index, table in enumerate(tables, 1):

@@ -16,6 +16,7 @@ import asyncio
 import collections
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol
 
 from hitl_tui import __version__
@@ -88,8 +89,8 @@ class Session:
             on_update,
             stop,
         )
-        self.blocks: dict[tuple[str, str], Block] = {}
-        self.weights: dict[tuple[str, str], int] = {}
+        self.blocks: dict[tuple[str, Path | str], Block] = {}
+        self.weights: dict[tuple[str, Path | str], int] = {}
         self.total = 0  # the sum of `weights`
         self.listed = False
         self.skipped = 0
@@ -156,6 +157,8 @@ class Session:
 
     async def _read(self, proc: asyncio.subprocess.Process) -> tuple[str, str, int | None] | None:
         """Read lines until EOF (None: ask the exit code why) or a reason to stop."""
+        stdout = proc.stdout
+        assert stdout is not None  # a pipe: asked for
         buffer = bytearray()
         patience = FIRST_LINE
         #: The list must have come by then, whatever else the far side says meanwhile; while
@@ -165,7 +168,7 @@ class Session:
         waiter_stop = asyncio.ensure_future(self.stop.wait())
         try:
             while True:
-                read = asyncio.ensure_future(proc.stdout.read(1 << 16))
+                read = asyncio.ensure_future(stdout.read(1 << 16))
                 done, _ = await asyncio.wait(
                     [read, waiter_stop], timeout=patience, return_when="FIRST_COMPLETED"
                 )
@@ -214,7 +217,9 @@ class Session:
         finally:
             waiter_stop.cancel()
 
-    async def _lines(self, lines: list[bytes]) -> tuple[str, str, int | None] | None:
+    async def _lines(
+        self, lines: Sequence[bytes | bytearray]
+    ) -> tuple[str, str, int | None] | None:
         import orjson
 
         touched = False

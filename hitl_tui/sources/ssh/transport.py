@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import os
 import re
@@ -20,10 +21,10 @@ import stat
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from hitl_tui import __version__
 from hitl_tui.model import HitlError, StaleError, UsageError
@@ -35,6 +36,8 @@ from hitl_tui.textio import one_line, printable
 COMMAND_TIMEOUT = 60.0
 #: Most of ssh's and the far side's stderr kept, to explain a failure in one line.
 STDERR_KEEP = 4096
+
+T = TypeVar("T")
 
 
 #: A word every shell (sh, dash, bash, zsh, fish, csh) reads as itself, unquoted.
@@ -196,8 +199,8 @@ def run(
         reading.add(proc)
     out, err = bytearray(), bytearray()
     over = threading.Event()
-    stdout, stderr = proc.stdout, proc.stderr
-    assert stdout is not None and stderr is not None
+    # Pipes, as asked for (buffered: `read1` returns what is there).
+    stdout, stderr = cast(io.BufferedReader, proc.stdout), cast(io.BufferedReader, proc.stderr)
 
     def read_out() -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -333,7 +336,7 @@ def kill_group(proc: subprocess.Popen[bytes] | asyncio.subprocess.Process) -> No
 # -- asyncio helpers: a watch's ssh ended within a bound, its pipes read to their end ----------
 
 
-async def uncancelled(awaitable) -> Any:
+async def uncancelled(awaitable: Awaitable[T]) -> T:
     """Await `awaitable` to its end even when cancelled meanwhile, then pass the cancel on:
     ending a far side's ssh is bounded (`_gone`), and left half done it leaves a process and
     open pipes behind (the app cancels its workers as it quits)."""
@@ -377,7 +380,9 @@ async def off_loop(fn: Callable[..., Any], *args: Any) -> Any:
     return await future
 
 
-async def close(proc, errors: asyncio.Future, quick: bool = False) -> None:
+async def close(
+    proc: asyncio.subprocess.Process, errors: asyncio.Future[None], quick: bool = False
+) -> None:
     """End the watch's ssh, then read its stderr to the end (ssh is gone, so that comes at
     once): a cancelled reader would leave a full pipe paused, open for the garbage collector.
     `quick` (the app quits): about a second at most, a far side ignoring EOF and SIGTERM too."""
@@ -386,12 +391,13 @@ async def close(proc, errors: asyncio.Future, quick: bool = False) -> None:
         await asyncio.wait_for(errors, 0.5 if quick else 2)
 
 
-async def _end(proc, quick: bool = False) -> None:
+async def _end(proc: asyncio.subprocess.Process, quick: bool = False) -> None:
     """Close the far side's stdin (it stops), then make sure ssh is gone; what it still prints
     is read and dropped meanwhile (a far side blocked on a full pipe can finish, and the pipe
     is closed, not left for the garbage collector)."""
     with contextlib.suppress(Exception):
-        proc.stdin.close()
+        if proc.stdin is not None:
+            proc.stdin.close()
     rest = asyncio.ensure_future(_discard(proc.stdout))
     try:
         await _gone(proc, quick)
@@ -400,13 +406,15 @@ async def _end(proc, quick: bool = False) -> None:
             await asyncio.wait_for(rest, 0.5 if quick else 2)
 
 
-async def _discard(stream) -> None:
+async def _discard(stream: asyncio.StreamReader | None) -> None:
+    if stream is None:
+        return
     with contextlib.suppress(Exception):
         while await stream.read(1 << 16):
             pass
 
 
-async def _gone(proc, quick: bool = False) -> None:
+async def _gone(proc: asyncio.subprocess.Process, quick: bool = False) -> None:
     """ssh ended: on its own after stdin closed (3 s; 0.3 s when quitting), else SIGTERM to
     its process group, then SIGKILL (2 s each; 0.3 s when quitting)."""
     try:
