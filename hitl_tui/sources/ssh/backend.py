@@ -45,7 +45,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hitl_tui.answers.locks import LOCK_TIMEOUT
 from hitl_tui.model import Answer, Block, HitlError, Plan, RemoteAction, UsageError
@@ -109,6 +109,8 @@ STEADY = 60.0
 SEND_TIMEOUT = 120.0
 #: The previews whose editable decision is kept (the last ones: one is confirmed soon after).
 EDITABLE_KEEP = 256
+T = TypeVar("T")
+
 #: Pages of 100 of that machine's journal read back to find one (answers since the send).
 HISTORY_PAGES = 20
 
@@ -207,7 +209,7 @@ class SshBackend(Source):
         `writes`) is ended when the app's watch ends."""
         return run(host, self.argv(host, words), timeout, limit, None if writes else self._reading)
 
-    def _reply(self, host: Host, ran: Ran, what: str, ok: tuple[int, ...] = (0,)) -> Any:
+    def _reply(self, host: Host, ran: Ran, what: str, ok: tuple[int, ...] = (0,)) -> object:
         return reply(host, ran, what, ok)
 
     def _json(self, host: Host, ran: Ran, what: str) -> dict[str, Any]:
@@ -282,7 +284,7 @@ class SshBackend(Source):
             lines.append(f"(the journal here could not record it: {exc})")
         return lines
 
-    def _looks(self, ask: Callable[[], Any]) -> Iterator[Any]:
+    def _looks(self, ask: Callable[[], T]) -> Iterator[T]:
         """What `ask()` says after each wait of `settle_waits`; a look that cannot tell (the
         host still away, that machine still writing, its hitl failing to answer) is skipped."""
         for wait in self.settle_waits:

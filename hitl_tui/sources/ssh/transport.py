@@ -251,7 +251,7 @@ def run(
     return Ran(proc.returncode, bytes(out), text)
 
 
-def reply(host: Host, ran: Ran, what: str, ok: tuple[int, ...] = (0,)) -> Any:
+def reply(host: Host, ran: Ran, what: str, ok: tuple[int, ...] = (0,)) -> object:
     """The far side's JSON reply (any value: the caller checks its shape), or HitlError
     mapping its exit code and its line."""
     if ran.code not in ok:
@@ -352,20 +352,20 @@ async def uncancelled(awaitable: Awaitable[T]) -> T:
     return task.result()
 
 
-async def off_loop(fn: Callable[..., Any], *args: Any) -> Any:
+async def off_loop(fn: Callable[..., T], *args: object) -> T:
     """`fn(*args)` in a daemon thread: unlike `asyncio.to_thread`'s executor, nothing waits
     for it at the event loop's end (a journal look there may take a minute; quitting must
     not). Cancelled, the thread finishes on its own and its result is dropped."""
     loop = asyncio.get_running_loop()
-    future = loop.create_future()
+    future: asyncio.Future[T] = loop.create_future()
 
-    def settle(result: Any, error: BaseException | None) -> None:
+    def settle(result: T | None, error: BaseException | None) -> None:
         if future.done():
             return
         if error is not None:
             future.set_exception(error)
         else:
-            future.set_result(result)
+            future.set_result(cast(T, result))  # `fn` returned it
 
     def call() -> None:
         result, error = None, None
