@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from hitl_tui.journal.entries import record_remote
 from hitl_tui.journal.retention import DEFAULT_KEEP
 from hitl_tui.journal.retention import parse as parse_keep
+from hitl_tui.journal.sent import SentJournal
 from hitl_tui.loops.commands import Loop, loops_from_config
 from hitl_tui.loops.notices import NoticeConfig
 from hitl_tui.loops.notices import from_config as notices_from_config
@@ -130,10 +130,8 @@ def load_config(explicit: str | Path | None = None) -> Config:
     try:
         # Each backend checks its own table now, with the file named, before any command
         # reads or writes anything.
-        # What a backend sends is journaled (`hitl history`): the journal is given to them.
-        remotes = remote_sources(
-            {key: data[key] for key in REMOTE if key in data}, record_sent=record_remote
-        )
+        tables = {key: data[key] for key in REMOTE if key in data}
+        remotes = remote_sources(tables, journal=SentJournal())
     except UsageError as exc:
         raise UsageError(f"{path}: {exc}") from None
     keep = parse_keep(path, data.get("journal_keep", "90d"))

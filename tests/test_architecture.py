@@ -42,7 +42,6 @@ SOURCE_NAMES = {"loopkit", "agenticloop", "github", "remote"}
 #: test fails if another module passes MAX_LINES, or if one of these is no longer over it.
 MAX_LINES = 800
 TOO_BIG_FOR_NOW = {
-    "hitl_tui/sources/ssh/backend.py",
     "hitl_tui/tui/inbox_screen.py",
     "hitl_tui/inbox/inbox.py",
     "hitl_tui/loops/resume.py",

@@ -16,6 +16,7 @@ import pytest
 
 from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.inbox.workspace import Workspace
+from hitl_tui.journal.sent import SentJournal
 from hitl_tui.model import Answer
 from hitl_tui.sources.ssh import wire
 from hitl_tui.sources.ssh.backend import Host, Session, SshBackend, answer_words, shell_word
@@ -63,7 +64,9 @@ def _far(tmp_path: Path, body: str, name: str = "far-hitl", host: str = "h1") ->
     script = tmp_path / name
     script.write_text(f"#!{sys.executable}\nimport sys, json, time, os\n{DECODE}{body}\n")
     script.chmod(0o755)
-    backend = SshBackend([Host(host, ("/far",), (str(script),), (_fake_ssh(tmp_path),))])
+    backend = SshBackend(
+        [Host(host, ("/far",), (str(script),), (_fake_ssh(tmp_path),))], SentJournal()
+    )
     backend._control = None
     backend.alive_every = 0.5
     return backend
@@ -188,8 +191,6 @@ def test_did_it_resume_asks_only_that_machines_files(tmp_path: Path, monkeypatch
     remotes (its [[remote]] could be this machine, or a host that hangs)."""
     from types import SimpleNamespace
 
-    from hitl_tui.sources.ssh import backend as ssh_module
-
     polled = tmp_path / "polled"
     marker_ssh = tmp_path / "marker-ssh"
     marker_ssh.write_text(f"#!/bin/sh\ntouch {shell_word(str(polled))}\nexit 255\n")
@@ -208,7 +209,7 @@ def test_did_it_resume_asks_only_that_machines_files(tmp_path: Path, monkeypatch
     (repo / ".git").mkdir(parents=True)
     backend = SshBackend([Host("h1", (str(repo),), (str(far_hitl),), (_fake_ssh(tmp_path),))])
     backend._control = None
-    monkeypatch.setattr(ssh_module, "_far_entry", lambda waiting: "20261201T090000Z-abcd")
+    monkeypatch.setattr(backend, "_far_entry", lambda waiting: "20261201T090000Z-abcd")
     waiting = SimpleNamespace(signs={"host": "h1", "repo": str(repo)}, entry="e")
     assert backend.resumed(waiting) is None
     assert not polled.exists()
@@ -219,15 +220,13 @@ def test_did_it_resume_reads_a_status_that_exits_5_there(tmp_path: Path, monkeyp
     report is read all the same, and this answer resumed."""
     from types import SimpleNamespace
 
-    from hitl_tui.sources.ssh import backend as ssh_module
-
     far = "20261201T090000Z-abcd"
     report = {
         "format": 1,
         "repos": [{"resumed": [{"entry": far, "how": "new commit 1a2b3c4"}], "restart_failed": []}],
     }
     backend = _far(tmp_path, f"print(json.dumps({report!r})); sys.exit(5)")
-    monkeypatch.setattr(ssh_module, "_far_entry", lambda waiting: far)
+    monkeypatch.setattr(backend, "_far_entry", lambda waiting: far)
     waiting = SimpleNamespace(signs={"host": "h1", "repo": "/far/shop"}, entry="e")
     assert backend.resumed(waiting) == "new commit 1a2b3c4 (on h1)"
 
@@ -411,7 +410,7 @@ async def test_stop_ends_a_far_side_that_floods_and_ignores_stdin_and_sigterm(
 
 
 async def test_a_far_side_that_chatters_but_never_lists_is_given_up_on(tmp_path: Path, monkeypatch):
-    monkeypatch.setattr("hitl_tui.sources.ssh.backend.FIRST_LINE", 2.0)
+    monkeypatch.setattr("hitl_tui.sources.ssh.session.FIRST_LINE", 2.0)
     body = "while True:\n    print('not the list', flush=True); time.sleep(0.1)\n"
     backend = _far(tmp_path, body)
     began = time.monotonic()
@@ -516,10 +515,8 @@ def test_previews_kept_for_their_editable_decision_are_bounded(tmp_path: Path, m
 def test_did_it_resume_reads_a_broken_status_safely(tmp_path: Path, monkeypatch, reply):
     from types import SimpleNamespace
 
-    from hitl_tui.sources.ssh import backend as ssh_module
-
     backend = _far(tmp_path, f"print(json.dumps({reply!r}))")
-    monkeypatch.setattr(ssh_module, "_far_entry", lambda waiting: "F1")
+    monkeypatch.setattr(backend, "_far_entry", lambda waiting: "F1")
     waiting = SimpleNamespace(signs={"host": "h1", "repo": "/far/shop"}, entry="e")
     said = backend.resumed(waiting)
     if isinstance(reply, dict) and "new commit" in str(reply):

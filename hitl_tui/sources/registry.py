@@ -13,8 +13,9 @@ from collections.abc import Callable
 
 from hitl_tui.model import UsageError
 from hitl_tui.sources.agenticloop.source import AgenticloopSource
-from hitl_tui.sources.base import RecordSent, Source
+from hitl_tui.sources.base import Source
 from hitl_tui.sources.loopkit.source import LoopkitSource
+from hitl_tui.sources.remote import Journaling, RemoteJournal
 
 
 def _github() -> type[Source]:
@@ -50,13 +51,13 @@ def default_sources() -> list[Source]:
 
 
 def remote_sources(
-    tables: dict[str, object], record_sent: RecordSent | None = None
+    tables: dict[str, object], journal: RemoteJournal | None = None
 ) -> tuple[Source, ...]:
-    """The remote backends the config's tables ask for, each validated by itself (once), each
-    journaling what it sends with `record_sent` (`journal.record_remote`; None: not journaled).
+    """The remote backends the config's tables ask for, each validated by itself (once).
 
     `tables` maps a table's name to its raw value (`[[github]]`: a list of tables, or one
     table). Raises UsageError, one line naming the table, for a value that is not one.
+    A backend that records answers in the journal itself (`Journaling`) is handed `journal`.
     """
     built = []
     for key, value in tables.items():
@@ -67,6 +68,7 @@ def remote_sources(
             raise UsageError(f"'{key}' must be a [[{key}]] table or an array of them")
         if entries:
             backend = REMOTE[key]().from_config(entries)
-            backend.record_sent = record_sent
+            if journal is not None and isinstance(backend, Journaling):
+                backend.use_journal(journal)
             built.append(backend)
     return tuple(built)

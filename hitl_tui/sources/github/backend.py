@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hitl_tui.model import Answer, Block, Plan, StaleError, UsageError
 from hitl_tui.sources.base import AnswerWaiting, OnUpdate, RecordSent, RemoteInbox, Source
@@ -29,6 +29,10 @@ from hitl_tui.sources.github.poll import (
     watch_github,
 )
 from hitl_tui.sources.github.send import apply_remote, not_undoable, restate
+from hitl_tui.sources.remote import RemoteJournal
+
+if TYPE_CHECKING:
+    from hitl_tui.sources.remote import RemoteBackend
 
 ISSUE_REF = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+)#(\d{1,9})$")
 
@@ -79,6 +83,11 @@ class GithubBackend(Source):
     def __repr__(self) -> str:
         return f"GithubBackend({[e.scope for e in self.entries]!r})"
 
+    def use_journal(self, journal: RemoteJournal) -> None:
+        """What this backend sends is journaled here (`hitl history`): the registry hands it
+        the journal as it builds it (`remote.Journaling`)."""
+        self.record_sent = journal.record_remote
+
     @classmethod
     def from_config(cls, tables: list[Any]) -> GithubBackend:
         return cls(gh.parse_config(tables))
@@ -121,7 +130,7 @@ class GithubBackend(Source):
 
     # -- did the loop resume? (read afresh, two requests; `hitl status` and start-up only) ---
 
-    def resume_signs(self, block: Block, plan: Plan) -> dict:
+    def resume_signs(self, block: Block, plan: Plan) -> dict[str, Any]:
         """The issue right after the answer was sent: its labels, and the comments it has (the
         answer's own among them), so that only what came after counts."""
         meta = block.meta
@@ -247,3 +256,7 @@ def read_issue_block(sources: Sequence[GithubSource], target: str) -> tuple[Bloc
     if block is None:
         raise StaleError(f"{full_name}#{number}: no open block (answered, closed or not blocked)")
     return block, secret
+
+
+if TYPE_CHECKING:  # the backend is what answering, the app and undo call a remote one
+    _typed: type[RemoteBackend] = GithubBackend

@@ -44,6 +44,7 @@ from hitl_tui.sources.github.api import (
     request_budget,
 )
 from hitl_tui.sources.github.issues import GithubSource
+from hitl_tui.sources.remote import RemoteInbox
 
 #: The longest the poller waits between tries of a failing source.
 MAX_BACKOFF = 15 * 60.0
@@ -357,8 +358,8 @@ async def bounded(src: GithubSource) -> AsyncIterator[None]:
 
 async def watch_github(
     poller: GithubPoller,
-    inbox: Any,
-    on_update: Callable[[SourceResult, Any], Awaitable[None]],
+    inbox: RemoteInbox,
+    on_update: Callable[[SourceResult, object], Awaitable[None]],
     stop: asyncio.Event,
 ) -> None:
     """Poll until `stop` is set, like `watch.watch_inbox` for files (run it in an async worker).

@@ -37,6 +37,7 @@ import base64
 import os
 import re
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from hitl_tui import __version__
 from hitl_tui.model import MAX_PARSE_BYTES, Block, Choice, Plan, Section
@@ -64,7 +65,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 BLOCK_STATES = ("blocked", "needs_context")
 
 
-def block_to_wire(block: Block) -> dict:
+def block_to_wire(block: Block) -> dict[str, Any]:
     """`block` as a BLOCK of the protocol (JSON-able)."""
     data = block.to_json()
     data["choices"] = [
@@ -84,7 +85,7 @@ def block_to_wire(block: Block) -> dict:
     return data
 
 
-def list_event(blocks: list[Block], warnings: list[str]) -> dict:
+def list_event(blocks: list[Block], warnings: list[str]) -> dict[str, Any]:
     return {
         "event": "list",
         "protocol": PROTOCOL,
@@ -94,12 +95,12 @@ def list_event(blocks: list[Block], warnings: list[str]) -> dict:
     }
 
 
-def removed_event(key: tuple) -> dict:
+def removed_event(key: tuple[str, object]) -> dict[str, Any]:
     source, path = key
     return {"event": "removed", "source": source, "path": str(path)}
 
 
-def alive_event(now: datetime | None = None) -> dict:
+def alive_event(now: datetime | None = None) -> dict[str, Any]:
     return {"event": "alive", "time": (now or datetime.now(UTC)).isoformat()}
 
 
@@ -161,7 +162,7 @@ def _opt_text(value: object, limit: int = 4096) -> str | None:
     return None if value is None else _text(value, limit)
 
 
-def _list(value: object) -> list:
+def _list(value: object) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
@@ -272,7 +273,7 @@ def remote_key(host: str, source: object, path: object) -> tuple[str, str] | Non
     return (REMOTE_SOURCE, f"{host}:{path}")
 
 
-def plan_json(plan: Plan, editable: str | None, then_runs: str | None) -> dict:
+def plan_json(plan: Plan, editable: str | None, then_runs: str | None) -> dict[str, Any]:
     """`hitl answer --dry-run --json`: the exact plan, for a preview on another machine."""
     return {
         "protocol": PROTOCOL,
@@ -287,7 +288,7 @@ def plan_json(plan: Plan, editable: str | None, then_runs: str | None) -> dict:
     }
 
 
-def done_json(plan: Plan, done: list[str], restarted: bool) -> dict:
+def done_json(plan: Plan, done: list[str], restarted: bool) -> dict[str, Any]:
     """`hitl answer --json`: what was written, and its journal entry (for `hitl undo`)."""
     return {
         "protocol": PROTOCOL,
