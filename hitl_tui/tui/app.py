@@ -27,7 +27,8 @@ from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from hitl_tui.config import Config
-from hitl_tui.inbox.inbox import Delta, Inbox, default_workers, key_of
+from hitl_tui.inbox.inbox import Delta, Inbox, key_of
+from hitl_tui.inbox.scan import default_workers
 from hitl_tui.loops import notices
 from hitl_tui.loops.commands import restart_warnings
 from hitl_tui.loops.resume import NAME as RESUME_FILE
