@@ -45,7 +45,6 @@ TOO_BIG_FOR_NOW = {
     "hitl_tui/sources/ssh/backend.py",
     "hitl_tui/sources/agenticloop/source.py",
     "hitl_tui/tui/inbox_screen.py",
-    "hitl_tui/loops/resume.py",
 }
 #: Backend names compared outside their package, allowed for now: (module, name).
 BACKEND_NAMED_FOR_NOW = {

@@ -493,7 +493,7 @@ class Inbox:
                 records = book.open_in(repo)
                 if not records:
                     continue
-                from hitl_tui.loops.resume import key_of
+                from hitl_tui.loops.records import key_of
 
                 again = [r for r in records if r.key == key_of(block)]
                 other = [r for r in records if r.key != key_of(block)]

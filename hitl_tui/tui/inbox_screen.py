@@ -49,8 +49,8 @@ from hitl_tui.loops.commands import (
     shown,
     values_for,
 )
-from hitl_tui.loops.resume import key_of as resume_key
-from hitl_tui.loops.resume import row_path
+from hitl_tui.loops.records import key_of as resume_key
+from hitl_tui.loops.records import row_path
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
 from hitl_tui.state.seen import SeenBook
 from hitl_tui.state.snoozes import SnoozeBook
