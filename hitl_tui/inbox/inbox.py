@@ -13,15 +13,17 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from hitl_tui.inbox import scan as pool
 from hitl_tui.inbox.parsecache import ParseCache, gc_paused
 from hitl_tui.inbox.scan import Batches, OnBatch
-from hitl_tui.inbox.view import Key, key_of, ordered
+from hitl_tui.inbox.view import Key, ordered
+from hitl_tui.inbox.view import key_of as key_of  # the inbox's key, as its callers name it
 from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.model import Block, HitlError, StaleError, UsageError
 from hitl_tui.sources.base import Source
@@ -29,17 +31,26 @@ from hitl_tui.sources.registry import default_sources
 from hitl_tui.state.since import SinceBook, key_for
 from hitl_tui.textio import printable
 
+if TYPE_CHECKING:
+    from hitl_tui.loops.records import Waiting
+    from hitl_tui.loops.resume import ResumeBook
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
 #: Seconds a file's mtime or ctime is taken back when compared with the clock (a file system's
 #: time granularity, a network file system's clock a little behind, an event read late).
 SLACK = 2.0
 
 
-def _locked(method):
+def _locked(
+    method: Callable[Concatenate[Inbox, P], R],
+) -> Callable[Concatenate[Inbox, P], R]:
     """Run an Inbox method under its lock: the watcher, an answer and the GitHub poller update
     the inbox from different threads."""
 
     @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(self: Inbox, /, *args: P.args, **kwargs: P.kwargs) -> R:
         with self.lock:
             return method(self, *args, **kwargs)
 
@@ -56,7 +67,7 @@ class Delta:
     #: The set of folders to watch changed (new repo, new task folder, ...).
     rewatch: bool = False
     #: Answers waiting for their loop whose state changed (`resume.Waiting`: resumed, ...).
-    waiting: list = field(default_factory=list)
+    waiting: list[Any] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.added or self.changed or self.removed or self.rewatch or self.waiting)
@@ -94,7 +105,7 @@ class Inbox:
         self.scanned_at = 0.0
         self.blocks: dict[Key, Block] = {}
         self.labels: dict[Path, str] = {}
-        self._by_repo: dict[Path, set[Key]] = {}
+        self._by_repo: dict[Path | str, set[Key]] = {}
         #: Watched folder -> its repository; built when first needed (a CLI run never does).
         self._dir_owner: dict[Path, Path] | None = None
         #: The remote backends (GitHub, ...; see `use_remotes`): their blocks come in through
@@ -112,8 +123,8 @@ class Inbox:
         self.config_warnings: list[str] = []
         #: The answers watched until their loop resumes (`resume.ResumeBook`; None: not
         #: watched), and the `[[loop]]`s whose resume_within they wait (`use_resumes`).
-        self.resumes = None
-        self.loops: tuple = ()
+        self.resumes: ResumeBook | None = None
+        self.loops: tuple[Any, ...] = ()
 
     @classmethod
     def open(
@@ -140,7 +151,7 @@ class Inbox:
         if self.resumes is not None:
             self.resumes.sources = [*self.sources, *self.remotes]
 
-    def use_resumes(self, book, loops: Iterable = ()) -> None:
+    def use_resumes(self, book: ResumeBook | None, loops: Iterable[Any] = ()) -> None:
         """Watch answers for their loops to resume in `book` (a `resume.ResumeBook`): its
         folders join `watch_dirs`, `handle` reports what changed in `Delta.waiting`, and
         `answering.apply_answer` notes each answer, for the `resume_within` of `loops`."""
@@ -219,7 +230,7 @@ class Inbox:
     def _scan_in_processes(self, repos: list[Path], workers: int, batches: Batches) -> bool:
         """Read `repos` in `workers` worker processes, their blocks reported as each worker
         sends them; False if the workers could not run (or failed: the caller reads in-process)."""
-        entries: list = []
+        entries: list[Any] = []
 
         def found(blocks: list[Block], done: int) -> None:
             dated = []
@@ -481,7 +492,7 @@ class Inbox:
                 delta.waiting += self._resumed([], delta.added)
         return delta
 
-    def _resumed(self, paths: list, added: list[Block]) -> list:
+    def _resumed(self, paths: list[Path | str], added: list[Block]) -> list[Waiting]:
         """The waiting answers these paths show resumed, and those of repositories where a
         new block was parsed (the loop ran, and asked again)."""
         book = self.resumes
@@ -504,7 +515,7 @@ class Inbox:
         latest = {r.id: r for r in changed if self._mine(r)}
         return list(latest.values())
 
-    def open_waiting(self) -> list:
+    def open_waiting(self) -> list[Waiting]:
         """The answers of this inbox still waiting for their loop (or not resumed), oldest
         first: what the app lists as rows."""
         if self.resumes is None:
@@ -514,7 +525,7 @@ class Inbox:
         except Exception:  # the operator's view only
             return []
 
-    def _mine(self, record) -> bool:
+    def _mine(self, record: Waiting) -> bool:
         """Whether a waiting answer is of this inbox: a repository of its workspace, or a
         remote block (its backend lists it here)."""
         source = self.source_named(record.source)

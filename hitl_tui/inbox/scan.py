@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from hitl_tui.model import Block
 
@@ -91,7 +92,7 @@ def run_workers(
     labels: dict[Path, str],
     workers: int,
     found: Callable[[list[Block], int], None],
-    entries: list,
+    entries: list[Any],
     meanwhile: Callable[[], None] | None = None,
     timeout: float = 120.0,
 ) -> bool:

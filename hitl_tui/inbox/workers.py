@@ -15,6 +15,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from hitl_tui.inbox.inbox import Delta, Inbox
 from hitl_tui.inbox.parsecache import ParseCache, gc_paused
@@ -27,7 +28,7 @@ def scan_chunk(
     repos: list[Path],
     labels: dict[Path, str],
     emit: Callable[[list[Block], int], None] | None = None,
-) -> tuple[list[Block], list]:
+) -> tuple[list[Block], list[Any]]:
     """A worker's share of a scan: the very code path of a scan in-process.
 
     Returns the blocks, and the parse-cache entries made on the way (for the parent's cache).

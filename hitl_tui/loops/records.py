@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from hitl_tui.model import Block, Plan
 from hitl_tui.state import files as statefile
@@ -83,7 +84,7 @@ class Waiting:
     #: answered_at + resume_within (after a restart: the restart's time + resume_within).
     deadline: datetime
     #: The backend's baseline, JSON-able (`Source.resume_signs`).
-    signs: dict
+    signs: dict[str, Any]
     state: str
     resumed_at: datetime | None = None
     #: What showed it resumed: "new commit 1a2b3c4", "PROMPT.md changed by the loop", ...
@@ -152,7 +153,7 @@ class Waiting:
             meta={"waiting": self, "task_id": self.task_id or ""},
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "key": self.key,
             "entry": self.entry,
@@ -193,7 +194,7 @@ def _time(value: object, optional: bool = False) -> datetime | None:
     return when
 
 
-def _text(row: dict, name: str, optional: bool = False) -> str | None:
+def _text(row: dict[str, Any], name: str, optional: bool = False) -> str | None:
     value = row.get(name)
     if value is None and optional:
         return None
@@ -243,7 +244,7 @@ def waiting_of(row: object) -> Waiting:
     )
 
 
-def rows_of(data: dict, warn: Callable[[str], None] | None = None) -> dict[str, Waiting]:
+def rows_of(data: dict[str, Any], warn: Callable[[str], None] | None = None) -> dict[str, Waiting]:
     """The records of a file's object, by id. A row that is not a record is skipped (one
     warning): the others still show."""
     rows = data.get("records", [])

@@ -37,11 +37,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hitl_tui.loops.records import Waiting, answered_text, key_of, rows_of
 from hitl_tui.model import Block, Plan
 from hitl_tui.state import files as statefile
+
+if TYPE_CHECKING:
+    from hitl_tui.sources.base import Source
 
 FORMAT = 1
 NAME = "resume.json"
@@ -67,7 +70,10 @@ SAID = 60
 
 
 def loop_acted(
-    entry: Any, where: Path | None = None, remotes: Iterable = (), book: ResumeBook | None = None
+    entry: Any,
+    where: Path | None = None,
+    remotes: Iterable[Any] = (),
+    book: ResumeBook | None = None,
 ) -> str | None:
     """What shows the loop has acted on the journal `entry`'s answer since it was given, in a
     few words (`commit abc1234 "msg" after it`); None: no sign. `hitl undo` refuses then.
@@ -85,7 +91,7 @@ def loop_acted(
 
 
 def _acted(
-    entry: Any, where: Path | None, remotes: Iterable, book: ResumeBook | None
+    entry: Any, where: Path | None, remotes: Iterable[Any], book: ResumeBook | None
 ) -> str | None:
     from hitl_tui.sources.loopkit import gitref
 
@@ -128,7 +134,7 @@ def _cut(text: str) -> str:
     return text if len(text) <= SAID else text[: SAID - 1] + "…"
 
 
-def _moves_said(moves: list) -> str:
+def _moves_said(moves: list[Any]) -> str:
     """`commit abc1234 "msg" after it`, `3 commits after it, the last abc1234 "msg"`, or how
     HEAD moved when not only by commits (`HEAD moved once since, to abc1234 (reset: ...)`)."""
     last = moves[-1]
@@ -165,7 +171,7 @@ class ResumeBook:
         self,
         path: Path | None = None,
         clock: Callable[[], datetime] | None = None,
-        sources: Iterable | None = None,
+        sources: Iterable[Any] | None = None,
     ) -> None:
         self.path = path
         self.clock = clock or _now
@@ -178,13 +184,13 @@ class ResumeBook:
         self._reload()
 
     @classmethod
-    def for_state(cls, sources: Iterable | None = None) -> ResumeBook:
+    def for_state(cls, sources: Iterable[Any] | None = None) -> ResumeBook:
         return cls(statefile.in_state(NAME), sources=sources)
 
     # -- the backends --------------------------------------------------------------------------
 
     @property
-    def sources(self) -> list:
+    def sources(self) -> list[Any]:
         if self._sources is None:
             from hitl_tui.sources.registry import default_sources
 
@@ -192,11 +198,11 @@ class ResumeBook:
         return self._sources
 
     @sources.setter
-    def sources(self, sources: Iterable) -> None:
+    def sources(self, sources: Iterable[Any]) -> None:
         self._sources = list(sources)
         self._dirs = None
 
-    def _source(self, name: str):
+    def _source(self, name: str) -> Source | None:
         return next((s for s in self.sources if s.name == name), None)
 
     def acted(self, record: Waiting) -> str | None:
@@ -230,7 +236,7 @@ class ResumeBook:
         block is replaced (answered again)."""
         now = now or self.clock()
         source = self._source(block.source)
-        signs: dict = {}
+        signs: dict[str, Any] = {}
         if source is not None:
             try:
                 signs = dict(source.resume_signs(block, plan) or {})
@@ -366,7 +372,9 @@ class ResumeBook:
         ids = {r.id for r in changed}
         return changed + [r for r in self.due(now) if r.id not in ids]
 
-    def resolve(self, records: Iterable[Waiting], how: str, now: datetime | None = None):
+    def resolve(
+        self, records: Iterable[Waiting], how: str, now: datetime | None = None
+    ) -> list[Waiting]:
         """Mark these open records resumed, with `how` (a new block in their repository: the
         inbox saw the loop ask again). The ones that changed."""
         now = now or self.clock()
@@ -558,10 +566,10 @@ class ResumeBook:
             _prune(self._rows, now)
             self._dirs = None
             return out
-        out: list[Waiting] = []
+        out = []
         called = False
 
-        def change(data: dict) -> bool:
+        def change(data: dict[str, Any]) -> bool:
             nonlocal out, called
             called = True
             try:
