@@ -32,6 +32,7 @@ import tomllib
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 from hitl_tui.journal.retention import DEFAULT_KEEP
 from hitl_tui.journal.retention import parse as parse_keep
@@ -65,7 +66,7 @@ class Config:
     path: Path | None = None
     #: None: the journal is kept forever.
     journal_keep: timedelta | None = JOURNAL_KEEP
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     #: `[keys]`: binding id -> the keys that replace its defaults (`"hitl.answer-1" = "f1"`).
     keys: dict[str, str] = field(default_factory=dict)
     #: `[sla]`: how long a block may wait before its age is amber (warn), then red (alert).

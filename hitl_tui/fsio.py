@@ -50,7 +50,8 @@ def child(folder: Path, name: str) -> Path:
     """`folder / name` for one plain entry name (no separator, not `.` or `..`), as listed by
     scandir: a scan makes thousands of these."""
     if _CHILD is not None:
-        return _CHILD(folder, name)
+        made: Path = _CHILD(folder, name)
+        return made
     return folder / name
 
 

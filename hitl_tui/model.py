@@ -11,6 +11,7 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 #: How much of a block file is parsed and shown. Larger files are still listed, fingerprinted over
 #: every byte, and answerable; the panes show the first part and say so.
@@ -112,7 +113,7 @@ class Block:
     #: does not parse): its planner refuses every answer.
     answerable: bool = True
     #: Facts only this block's own planner reads (frontmatter, notes, ...). Not shown.
-    meta: dict = field(default_factory=dict, compare=False, hash=False)
+    meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def repo_name(self) -> str:
@@ -137,7 +138,7 @@ class Block:
         keys = ", ".join(c.key for c in self.choices) or "none; answer with --text"
         raise UsageError(f"no choice {key!r} in {self.id} (choices: {keys})")
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "repo": str(self.repo),
@@ -259,7 +260,7 @@ class RemoteAction:
     kind: str
     description: str
     body: str = ""
-    data: dict = field(default_factory=dict, compare=False, hash=False)
+    data: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     #: A unified diff made where the answer is written (another machine's hitl), shown as is.
     diff: str = ""
 

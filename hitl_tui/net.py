@@ -67,7 +67,8 @@ def run_bounded(factory: Callable[[], Awaitable[T]], seconds: float) -> T:
         raise TimeoutError(f"no answer within {seconds:g} s")
     if "error" in box:
         raise box["error"]
-    return box["value"]
+    value: T = box["value"]
+    return value
 
 
 async def read_capped(response: httpx.Response, limit: int, truncate: bool = False) -> bytes:

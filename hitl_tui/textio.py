@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 BOM = "\ufeff"
@@ -209,13 +210,13 @@ def json_text(encoded: str) -> str:
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", encoded)
 
 
-def json_encoder():
+def json_encoder() -> Callable[[object], str]:
     """A function from a plain JSON value (str, int, bool, None, lists, str-keyed dicts) to
     its JSON text, non-ASCII as it is and valid UTF-8: orjson, else json (what orjson refuses,
     or without it), its lone surrogates as `\udce9` escapes (see `textio.json_text`)."""
     plain = json.JSONEncoder(ensure_ascii=False).encode
 
-    def stdlib(data) -> str:
+    def stdlib(data: object) -> str:
         return json_text(plain(data))
 
     try:
@@ -224,7 +225,7 @@ def json_encoder():
         return stdlib
     dumps = orjson.dumps
 
-    def encode(data) -> str:
+    def encode(data: object) -> str:
         try:
             return dumps(data).decode()  # never a surrogate: orjson refuses them
         except TypeError:  # a lone surrogate (an undecodable path), an int beyond 64 bits

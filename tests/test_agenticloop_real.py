@@ -300,7 +300,8 @@ def test_a_single_question_is_the_question(shop: Path) -> None:
 
 
 def test_warnings_survive_a_scan_in_worker_processes(tmp_path: Path) -> None:
-    from hitl_tui.inbox.inbox import PARALLEL_MIN_REPOS, Inbox
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.scan import PARALLEL_MIN_REPOS
     from hitl_tui.inbox.workspace import Workspace
 
     for i in range(PARALLEL_MIN_REPOS):

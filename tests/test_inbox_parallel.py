@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hitl_tui.inbox import inbox as inbox_module
-from hitl_tui.inbox.inbox import PARALLEL_MIN_REPOS, Inbox
+from hitl_tui.inbox import scan as scan_module
+from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.inbox.scan import PARALLEL_MIN_REPOS
 from hitl_tui.inbox.workspace import Workspace
 
 TASK = """\
@@ -58,7 +59,7 @@ def test_parallel_scan_equals_serial_scan(tmp_path: Path) -> None:
 
 def test_scan_falls_back_in_process_when_workers_cannot_start(tmp_path: Path, monkeypatch) -> None:
     _fleet(tmp_path, PARALLEL_MIN_REPOS)
-    monkeypatch.setattr(inbox_module.sys, "executable", str(tmp_path / "no-such-python"))
+    monkeypatch.setattr(scan_module.sys, "executable", str(tmp_path / "no-such-python"))
     fallback = Inbox(Workspace.discover([tmp_path]))
     fallback.scan(workers=2)
     serial = Inbox(Workspace.discover([tmp_path]))

@@ -21,8 +21,9 @@ import pytest
 
 from hitl_tui import fsio
 from hitl_tui.inbox import parsecache
-from hitl_tui.inbox.inbox import PARALLEL_MIN_REPOS, Inbox
+from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.inbox.parsecache import ParseCache
+from hitl_tui.inbox.scan import PARALLEL_MIN_REPOS
 from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.model import Block
 from hitl_tui.sources.agenticloop import parse as agenticloop

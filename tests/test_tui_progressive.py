@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from hitl_tui.config import Config
-from hitl_tui.inbox import inbox as inbox_module
+from hitl_tui.inbox import scan as scan_module
 from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.inbox.view import row_of
 from hitl_tui.inbox.workspace import Workspace
@@ -74,8 +74,8 @@ def fleet(root: Path) -> None:
 
 async def test_rows_arrive_during_a_slow_scan_under_a_steady_cursor(tmp_path, monkeypatch):
     # Every repository read is its own batch: the test decides when each arrives.
-    monkeypatch.setattr(inbox_module, "BATCH_FIRST", 0.0)
-    monkeypatch.setattr(inbox_module, "BATCH_MAX", 0.0)
+    monkeypatch.setattr(scan_module, "BATCH_FIRST", 0.0)
+    monkeypatch.setattr(scan_module, "BATCH_MAX", 0.0)
     root = tmp_path / "fleet"
     fleet(root)
     source = GatedLoopkit()
@@ -146,8 +146,8 @@ async def test_rows_arrive_during_a_slow_scan_under_a_steady_cursor(tmp_path, mo
 
 async def test_a_first_run_marks_no_block_of_a_progressive_scan_new(tmp_path, monkeypatch):
     """seen.json absent (a first run): every batch counts as seen, not only the first."""
-    monkeypatch.setattr(inbox_module, "BATCH_FIRST", 0.0)
-    monkeypatch.setattr(inbox_module, "BATCH_MAX", 0.0)
+    monkeypatch.setattr(scan_module, "BATCH_FIRST", 0.0)
+    monkeypatch.setattr(scan_module, "BATCH_MAX", 0.0)
     root = tmp_path / "fleet"
     fleet(root)
     source = GatedLoopkit()
@@ -173,10 +173,10 @@ async def test_a_first_run_marks_no_block_of_a_progressive_scan_new(tmp_path, mo
 
 def test_scan_reports_each_block_once_in_process_and_in_workers(tmp_path, monkeypatch):
     """The domain's batches: every block once, repos counted up to the last call."""
-    monkeypatch.setattr(inbox_module, "BATCH_FIRST", 0.0)
-    monkeypatch.setattr(inbox_module, "BATCH_MAX", 0.0)
-    monkeypatch.setattr(inbox_module, "PARALLEL_MIN_REPOS", 2)
-    monkeypatch.setattr(inbox_module, "HEAD_REPOS", 3)  # read here; the rest by the workers
+    monkeypatch.setattr(scan_module, "BATCH_FIRST", 0.0)
+    monkeypatch.setattr(scan_module, "BATCH_MAX", 0.0)
+    monkeypatch.setattr(scan_module, "PARALLEL_MIN_REPOS", 2)
+    monkeypatch.setattr(scan_module, "HEAD_REPOS", 3)  # read here; the rest by the workers
     root = tmp_path / "fleet"
     fleet(root)
     for workers in (1, 2):

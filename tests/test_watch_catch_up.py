@@ -22,7 +22,8 @@ import pytest
 
 from hitl_tui.inbox import inbox as inbox_module
 from hitl_tui.inbox import watch
-from hitl_tui.inbox.inbox import Inbox, default_workers
+from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.inbox.scan import default_workers
 from hitl_tui.inbox.watch import watch_inbox
 from hitl_tui.inbox.workspace import Workspace
 from tests.test_watch import ARRIVAL, BLOCK, Watcher, added, make_repo

@@ -20,7 +20,7 @@ from hitl_tui.textio import one_line, printable
 
 DEFAULT_TIMEOUT = 5.0
 #: The commands `run_with_stdin` is running now (`kill_running` ends them).
-RUNNING: set[subprocess.Popen] = set()
+RUNNING: set[subprocess.Popen[bytes]] = set()
 TELEGRAM_API = "https://api.telegram.org"
 
 
@@ -200,7 +200,7 @@ def kill_running() -> None:
                 pass
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:

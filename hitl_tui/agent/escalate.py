@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from hitl_tui import fsio
 from hitl_tui.agent import channels as notify
@@ -281,8 +282,8 @@ def read_draft(name: str, stdin: object = None) -> str:
 
     try:
         if name == "-":
-            stream = stdin if stdin is not None else sys.stdin.buffer
-            data = stream.read(MAX_PARSE_BYTES + 1)  # type: ignore[attr-defined]
+            stream: Any = stdin if stdin is not None else sys.stdin.buffer
+            data: bytes = stream.read(MAX_PARSE_BYTES + 1)
         else:
             with open(name, "rb") as f:
                 data = f.read(MAX_PARSE_BYTES + 1)

@@ -7,8 +7,12 @@ Layer: agent, beside loops and answers; above journal and inbox, below the clien
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hitl_tui.model import Block, HitlError
+
+if TYPE_CHECKING:
+    from hitl_tui.inbox.inbox import Inbox
 
 
 class CommandError(HitlError):
@@ -19,7 +23,7 @@ class CommandError(HitlError):
         self.exit_code = exit_code
 
 
-def open_blocks(path: Path):
+def open_blocks(path: Path) -> tuple[Inbox, list[Block]]:
     """The inbox of the repositories under `path` (for its warnings) and its open blocks, in
     the inbox's order."""
     from hitl_tui.inbox.inbox import Inbox
@@ -42,13 +46,13 @@ def run_then(command: list[str]) -> int:
 
     name = printable(command[0])
     forwarded = (signal.SIGTERM, signal.SIGHUP)
-    proc: subprocess.Popen | None = None
+    proc: subprocess.Popen[bytes] | None = None
 
-    def forward(signum, _frame) -> None:
+    def forward(signum: int, _frame: object) -> None:
         if proc is not None and proc.poll() is None:
             proc.send_signal(signum)
 
-    def wait_for_cmd(_signum, _frame) -> None:
+    def wait_for_cmd(_signum: int, _frame: object) -> None:
         """Ctrl+C already went to CMD from the terminal: sending it again would double it."""
 
     # Handlers, not SIG_IGN: CMD gets the default dispositions back when it starts.

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast
 
 from hitl_tui import journal
 from hitl_tui.answers.locks import repo_lock
@@ -26,7 +28,7 @@ from hitl_tui.model import FileChange, HitlError, Plan, StaleError, fingerprint
 StepHook = Callable[[str], None]
 
 
-class Done(list):
+class Done(list[Any]):
     """The lines `apply_plan` returns (one per thing done), and the journal entry of the
     answer (`entry`; None when nothing was journaled)."""
 
@@ -42,6 +44,12 @@ class OtherFileChanged(StaleError):
         self.rel = rel
 
 
+def _repo(plan: Plan) -> Path:
+    """The plan's repository folder: only a local block's plan is applied here (a remote
+    backend sends its answers itself), so `Block.repo` is a Path (not checked: typing only)."""
+    return cast(Path, plan.block.repo)
+
+
 def check_expectations(plan: Plan, rd: RepoDir | None = None) -> None:
     """Raise StaleError unless every file still has the bytes the plan read.
 
@@ -49,7 +57,7 @@ def check_expectations(plan: Plan, rd: RepoDir | None = None) -> None:
     """
     own = rd is None
     if rd is None:
-        rd = RepoDir(plan.block.repo)
+        rd = RepoDir(_repo(plan))
     try:
         paths = sorted(plan.expect, key=lambda p: p != plan.block.path)
         for path in paths:
@@ -85,7 +93,7 @@ def apply_plan(plan: Plan, hook: StepHook | None = None) -> Done:
     is left with the bytes it had before, plus whatever the loop wrote meanwhile (or, if even
     that fails, the next start restores it).
     """
-    repo = plan.block.repo
+    repo = _repo(plan)
     done = Done()
     with repo_lock(repo):
         # A crashed answer in this repo is finished or rolled back before anything else.

@@ -15,6 +15,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from hitl_tui.model import HitlError
 from hitl_tui.paths import state_dir
@@ -28,7 +29,7 @@ class LockBusy(HitlError):
     exit_code = 1
 
 
-def lock_key(repo: Path, identity: tuple | None = None) -> str:
+def lock_key(repo: Path, identity: tuple[Any, ...] | None = None) -> str:
     """One key per repository folder, however it is named: its device and inode (a repo
     renamed while one process answers, or reached through a symlink, is still one lock).
     `identity` (the journal's record of the folder) stands in for a folder that cannot be
@@ -46,7 +47,7 @@ def lock_key(repo: Path, identity: tuple | None = None) -> str:
 
 @contextlib.contextmanager
 def repo_lock(
-    repo: Path, timeout: float = LOCK_TIMEOUT, identity: tuple | None = None
+    repo: Path, timeout: float = LOCK_TIMEOUT, identity: tuple[Any, ...] | None = None
 ) -> Iterator[None]:
     """Hold an exclusive lock for `repo` for the duration of the block (timeout 0: try once)."""
     folder = state_dir() / "locks"

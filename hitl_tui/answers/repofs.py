@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hitl_tui.model import HitlError, StaleError, UnsafePathError
 
@@ -76,7 +77,7 @@ class ConcurrentWrite(StaleError):
 # -- renameat2 -------------------------------------------------------------------------------
 
 
-def _libc(name: str, *argtypes: object):
+def _libc(name: str, *argtypes: object) -> Any:
     """A C library function with errno kept, or None where the library has none."""
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
@@ -411,15 +412,15 @@ class RepoDir:
             renameat2(spot.folder, tmp, spot.folder, spot.name, RENAME_EXCHANGE)
         except OSError as exc:
             # The loop's file is at `tmp` and cannot be swapped back: never lose it.
-            kept = self._keep_aside(spot, tmp)
+            aside = self._keep_aside(spot, tmp)
             raise ConcurrentWrite(
                 spot.rel,
                 f"changed while hitl was writing it, and could not be put back "
                 f"({exc.strerror}): it holds hitl's new bytes",
-                kept,
+                aside,
             ) from None
         ours = _read_at(spot.folder, tmp)
-        kept = None
+        kept: str | None = None
         if ours == new:
             _unlink(spot.folder, tmp)
         else:
@@ -575,7 +576,7 @@ def _read_lease(fd: int) -> tuple[bool, bool]:
 
 
 def _read_fd(fd: int, size: int) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     offset = 0
     step = max(size + 1, 1 << 16)
     while True:
@@ -645,7 +646,8 @@ def birth_time(fd: int) -> int | None:
         return None
     if not buf.stx_mask & _STATX_BTIME:
         return None
-    return buf.stx_btime.tv_sec * 1_000_000_000 + buf.stx_btime.tv_nsec
+    ns: int = buf.stx_btime.tv_sec * 1_000_000_000 + buf.stx_btime.tv_nsec
+    return ns
 
 
 def folder_identity(fd: int) -> Identity:
@@ -666,7 +668,7 @@ def _read_at(folder: int, name: str) -> bytes | NotAFile | None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return NOT_A_FILE
-        chunks = []
+        chunks: list[bytes] = []
         step = max(st.st_size + 1, 1 << 16)
         while True:
             chunk = os.read(fd, step)
@@ -711,7 +713,7 @@ def _what_changed(now: object) -> str:
     return "changed since it was read"
 
 
-def same_folder(path: Path, identity: tuple) -> bool:
+def same_folder(path: Path, identity: tuple[Any, ...]) -> bool:
     """Whether `path` is the folder `identity` (from `folder_identity`) was taken of. Two
     entries (device, inode) are matched as they are; a third, the birth time, when both sides
     know it (ext4 gives a new folder the inode of one just deleted)."""
@@ -731,7 +733,7 @@ def same_folder(path: Path, identity: tuple) -> bool:
     return recorded is None or born is None or recorded == born
 
 
-def find_moved(recorded: Path, identity: tuple, limit: int = 20_000) -> Path | None:
+def find_moved(recorded: Path, identity: tuple[Any, ...], limit: int = 20_000) -> Path | None:
     """Where a repository that was renamed or moved now is: the folder with its device and
     inode among the siblings of its old place, the folders one level up, and their
     sub-folders (at most `limit` entries looked at). None when it is not there (deleted, or

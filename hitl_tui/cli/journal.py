@@ -186,7 +186,8 @@ def run_history(args: argparse.Namespace) -> int:
         + ([f"-n {size}"] if size != PAGE else [])
         + [f"--page {args.page + 1}"]
     )
-    from hitl_tui.loops.resume import ResumeBook, loop_states, loop_word
+    from hitl_tui.loops.records import loop_word
+    from hitl_tui.loops.resume import ResumeBook, loop_states
 
     loops = loop_states(ResumeBook.for_state()) if entries else {}
     if args.json:

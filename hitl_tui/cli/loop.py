@@ -120,7 +120,8 @@ def after_answer(
         return None
     ran = restart(block, loop)
     if not ran.ok:
-        from hitl_tui.loops.resume import ResumeBook, key_of
+        from hitl_tui.loops.records import key_of
+        from hitl_tui.loops.resume import ResumeBook
 
         try:
             book = ResumeBook.for_state()

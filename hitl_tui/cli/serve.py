@@ -129,7 +129,7 @@ def listens_on_loopback(host: str) -> bool:
         found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (OSError, UnicodeError):
         return is_loopback(host)
-    addresses = {info[4][0].split("%")[0] for info in found}
+    addresses = {str(info[4][0]).split("%")[0] for info in found}
     return bool(addresses) and all(ipaddress.ip_address(a).is_loopback for a in addresses)
 
 
@@ -333,7 +333,7 @@ def _server_class():
             page.headers["Cache-Control"] = "no-store"
             return page
 
-        async def handle_websocket(self, request: web.Request) -> web.StreamResponse:
+        async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
             self._checked(request)
             task = asyncio.current_task()
             assert task is not None

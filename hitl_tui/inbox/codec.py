@@ -26,6 +26,7 @@ import math
 import operator
 from datetime import date, datetime
 from pathlib import Path
+from typing import Any
 
 from hitl_tui.model import Block, Choice, Section
 
@@ -58,7 +59,7 @@ _get_lists = operator.itemgetter(*_STR_LISTS)
 
 #: Choices already made by `thaw`, by their fields (frozen, so one object can serve many
 #: blocks); emptied when it holds MAX_MEMO.
-_CHOICE_MEMO: dict[tuple, Choice] = {}
+_CHOICE_MEMO: dict[tuple[Any, ...], Choice] = {}
 MAX_MEMO = 4096
 
 
@@ -70,7 +71,7 @@ class Uncacheable(Exception):
 ORJSON = "orjson"
 
 
-def freeze(block: Block) -> list:
+def freeze(block: Block) -> list[Any]:
     """A Block's fields as plain data, its `meta` as it is, and after them the `meta` encoded
     for JSON (what `to_json` writes). Raises Uncacheable for a value the file could not carry
     exactly."""
@@ -88,7 +89,7 @@ def freeze(block: Block) -> list:
     return state
 
 
-def to_json(state: list) -> list:
+def to_json(state: list[Any]) -> list[Any]:
     """A frozen block as it is written to disk: its fields, its `meta` encoded for JSON."""
     if len(state) == _LENGTH:  # read from disk: encode it again
         row = list(state)
@@ -99,7 +100,7 @@ def to_json(state: list) -> list:
     return row
 
 
-def dumps(document: dict) -> bytes:
+def dumps(document: dict[str, Any]) -> bytes:
     """A shard's bytes: orjson's when it can write them exactly (see the module's note)."""
     if orjson is not None:
         try:
@@ -243,14 +244,14 @@ def _encode(value: object) -> object:
         return {"$": "datetime", "v": value.isoformat()}
     if type(value) is date:
         return {"$": "date", "v": value.isoformat()}
-    if type(value) in (set, frozenset):
+    if type(value) is set or type(value) is frozenset:
         return {"$": type(value).__name__, "v": [_encode(_key(v)) for v in value]}
     if type(value) is bytes:
         return {"$": "bytes", "v": base64.b64encode(value).decode("ascii")}
     raise Uncacheable(type(value).__name__)
 
 
-def _decoded(obj: dict) -> object:
+def _decoded(obj: dict[str, Any]) -> object:
     """A tagged value back to its type (raises on anything odd)."""
     kind = obj.get("$")
     if kind is None:

@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
+from hitl_tui.inbox import scan as pool
 from hitl_tui.inbox.parsecache import ParseCache, gc_paused
-from hitl_tui.inbox.view import Key, key_of, ordered
+from hitl_tui.inbox.scan import Batches, OnBatch
+from hitl_tui.inbox.view import Key, ordered
+from hitl_tui.inbox.view import key_of as key_of  # the inbox's key, as its callers name it
 from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.model import Block, HitlError, StaleError, UsageError
 from hitl_tui.sources.base import Source
@@ -29,71 +31,26 @@ from hitl_tui.sources.registry import default_sources
 from hitl_tui.state.since import SinceBook, key_for
 from hitl_tui.textio import printable
 
+if TYPE_CHECKING:
+    from hitl_tui.loops.records import Waiting
+    from hitl_tui.loops.resume import ResumeBook
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
 #: Seconds a file's mtime or ctime is taken back when compared with the clock (a file system's
 #: time granularity, a network file system's clock a little behind, an event read late).
 SLACK = 2.0
 
-#: Below this many repositories a scan is quicker in-process than starting workers.
-PARALLEL_MIN_REPOS = 64
-MAX_WORKERS = 4
 
-#: What a scan reports as it goes (`Inbox.scan(on_batch=...)`): the blocks found since the last
-#: report, the repositories read so far, and how many there are.
-OnBatch = Callable[[list[Block], int, int], None]
-
-#: Repositories the app reads itself, at once, while its scan workers start (a Python each):
-#: their blocks are the first rows drawn.
-HEAD_REPOS = 16
-
-#: Seconds between a scan's reports: the first soon (the app paints its first rows), then
-#: doubling up to BATCH_MAX (each report costs the app a pass over its rows).
-BATCH_FIRST = 0.03
-BATCH_MAX = 0.25
-
-
-class Batches:
-    """The blocks a scan found, handed to `on_batch` every so often (never more often than
-    BATCH_FIRST, doubling up to BATCH_MAX seconds), and once more at the end (`flush`)."""
-
-    def __init__(self, on_batch: OnBatch | None, total: int) -> None:
-        self.on_batch = on_batch
-        self.total = total
-        self.pending: list[Block] = []
-        self.wait = BATCH_FIRST
-        self.last = time.monotonic()
-
-    def add(self, blocks: list[Block], done: int) -> None:
-        if self.on_batch is None:
-            return
-        self.pending.extend(blocks)
-        if time.monotonic() - self.last >= self.wait:
-            self.flush(done)
-            self.wait = min(self.wait * 2, BATCH_MAX)
-
-    def flush(self, done: int) -> None:
-        """Report what is pending (an empty batch too: the last one says the scan is over)."""
-        if self.on_batch is None:
-            return
-        pending, self.pending = self.pending, []
-        self.on_batch(pending, done, self.total)
-        self.last = time.monotonic()
-
-
-def default_workers() -> int:
-    """Scan workers for the app: one per core available to this process, at most MAX_WORKERS."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return min(cores, MAX_WORKERS)
-
-
-def _locked(method):
+def _locked(
+    method: Callable[Concatenate[Inbox, P], R],
+) -> Callable[Concatenate[Inbox, P], R]:
     """Run an Inbox method under its lock: the watcher, an answer and the GitHub poller update
     the inbox from different threads."""
 
     @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
+    def wrapper(self: Inbox, /, *args: P.args, **kwargs: P.kwargs) -> R:
         with self.lock:
             return method(self, *args, **kwargs)
 
@@ -110,7 +67,7 @@ class Delta:
     #: The set of folders to watch changed (new repo, new task folder, ...).
     rewatch: bool = False
     #: Answers waiting for their loop whose state changed (`resume.Waiting`: resumed, ...).
-    waiting: list = field(default_factory=list)
+    waiting: list[Any] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.added or self.changed or self.removed or self.rewatch or self.waiting)
@@ -148,7 +105,7 @@ class Inbox:
         self.scanned_at = 0.0
         self.blocks: dict[Key, Block] = {}
         self.labels: dict[Path, str] = {}
-        self._by_repo: dict[Path, set[Key]] = {}
+        self._by_repo: dict[Path | str, set[Key]] = {}
         #: Watched folder -> its repository; built when first needed (a CLI run never does).
         self._dir_owner: dict[Path, Path] | None = None
         #: The remote backends (GitHub, ...; see `use_remotes`): their blocks come in through
@@ -166,8 +123,8 @@ class Inbox:
         self.config_warnings: list[str] = []
         #: The answers watched until their loop resumes (`resume.ResumeBook`; None: not
         #: watched), and the `[[loop]]`s whose resume_within they wait (`use_resumes`).
-        self.resumes = None
-        self.loops: tuple = ()
+        self.resumes: ResumeBook | None = None
+        self.loops: tuple[Any, ...] = ()
 
     @classmethod
     def open(
@@ -194,7 +151,7 @@ class Inbox:
         if self.resumes is not None:
             self.resumes.sources = [*self.sources, *self.remotes]
 
-    def use_resumes(self, book, loops: Iterable = ()) -> None:
+    def use_resumes(self, book: ResumeBook | None, loops: Iterable[Any] = ()) -> None:
         """Watch answers for their loops to resume in `book` (a `resume.ResumeBook`): its
         folders join `watch_dirs`, `handle` reports what changed in `Delta.waiting`, and
         `answering.apply_answer` notes each answer, for the `resume_within` of `loops`."""
@@ -247,7 +204,7 @@ class Inbox:
         parallel = (
             self._default_sources
             and workers > 1
-            and len(repos) >= PARALLEL_MIN_REPOS
+            and len(repos) >= pool.PARALLEL_MIN_REPOS
             and (cache is None or cache.cold)
         )
         if cache is not None:
@@ -273,7 +230,7 @@ class Inbox:
     def _scan_in_processes(self, repos: list[Path], workers: int, batches: Batches) -> bool:
         """Read `repos` in `workers` worker processes, their blocks reported as each worker
         sends them; False if the workers could not run (or failed: the caller reads in-process)."""
-        entries: list = []
+        entries: list[Any] = []
 
         def found(blocks: list[Block], done: int) -> None:
             dated = []
@@ -288,7 +245,7 @@ class Inbox:
 
         # The workers take all but the first few repositories, which are read here while
         # they start: the first rows are drawn without waiting for an interpreter to start.
-        head, rest = repos[:HEAD_REPOS], repos[HEAD_REPOS:]
+        head, rest = repos[: pool.HEAD_REPOS], repos[pool.HEAD_REPOS :]
 
         def first() -> None:
             delta = Delta()
@@ -301,7 +258,7 @@ class Inbox:
         def counted(blocks: list[Block], done: int) -> None:
             found(blocks, len(head) + done)
 
-        if not _scan_in_processes(rest, self.labels, workers, counted, entries, first):
+        if not pool.run_workers(rest, self.labels, workers, counted, entries, first):
             return False
         if self.cache is not None:
             self.cache.adopt(entries)
@@ -539,7 +496,7 @@ class Inbox:
                 delta.waiting += self._resumed([], delta.added)
         return delta
 
-    def _resumed(self, paths: list, added: list[Block]) -> list:
+    def _resumed(self, paths: list[Path | str], added: list[Block]) -> list[Waiting]:
         """The waiting answers these paths show resumed, and those of repositories where a
         new block was parsed (the loop ran, and asked again)."""
         book = self.resumes
@@ -551,7 +508,7 @@ class Inbox:
                 records = book.open_in(repo)
                 if not records:
                     continue
-                from hitl_tui.loops.resume import key_of
+                from hitl_tui.loops.records import key_of
 
                 again = [r for r in records if r.key == key_of(block)]
                 other = [r for r in records if r.key != key_of(block)]
@@ -562,7 +519,7 @@ class Inbox:
         latest = {r.id: r for r in changed if self._mine(r)}
         return list(latest.values())
 
-    def open_waiting(self) -> list:
+    def open_waiting(self) -> list[Waiting]:
         """The answers of this inbox still waiting for their loop (or not resumed), oldest
         first: what the app lists as rows."""
         if self.resumes is None:
@@ -572,7 +529,7 @@ class Inbox:
         except Exception:  # the operator's view only
             return []
 
-    def _mine(self, record) -> bool:
+    def _mine(self, record: Waiting) -> bool:
         """Whether a waiting answer is of this inbox: a repository of its workspace, or a
         remote block (its backend lists it here)."""
         source = self.source_named(record.source)
@@ -749,118 +706,3 @@ def suffix_matches(target: str, blocks: Iterable[Block]) -> list[Block]:
         or (shown := printable(b.id)) == wanted
         or shown.endswith(tail)
     ]
-
-
-def scan_chunk(
-    repos: list[Path],
-    labels: dict[Path, str],
-    emit: Callable[[list[Block], int], None] | None = None,
-) -> tuple[list[Block], list]:
-    """A worker's share of a scan: the very code path of a scan in-process.
-
-    Returns the blocks, and the parse-cache entries made on the way (for the parent's cache).
-    `emit(blocks, repos_read)`, when given, gets the blocks as they are found, every so often
-    (`Batches`), the last time with every repository read.
-    """
-    cache = ParseCache()
-    inbox = Inbox(Workspace(paths=tuple(repos), repos=list(repos), roots=[]), cache=cache)
-    inbox.labels = labels
-    batches = Batches(None if emit is None else lambda b, done, _total: emit(b, done), len(repos))
-    with gc_paused():
-        for done, repo in enumerate(repos, 1):
-            delta = Delta()
-            for source in inbox.sources:
-                inbox._scan_source(repo, source, delta)
-            batches.add(delta.added, done)
-    batches.flush(len(repos))
-    return list(inbox.blocks.values()), cache.entries()
-
-
-#: A scan worker's frames on its stdout: this many bytes of length (big-endian), then a pickle
-#: of ("blocks", [Block, ...], repos_read) or, last, ("entries", [cache entry, ...]).
-FRAME_HEAD = 8
-
-
-def frame(item: object) -> bytes:
-    import pickle
-
-    data = pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
-    return len(data).to_bytes(FRAME_HEAD, "big") + data
-
-
-def _scan_in_processes(
-    repos: list[Path],
-    labels: dict[Path, str],
-    workers: int,
-    found: Callable[[list[Block], int], None],
-    entries: list,
-    meanwhile: Callable[[], None] | None = None,
-    timeout: float = 120.0,
-) -> bool:
-    """Every block of `repos` read by `workers` worker processes: `found(blocks, repos_read)`
-    as each worker sends some (repos_read: of every worker), their cache entries added to
-    `entries`; `meanwhile()` runs once they are started. False if they cannot run or one
-    failed."""
-    import pickle
-    import selectors
-    import subprocess
-
-    procs = []
-    selector = selectors.DefaultSelector()
-    try:
-        for i in range(workers):
-            # Runs of a few neighbours, dealt round-robin: balanced even when every other
-            # repository is the busy kind.
-            chunk = [r for n, r in enumerate(repos) if (n // 3) % workers == i]
-            request = {
-                "repos": [os.fsdecode(r) for r in chunk],
-                "labels": {os.fsdecode(r): labels[r] for r in chunk},
-            }
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "hitl_tui.inbox.workers"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-            )
-            procs.append(proc)
-            assert proc.stdin is not None and proc.stdout is not None
-            proc.stdin.write(json.dumps(request).encode())
-            proc.stdin.close()
-            selector.register(proc.stdout, selectors.EVENT_READ, (i, bytearray()))
-        if meanwhile is not None:
-            meanwhile()
-        done = [0] * workers
-        deadline = time.monotonic() + timeout
-        while selector.get_map():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("scan workers took too long")
-            for key, _ in selector.select(timeout=left):
-                i, buf = key.data
-                data = os.read(key.fd, 1 << 20)
-                if not data:
-                    selector.unregister(key.fileobj)
-                    continue
-                buf += data
-                while len(buf) >= FRAME_HEAD:
-                    size = int.from_bytes(buf[:FRAME_HEAD], "big")
-                    if len(buf) < FRAME_HEAD + size:
-                        break
-                    item = pickle.loads(bytes(buf[FRAME_HEAD : FRAME_HEAD + size]))
-                    del buf[: FRAME_HEAD + size]
-                    if item[0] == "blocks":
-                        done[i] = item[2]
-                        found(item[1], sum(done))
-                    else:
-                        entries.extend(item[1])
-        codes = [proc.wait(timeout=max(1.0, deadline - time.monotonic())) for proc in procs]
-        return all(code == 0 for code in codes)
-    except Exception:  # no processes here (a sandbox, a limit): read in-process instead
-        for proc in procs:
-            proc.kill()
-        return False
-    finally:
-        selector.close()
-        for proc in procs:
-            if proc.stdout is not None:
-                proc.stdout.close()

@@ -47,13 +47,16 @@ import tempfile
 import threading
 import time
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from hitl_tui import __version__
 from hitl_tui.inbox.codec import Uncacheable, dumps, freeze, loads, thaw, to_json, untag
 from hitl_tui.model import Block
+from hitl_tui.sources.base import Source
 
 FORMAT = 4
 SHARDS = 16
@@ -73,7 +76,7 @@ _META = [f.name for f in dataclasses.fields(Block)].index("meta")
 Sig = tuple[int, int, int, int, int]
 #: (source name, file path) -> (signature, label, the block's fields or None)
 EntryKey = tuple[str, str]
-Entry = tuple[Sig, str, list | None]
+Entry = tuple[Sig, str, list[Any] | None]
 
 
 class _GcPause:
@@ -92,7 +95,7 @@ class _GcPause:
         self._was_enabled = False
 
     @contextlib.contextmanager
-    def __call__(self):
+    def __call__(self) -> Iterator[None]:
         with self._lock:
             if self._depth == 0:
                 self._was_enabled = gc.isenabled()
@@ -117,7 +120,7 @@ class _GcPause:
 gc_paused = _GcPause()
 
 
-def _row(key: EntryKey, entry: Entry) -> list:
+def _row(key: EntryKey, entry: Entry) -> list[Any]:
     """An entry as written to disk: the block's facts for the planner encoded for JSON."""
     (source, name), (sig, label, state) = key, entry
     if state is not None:
@@ -236,7 +239,7 @@ class ParseCache:
 
     # -- use ---------------------------------------------------------------------------------
 
-    def parse(self, source, repo: Path, path: Path, label: str) -> Block | None:
+    def parse(self, source: Source, repo: Path, path: Path, label: str) -> Block | None:
         """`source.parse(repo, path, label)`, or its earlier result if the file is unchanged."""
         if not source.cacheable(repo, path):
             return source.parse(repo, path, label)
@@ -298,7 +301,7 @@ class ParseCache:
             self._dirty.add(shard)
         return block
 
-    def drop_if_wrong(self, source, repo: Path, path: Path, label: str) -> bool:
+    def drop_if_wrong(self, source: Source, repo: Path, path: Path, label: str) -> bool:
         """Whether the entry a scan of `path` would use now (its signature and label match)
         holds another block than a parse of the file gives; such an entry is dropped.
 
@@ -428,7 +431,7 @@ class ParseCache:
                 self._redo({shard: entries})
         _sweep(self.folder)
 
-    def _redo(self, shards: dict) -> None:
+    def _redo(self, shards: dict[int, list[tuple[EntryKey, Entry]]]) -> None:
         """Shards that could not be written: try again at the next save."""
         with self._lock:
             self._dirty.update(shards)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any, Protocol
 
 from hitl_tui.inbox.query import Haystacks, Query
 from hitl_tui.model import Block
@@ -24,6 +25,15 @@ from hitl_tui.model import Block
 #: (source name, block file) identifies a block across re-reads; a remote block's "file" is its
 #: URL string (a GitHub issue).
 Key = tuple[str, Path | str]
+
+
+class Changes(Protocol):
+    """What `RowOrder.apply` reads of a change (the inbox's `Delta`)."""
+
+    added: list[Block]
+    changed: list[Block]
+    removed: list[Key]
+
 
 #: The orders, in the order the app cycles them; the first is the default.
 ORDERS = ("oldest", "newest", "repo", "category", "source")
@@ -71,12 +81,12 @@ def _newest(block: Block) -> tuple[int, float, str]:
     return (_tier(block), -block.since.timestamp(), block.id)
 
 
-def _by(field_of: Callable[[Block], str]) -> Callable[[Block], tuple]:
+def _by(field_of: Callable[[Block], str]) -> Callable[[Block], tuple[Any, ...]]:
     return lambda b: (_tier(b), field_of(b).casefold(), b.since, b.id)
 
 
 #: Each order's sort key; rows of equal key keep the oldest first, then the id.
-SORT_KEYS: dict[str, Callable[[Block], tuple]] = {
+SORT_KEYS: dict[str, Callable[[Block], tuple[Any, ...]]] = {
     "oldest": sort_key,
     "newest": _newest,
     "repo": _by(lambda b: b.repo_name),
@@ -111,6 +121,12 @@ def row_key(key: Key) -> str:
 
 def row_of(block: Block) -> str:
     return row_key(key_of(block))
+
+
+class SnoozeRule(Protocol):
+    """Which blocks are set aside: `snoozebook.SnoozeBook`, or `Snoozed` (none)."""
+
+    def snoozed(self, block: Block, now: datetime) -> bool: ...
 
 
 class Snoozed:
@@ -150,7 +166,7 @@ class ViewSpec:
 def listed(
     blocks: Iterable[Block],
     spec: ViewSpec | None = None,
-    snoozes: Snoozed | None = None,
+    snoozes: SnoozeRule | None = None,
     now: datetime | None = None,
 ) -> list[Block]:
     """The blocks `spec` lists, in its order (`hitl list`; the app's list agrees)."""
@@ -183,18 +199,18 @@ class RowOrder:
         self,
         blocks: Iterable[Block] = (),
         spec: ViewSpec | None = None,
-        snoozes: Snoozed | None = None,
+        snoozes: SnoozeRule | None = None,
         now: datetime | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.spec = spec or ViewSpec()
-        self.snoozes = snoozes or Snoozed()
+        self.snoozes: SnoozeRule = snoozes or Snoozed()
         self.blocks: dict[str, Block] = {}
         #: Every row key in sort order (listed or not); `order` is a subsequence of it.
         self._sorted: list[str] = []
-        self._keys: list[tuple] = []
+        self._keys: list[tuple[Any, ...]] = []
         #: The sort key each row was placed by (a changed block keeps its place).
-        self._placed: dict[str, tuple] = {}
+        self._placed: dict[str, tuple[Any, ...]] = {}
         self.order: list[str] = []
         self.folded: set[str] = set()
         self.hidden_arrivals = 0
@@ -282,7 +298,7 @@ class RowOrder:
         self.order = self._listed(now)
         return self.order != before
 
-    def apply(self, delta, keep: str | None) -> tuple[bool, str | None]:
+    def apply(self, delta: Changes, keep: str | None) -> tuple[bool, str | None]:
         """Apply a Delta (`added`, `changed`, `removed`). `keep` is the highlighted row; returns
         whether the rows changed, and the row to highlight now: `keep`, or when it left, the
         row that took its place (None when no later row is left)."""

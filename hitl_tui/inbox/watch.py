@@ -20,8 +20,9 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 import watchfiles
 
@@ -210,10 +211,10 @@ async def _watch(
             return
 
 
-_BACKGROUND: set[asyncio.Task] = set()
+_BACKGROUND: set[asyncio.Task[Any]] = set()
 
 
-def _in_background(work) -> asyncio.Task:
+def _in_background(work: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
     """Run `work` without waiting for it (a reference is kept until it is done)."""
     task = asyncio.ensure_future(work)
     _BACKGROUND.add(task)
@@ -228,7 +229,7 @@ class _SinceSaver:
 
     def __init__(self, inbox: Inbox) -> None:
         self.inbox = inbox
-        self.pending: asyncio.Task | None = None
+        self.pending: asyncio.Task[Any] | None = None
 
     def soon(self) -> None:
         if self.pending is None or self.pending.done():

@@ -131,10 +131,10 @@ class Workspace:
         self,
         folder: Path,
         depth: int,
-        repos: dict,
-        roots: dict,
-        known: dict,
-        under: dict,
+        repos: dict[object, Path],
+        roots: dict[object, Path],
+        known: dict[object, Path],
+        under: dict[Path, Path],
         top: Path,
         edges: list[Path],
     ) -> None:
@@ -173,7 +173,7 @@ def _identity(path: Path) -> object:
     return (st.st_dev, st.st_ino)
 
 
-def _add(found: dict, path: Path, known: dict) -> Path | None:
+def _add(found: dict[object, Path], path: Path, known: dict[object, Path]) -> Path | None:
     """Record `path` unless its folder is already in `found`; the spelling kept if it was new."""
     key = _identity(path)
     if key in found:

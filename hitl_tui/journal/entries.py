@@ -74,7 +74,7 @@ class FileStep:
     old_mode: int | None = None
     new_mode: int | None = None
 
-    def to_record(self) -> dict:
+    def to_record(self) -> dict[str, Any]:
         return {
             "path": str(self.path),
             "action": self.action,
@@ -85,7 +85,7 @@ class FileStep:
         }
 
     @classmethod
-    def from_record(cls, data: dict) -> FileStep:
+    def from_record(cls, data: dict[str, Any]) -> FileStep:
         return cls(
             Path(str(data["path"])),
             str(data.get("action", "update")),
@@ -124,9 +124,9 @@ class Entry:
     undone_by: str | None = None
     undone_time: datetime | None = None
     undone_operator: str | None = None
-    answer: dict = field(default_factory=dict, compare=False, hash=False)
+    answer: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     #: The repository folder's (device, inode) when it was answered; None in old records.
-    repo_id: tuple | None = None
+    repo_id: tuple[Any, ...] | None = None
     #: When the block answered had begun (its `since`); None in old records.
     block_since: datetime | None = None
     #: The answer went to a remote backend: `repo` and `block_path` are a name and a URL.
@@ -135,7 +135,7 @@ class Entry:
     not_undoable: str | None = None
     #: What a remote backend needs to find the answer where it was sent (another machine's
     #: journal entry: `{"host": ..., "entry": ...}`), as it recorded it; None for the others.
-    sent: dict | None = field(default=None, compare=False, hash=False)
+    sent: dict[str, Any] | None = field(default=None, compare=False, hash=False)
 
     @property
     def undone(self) -> bool:
@@ -145,7 +145,7 @@ class Entry:
     def undoable(self) -> bool:
         return self.not_undoable is None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "time": self.time.isoformat(),
@@ -203,7 +203,7 @@ def _new_id(now: datetime) -> str:
     return f"{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
 
 
-def _append(record: dict) -> None:
+def _append(record: dict[str, Any]) -> None:
     """Append one record durably (a begin record's open file first: see journalstore)."""
     journalstore.append({"v": VERSION, **record})
 
@@ -271,7 +271,7 @@ def open_entries() -> list[Entry]:
     return [_entry(begin, None) for _, begin in journalstore.open_entries()]
 
 
-def _replace(entry: Entry, **changes) -> Entry:
+def _replace(entry: Entry, **changes: Any) -> Entry:
     values = {name: getattr(entry, name) for name in Entry.__slots__}
     values.update(changes)
     return Entry(**values)
@@ -302,7 +302,7 @@ def migrated(begin: dict[str, Any]) -> dict[str, Any]:
     return {**begin, "block": block}
 
 
-def _entry(begin: dict, end: dict | None) -> Entry:
+def _entry(begin: dict[str, Any], end: dict[str, Any] | None) -> Entry:
     begin = migrated(begin)
     block = begin.get("block") or {}  # every field's type was checked by journalstore.problem
     remote = block.get("remote") is True
@@ -337,7 +337,7 @@ def _entry(begin: dict, end: dict | None) -> Entry:
     )
 
 
-def _repo_id(value: object) -> tuple | None:
+def _repo_id(value: object) -> tuple[Any, ...] | None:
     """(device, inode[, birth time in ns or None]) as recorded, or None when malformed."""
     if not isinstance(value, list) or len(value) not in (2, 3):
         return None
@@ -403,11 +403,11 @@ def _mode_of(path: Path) -> int | None:
 
 def begin(
     plan: Plan,
-    identity: tuple | None = None,
+    identity: tuple[Any, ...] | None = None,
     *,
     remote: bool = False,
     not_undoable: str | None = None,
-    sent: dict | None = None,
+    sent: dict[str, Any] | None = None,
 ) -> str:
     """Journal `plan` before its first write: the old and new bytes of each file, then a record.
 
@@ -431,8 +431,8 @@ def _head(
     undoes: str | None,
     operator: str,
     repo: str,
-    identity: tuple | None,
-) -> dict:
+    identity: tuple[Any, ...] | None,
+) -> dict[str, Any]:
     """The first fields of a begin record: an answer, or (`undoes`) the undo of one."""
     return {
         "type": "begin",
@@ -448,8 +448,12 @@ def _head(
 
 
 def _begin_record(
-    plan: Plan, now: datetime, entry_id: str, identity: tuple | None, abilities: dict
-) -> dict:
+    plan: Plan,
+    now: datetime,
+    entry_id: str,
+    identity: tuple[Any, ...] | None,
+    abilities: dict[str, Any],
+) -> dict[str, Any]:
     """The begin record of `plan` (its old and new bytes stored as blobs first)."""
     steps = []
     for change in plan.changes:
@@ -502,7 +506,9 @@ def abandon(entry_id: str, reason: str) -> None:
     end_rollback(entry_id, "apply", reason)
 
 
-def begin_undo(entry: Entry, steps: list[FileStep], operator: str, identity: tuple) -> str:
+def begin_undo(
+    entry: Entry, steps: list[FileStep], operator: str, identity: tuple[Any, ...]
+) -> str:
     """Journal the undo of `entry` before its first write: `steps` give each file its old bytes
     back. Raises OSError when the state folder cannot take it (nothing was written)."""
     now = _now()
@@ -525,7 +531,7 @@ def begin_undo(entry: Entry, steps: list[FileStep], operator: str, identity: tup
 
 
 def record_remote(
-    plan: Plan, summary: str, not_undoable: str | None, sent: dict | None = None
+    plan: Plan, summary: str, not_undoable: str | None, sent: dict[str, Any] | None = None
 ) -> str:
     """Journal an answer already sent to a remote backend (no file is written): its begin and
     commit records at once, `summary` saying what was sent, `sent` what its backend needs to
@@ -547,7 +553,7 @@ _BLOCK_FIELDS = ("id", "source", "path", "fingerprint", "question", "since")
 _FIELD_LIMIT = 100_000
 
 
-def remote_fields(plan: Plan) -> dict:
+def remote_fields(plan: Plan) -> dict[str, Any]:
     """What the journal will record of a remote answer not known yet to be written, as plain
     JSON: made as it is sent, kept in the state folder (`sources.ssh`), and journaled by
     `record_prepared` once its machine says it was. `plan` writes no file here."""
@@ -562,7 +568,7 @@ def remote_fields(plan: Plan) -> dict:
     }
 
 
-def checked_fields(fields: object) -> dict | None:
+def checked_fields(fields: object) -> dict[str, Any] | None:
     """`fields` (of `remote_fields`, read back from a file) with exactly their keys and types,
     or None when they are not such fields."""
 
@@ -612,7 +618,7 @@ def checked_fields(fields: object) -> dict | None:
     }
 
 
-def record_prepared(fields: object, summary: str, sent: dict) -> str:
+def record_prepared(fields: object, summary: str, sent: dict[str, Any]) -> str:
     """Journal, as done and now, the remote answer of `remote_fields` (read back: checked, and
     only they are taken), with its `summary` and `sent` as known now; its id. HitlError when
     they are not such fields."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from pathlib import Path
+from typing import Any
 
 from hitl_tui.answers.repofs import ConcurrentWrite, RepoDir
 from hitl_tui.journal.entries import Entry, FileStep, end_rollback, entries, load_blob
@@ -72,7 +73,7 @@ def _temp_folders(rd: RepoDir, steps: tuple[FileStep, ...]) -> set[int]:
     return folders
 
 
-def roll_back(entry_id: str, reason: str, rd: RepoDir, written: int) -> tuple[list, list]:
+def roll_back(entry_id: str, reason: str, rd: RepoDir, written: int) -> tuple[list[Any], list[Any]]:
     """Restore the `written` first files of a failed, still-locked entry.
 
     Returns (restored, moved), as `roll_back_files`. Raises OSError or HitlError when a file

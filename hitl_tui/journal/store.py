@@ -57,6 +57,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from hitl_tui import fsio
 from hitl_tui.journal import retention
@@ -157,7 +158,7 @@ def storing_blobs() -> contextlib.AbstractContextManager[None]:
 # -- appending -------------------------------------------------------------------------------
 
 
-def append(record: dict) -> None:
+def append(record: dict[str, Any]) -> None:
     """Append one record durably (see the module docstring for the order of the steps).
 
     A begin record gets its open file first; an end record removes it after. Rotation and
@@ -207,7 +208,7 @@ def _id_name(entry_id: object) -> str:
     return entry_id
 
 
-def _blob_names(begin: dict) -> set[str]:
+def _blob_names(begin: dict[str, Any]) -> set[str]:
     names = set()
     for step in begin.get("files") or ():
         for key in ("old_sha256", "new_sha256"):
@@ -217,7 +218,7 @@ def _blob_names(begin: dict) -> set[str]:
     return names
 
 
-def _check_blobs(begin: dict) -> None:
+def _check_blobs(begin: dict[str, Any]) -> None:
     """Every blob the entry needs is there (and stays: the caller holds storing_blobs)."""
     for sha in sorted(_blob_names(begin)):
         if not (folder() / "blobs" / sha).is_file():
@@ -364,7 +365,7 @@ def _aware_time(value: object) -> bool:
         return False
 
 
-def _optional(record: dict, key: str, kinds: tuple[type, ...]) -> bool:
+def _optional(record: dict[str, Any], key: str, kinds: tuple[type, ...]) -> bool:
     value = record.get(key)
     return value is None or type(value) in kinds
 
@@ -450,16 +451,16 @@ def skipped_report() -> str | None:
 class Folded:
     """An entry's begin record, its end record (None: none yet) and the undo that undid it."""
 
-    begin: dict
-    end: dict | None
-    undo: dict | None
+    begin: dict[str, Any]
+    end: dict[str, Any] | None
+    undo: dict[str, Any] | None
     #: The number of the segment its begin is in (the active file: the one it will get).
     seq: int
 
 
 def _records_backwards(
     since: int = 0, locked: bool = False
-) -> Iterator[tuple[int, dict, tuple[str, int, int]]]:
+) -> Iterator[tuple[int, dict[str, Any], tuple[str, int, int]]]:
     """Every well-formed record, newest first, from segment `since` on (0: all of them).
 
     `locked`: this process holds journal.lock already (a shared flock of its own would wait).
@@ -506,8 +507,8 @@ def newest_first(since: int = 0, *, locked: bool = False) -> Iterator[Folded]:
     Every record newer than an entry's begin has been read when it is yielded, so its status
     and its undo are final. A begin whose id was already seen (newer) is skipped as malformed.
     """
-    ends: dict[str, dict] = {}
-    undos: dict[str, dict] = {}
+    ends: dict[str, dict[str, Any]] = {}
+    undos: dict[str, dict[str, Any]] = {}
     seen: set[str] = set()
     for seq, record, where in _records_backwards(since, locked):
         entry_id = record["id"]
@@ -536,7 +537,7 @@ def find(entry_id: str, since: int = 0) -> Folded | None:
 # -- the open index --------------------------------------------------------------------------
 
 
-def _read_open(path: Path) -> tuple[int, dict] | None:
+def _read_open(path: Path) -> tuple[int, dict[str, Any]] | None:
     try:
         data = path.read_bytes()
     except OSError:
@@ -558,7 +559,7 @@ def _read_open(path: Path) -> tuple[int, dict] | None:
 STALE_TEMP_SECONDS = 60.0
 
 
-def _open_entries() -> list[tuple[int, dict]]:
+def _open_entries() -> list[tuple[int, dict[str, Any]]]:
     """(first segment, begin record) of every entry in progress, oldest first."""
     try:
         names = os.listdir(open_folder())
@@ -580,13 +581,13 @@ def _open_entries() -> list[tuple[int, dict]]:
     return sorted(found, key=lambda e: (e[1]["time"], e[1]["id"]))
 
 
-def open_entries() -> list[tuple[int, dict]]:
+def open_entries() -> list[tuple[int, dict[str, Any]]]:
     """Every entry in progress, from `open/` alone (migrating the old layout first)."""
     _migrate()
     return _open_entries()
 
 
-def open_entry(entry_id: str) -> tuple[int, dict] | None:
+def open_entry(entry_id: str) -> tuple[int, dict[str, Any]] | None:
     try:
         name = _id_name(entry_id)
     except ValueError:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from hitl_tui.answers.locks import LOCK_TIMEOUT, repo_lock
 from hitl_tui.answers.repofs import ConcurrentWrite, RepoDir
@@ -186,7 +187,7 @@ def undo(
     entry_id: str | None = None,
     operator: str | None = None,
     hook: StepHook | None = None,
-    sources: Sequence = (),
+    sources: Sequence[Any] = (),
     force: bool = False,
     acted: ActedCheck | None = None,
 ) -> Undid:
@@ -280,7 +281,7 @@ def undo(
 
 
 def _undo_sent(
-    entry: Entry, operator: str, sources: Sequence, force: bool, acted: ActedCheck | None
+    entry: Entry, operator: str, sources: Sequence[Any], force: bool, acted: ActedCheck | None
 ) -> Undid:
     """Undo a remote answer where it was sent, then journal the undo here (no file steps).
 

@@ -119,7 +119,7 @@ def escaped(text: str) -> str:
     as the byte), anything else a terminal could act on as `printable` shows it."""
     from hitl_tui.textio import printable
 
-    def one(m: re.Match) -> str:
+    def one(m: re.Match[str]) -> str:
         code = ord(m.group())
         return f"\\x{code - 0xDC00 if code >= 0xDC00 else code:02x}"
 
@@ -158,7 +158,7 @@ def fill(template: tuple[str, ...], values: dict[str, str]) -> list[str]:
     only the values the template uses are looked at."""
 
     def one(arg: str) -> str:
-        def put(m: re.Match) -> str:
+        def put(m: re.Match[str]) -> str:
             token = m.group(0)
             if token in ("{{", "}}"):
                 return token[0]
@@ -409,7 +409,7 @@ def _keeper(log_fd: int, log: Path | None, room: tuple[int, str]) -> int:
     return write
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def _kill(proc: subprocess.Popen[bytes]) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(proc.pid, sig)
@@ -422,7 +422,15 @@ def _kill(proc: subprocess.Popen) -> None:
             continue
 
 
-def _done(argv, code, log, problem, began, fd, out) -> Ran:
+def _done(
+    argv: Iterable[str],
+    code: int | None,
+    log: Path | None,
+    problem: str | None,
+    began: float,
+    fd: int | None,
+    out: int | None,
+) -> Ran:
     if out is not None:
         os.close(out)
     if fd is not None:

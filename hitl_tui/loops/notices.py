@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from hitl_tui.agent import channels as notify
 from hitl_tui.model import Block, UsageError
@@ -101,12 +101,14 @@ class Notice:
 class Late(Protocol):
     """An answer whose loop did not resume (resume.Waiting)."""
 
-    block_id: str
+    @property
+    def block_id(self) -> str: ...
 
     @property
     def id(self) -> str: ...
 
-    deadline: datetime
+    @property
+    def deadline(self) -> datetime: ...
 
 
 # -- one notice per item, whichever of the operator's hitl sends it ---------------------------
@@ -139,7 +141,7 @@ def claim(
     now = (now or datetime.now(UTC)).astimezone(UTC)  # ISO 8601 in UTC sorts as time
     fresh: set[str] = set()
 
-    def edit(current: dict) -> bool:
+    def edit(current: dict[str, Any]) -> bool:
         sent = current.get("sent")
         cutoff = (now - NOTIFIED_KEEP).isoformat()
         kept = {
@@ -169,10 +171,10 @@ class Shared:
     """A notice for the shared channels, made of the items this app claims (`claimed`)."""
 
     keys: tuple[str, ...]
-    items: tuple
-    make: Callable[[Sequence], Notice]
+    items: tuple[Any, ...]
+    make: Callable[[Sequence[Any]], Notice]
 
-    def claimed(self, channels: Sequence[str], now: datetime | None = None) -> list:
+    def claimed(self, channels: Sequence[str], now: datetime | None = None) -> list[Any]:
         """For each of `channels` (`channel_id`s: two apps whose channels differ each send on
         their own), the notice of the items no other hitl sent on it, or None: there are
         none. One claim for all of them."""

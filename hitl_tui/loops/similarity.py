@@ -56,11 +56,17 @@ import os
 import re
 import threading
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hitl_tui.model import Block
+
+if TYPE_CHECKING:
+    from hitl_tui.journal.entries import Entry
+
+T = TypeVar("T")
 
 #: Scores at or above this are similar (see the table above).
 THRESHOLD = 0.55
@@ -168,7 +174,7 @@ class Earlier:
     score: float
     same_repo: bool
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"entry": self.entry, "time": self.time.isoformat(), "answered": self.answered}
 
 
@@ -193,7 +199,7 @@ def _text(value: object, limit: int = MAX_CHARS) -> str:
     return value[:limit] if isinstance(value, str) else ""
 
 
-def _item(entry) -> _Item | None:
+def _item(entry: Entry) -> _Item | None:
     """An index item from a journal Entry, or None when it is no usable answer."""
     try:
         if entry.kind != "answer" or entry.status != "done" or entry.undone:
@@ -252,7 +258,7 @@ RECENT_ROWS = 5_000
 RECENT_BYTES = 16 << 20
 
 
-def _row(item: _Item) -> dict:
+def _row(item: _Item) -> dict[str, Any]:
     return {
         "entry": item.entry,
         "time": item.time.isoformat(),
@@ -302,7 +308,7 @@ def _from_row(row: object) -> _Item | None:
     )
 
 
-def save_recent(index: AnswerIndex, now: datetime, stamp: tuple | None) -> None:
+def save_recent(index: AnswerIndex, now: datetime, stamp: tuple[Any, ...] | None) -> None:
     """Write the memory of the recent answers from `index` (read from the journal as it was at
     `stamp`). Never a reason for a command to fail: a state folder that cannot take it is
     left as it is."""
@@ -334,7 +340,7 @@ def remember_recent(now: datetime) -> None:
     save_recent(AnswerIndex.from_journal(since=now - RECENT), now, stamp)
 
 
-def recent_index(**kwargs) -> AnswerIndex:
+def recent_index(**kwargs: Any) -> AnswerIndex:
     """The recent answers from the memory alone (no journal record is read); an index with
     none when there is no memory, or one that cannot be read."""
     from hitl_tui.state import files as statefile
@@ -395,12 +401,12 @@ class AnswerIndex:
         self._pending: set[str] = set()
         #: Bumped at every change: memoised answers of an older version are stale.
         self.version = 0
-        self._memo: dict[tuple, object] = {}
+        self._memo: dict[tuple[Any, ...], Any] = {}
 
     # -- building --------------------------------------------------------------------------
 
     @classmethod
-    def from_journal(cls, since: datetime | None = None, **kwargs) -> AnswerIndex:
+    def from_journal(cls, since: datetime | None = None, **kwargs: Any) -> AnswerIndex:
         """Every answer of the journal (`since`: only those given at or after it: the reading
         stops there, newest first)."""
         index = cls(**kwargs)
@@ -408,7 +414,7 @@ class AnswerIndex:
         return index
 
     @classmethod
-    def from_entries(cls, entries: Iterable, **kwargs) -> AnswerIndex:
+    def from_entries(cls, entries: Iterable[Entry], **kwargs: Any) -> AnswerIndex:
         """From journal Entries in any order (tests, and callers that hold them already)."""
         index = cls(**kwargs)
         found = [e for e in entries if _item(e) is not None]
@@ -420,7 +426,7 @@ class AnswerIndex:
         with self._lock:
             return len(self._ids)
 
-    def add(self, entry) -> bool:
+    def add(self, entry: Entry) -> bool:
         """Index one new answer (a journal Entry); False when it is none (not a done answer,
         undone, malformed) or already indexed."""
         item = _item(entry)
@@ -559,7 +565,7 @@ class AnswerIndex:
         then the others; the best score first within each, then the newest. An answer that
         said the same thing in the same repository as one listed already is left out."""
         found = self._memoised(("earlier", block.source, str(block.path)), block, self._earlier)
-        return found[:limit]  # type: ignore[index]
+        return found[:limit]
 
     def _earlier(self, block: Block) -> list[Earlier]:
         repo = _repo_text(block.repo)
@@ -594,11 +600,12 @@ class AnswerIndex:
                 break
         return shown
 
-    def _memoised(self, kind: tuple, block: Block, compute):
+    def _memoised(self, kind: tuple[Any, ...], block: Block, compute: Callable[[Block], T]) -> T:
         with self._lock:
             key = (*kind, block.fingerprint, block.since, self.version)
             if key in self._memo:
-                return self._memo[key]
+                cached: T = self._memo[key]
+                return cached
             value = compute(block)
             if len(self._memo) > 20_000:
                 self._memo.clear()

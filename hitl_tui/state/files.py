@@ -17,14 +17,16 @@ import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from hitl_tui import fsio
+from hitl_tui.model import Block
 
 #: A block in these files: (source, block file as text; a remote block's URL).
 Key = tuple[str, str]
 
 
-def block_key(block) -> Key:
+def block_key(block: Block) -> Key:
     """The key of a `model.Block` in these files."""
     path = block.path
     return (block.source, os.fsdecode(path) if isinstance(path, Path) else str(path))
@@ -54,7 +56,7 @@ def stamp(path: Path) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def read(path: Path, fmt: int, max_bytes: int) -> dict:
+def read(path: Path, fmt: int, max_bytes: int) -> dict[str, Any]:
     """The JSON object in `path` with `"format": fmt` ({} when there is no file); Unusable
     when the file cannot be read or is not such an object."""
     try:
@@ -98,13 +100,15 @@ def locked(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def write(path: Path, obj: dict) -> None:
+def write(path: Path, obj: dict[str, Any]) -> None:
     """`obj` as the whole file, atomically (call it holding `locked(path)`)."""
     data = json.dumps(obj, ensure_ascii=False, indent=1).encode("utf-8", "surrogateescape")
     fsio.atomic_write(path, data + b"\n", 0o600)
 
 
-def update(path: Path, fmt: int, max_bytes: int, change: Callable[[dict], bool]) -> dict:
+def update(
+    path: Path, fmt: int, max_bytes: int, change: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
     """Under the lock: read the file (an unusable one as {}), let `change` edit it in place,
     and write it when `change` says it changed something. Returns what is in the file now."""
     with locked(path):

@@ -17,6 +17,7 @@ import contextlib
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from hitl_tui.inbox.view import GROUPS, ORDERS
 from hitl_tui.model import Block
@@ -123,7 +124,7 @@ class SeenBook:
         changed, view = dict(self._changed), (self.order, self.group, self._view_changed)
         keep = None if open_blocks is None else {key_for(b) for b in open_blocks}
 
-        def edit(data: dict) -> bool:
+        def edit(data: dict[str, Any]) -> bool:
             try:
                 rows = _seen_of(data)
             except statefile.Unusable:
@@ -149,7 +150,7 @@ class SeenBook:
             self._view_changed = False
 
 
-def _seen_of(data: dict) -> dict[Key, str]:
+def _seen_of(data: dict[str, Any]) -> dict[Key, str]:
     rows = data.get("seen", [])
     if not isinstance(rows, list):
         raise statefile.Unusable("no list of blocks seen")

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from hitl_tui.model import Block
 from hitl_tui.state import files as statefile
@@ -44,7 +45,7 @@ class Snooze:
     #: None: until the block changes.
     until: datetime | None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "source": self.source,
             "path": self.path,
@@ -54,7 +55,7 @@ class Snooze:
         }
 
 
-def _rows_of(data: dict) -> dict[Key, Snooze]:
+def _rows_of(data: dict[str, Any]) -> dict[Key, Snooze]:
     """The snoozes of a file's object ({} for an empty one); Unusable when it is not that."""
     rows = data.get("snoozes", [])
     if not isinstance(rows, list):
@@ -80,7 +81,8 @@ def _snooze_of(row: object) -> Snooze:
             raise statefile.Unusable("a row's time does not parse") from None
         if until.tzinfo is None:
             raise statefile.Unusable("a row's time has no zone")
-    return Snooze(*texts, until)
+    source, path, ident, fingerprint = (str(t) for t in texts)  # each checked: str
+    return Snooze(source, path, ident, fingerprint, until)
 
 
 class SnoozeBook:
@@ -180,7 +182,7 @@ class SnoozeBook:
             return self._merge(self._rows, changes)
         counted = 0
 
-        def edit(data: dict) -> bool:
+        def edit(data: dict[str, Any]) -> bool:
             nonlocal counted
             try:
                 rows = _rows_of(data)

@@ -37,8 +37,8 @@ def text_box(block: Block, choice: Choice | None) -> TextBox:
     several questions gets one box for each when answered in own words."""
     questions = list(block.questions) if choice is None and len(block.questions) > 1 else []
     if questions:
-        defaults = list(block.defaults)
-        defaults = [(d or "") for d in defaults] + [""] * (len(questions) - len(defaults))
+        given = list(block.defaults)
+        defaults = [(d or "") for d in given] + [""] * (len(questions) - len(given))
         title = f"Answer each question of {block.id}"
     else:
         questions = [block.one_line_question(400)]

@@ -27,7 +27,8 @@ from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from hitl_tui.config import Config
-from hitl_tui.inbox.inbox import Delta, Inbox, default_workers, key_of
+from hitl_tui.inbox.inbox import Delta, Inbox, key_of
+from hitl_tui.inbox.scan import default_workers
 from hitl_tui.loops import notices
 from hitl_tui.loops.commands import restart_warnings
 from hitl_tui.loops.resume import NAME as RESUME_FILE
@@ -80,8 +81,9 @@ class HitlApp(App[int]):
     COMMANDS: ClassVar = App.COMMANDS | {HitlCommands}
     #: Screen classes for small terminals (app.tcss, and the preview's CSS): below 60 columns
     #: the inbox drops its state column, below 20 rows every screen packs tighter.
-    HORIZONTAL_BREAKPOINTS: ClassVar = [(0, "-narrow"), (60, "-wide")]
-    VERTICAL_BREAKPOINTS: ClassVar = [(0, "-short"), (20, "-tall")]
+    #: (Typed as App declares them, an instance variable each: mypy refuses a ClassVar there.)
+    HORIZONTAL_BREAKPOINTS: list[tuple[int, str]] | None = [(0, "-narrow"), (60, "-wide")]  # noqa: RUF012
+    VERTICAL_BREAKPOINTS: list[tuple[int, str]] | None = [(0, "-short"), (20, "-tall")]  # noqa: RUF012
 
     def __init__(
         self,

@@ -17,13 +17,13 @@ the inbox shows of it.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
-from textual.screen import ModalScreen, Screen
+from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from hitl_tui.loops.similarity import AnswerIndex, Earlier, journal_stamp, normalise, save_recent
@@ -38,8 +38,9 @@ from hitl_tui.tui.widgets import BlockDetail
 if TYPE_CHECKING:
     from textual.app import App
 
-    #: The inbox screen (tui/inbox_screen.py, which imports this module: no import back).
-    InboxScreen = Screen
+    #: The inbox screen (tui/inbox_screen.py, which imports this module: no import back); its
+    #: attributes are not checked here.
+    InboxScreen = Any
 
 #: Earlier answers listed under "Asked before", and offered by `p`.
 LIMIT = 3
@@ -179,7 +180,8 @@ def matching_choice(block: Block, earlier: Earlier) -> Choice | None:
     same = [c for c in block.choices if normalise(c.option) == option]
     key = (earlier.choice_key or "").casefold()
     exact = [c for c in same if c.key.casefold() == key]
-    return (exact or same or [None])[0]
+    found = exact or same
+    return found[0] if found else None
 
 
 def prefill(block: Block, choice: Choice | None, earlier: Earlier) -> tuple[str, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 from hitl_tui.keys import SECTIONS, keys_for
 
@@ -46,7 +46,7 @@ Keys can be remapped in the config's [keys] table, by the ids in the README.
 """
 
 
-def bindings(where: str, app_actions: Collection[str] = ()) -> list[Binding]:
+def bindings(where: str, app_actions: Collection[str] = ()) -> list[BindingType]:
     """The Bindings of one screen or widget (`where` in keys.SECTIONS). The actions named in
     `app_actions` are the app's (`app.help`), not the screen's."""
     return [

@@ -18,6 +18,7 @@ import asyncio
 import heapq
 from collections.abc import Callable, Iterator
 from functools import partial
+from typing import Any
 
 from textual.actions import parse
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -100,9 +101,16 @@ def repo_filter(name: str) -> str:
 class HitlCommands(Provider):
     """The commands of the inbox; those about a block act on the highlighted one."""
 
+    @property
+    def _inbox(self) -> Any:
+        """The app's inbox screen (`HitlApp.inbox_screen`; the app imports this module, which
+        so does not name it)."""
+        app: Any = self.app
+        return app.inbox_screen
+
     def commands(self) -> Iterator[Command]:
         app = self.app
-        screen = app.inbox_screen  # the answer, the undo and the raw file are the screen's
+        screen = self._inbox  # the answer, the undo and the raw file are the screen's
         current = screen.current
         for spec in palette_specs():
             if spec.id.startswith("hitl.answer-"):
@@ -134,22 +142,22 @@ class HitlCommands(Provider):
         title = printable(block.title or "")
         question = printable(block.one_line_question(80))
         help = " · ".join(t for t in (title, question) if t)
-        return (f"Go to block {name}", help, partial(self.app.inbox_screen.go_to, block))
+        return (f"Go to block {name}", help, partial(self._inbox.go_to, block))
 
     def _filter(self, name: str) -> Command:
         return (
             f"Filter by repo {printable(name)}",
             "only this repository's blocks",
-            partial(self.app.inbox_screen.set_filter, repo_filter(name)),
+            partial(self._inbox.set_filter, repo_filter(name)),
         )
 
     def _repos(self) -> list[str]:
-        return sorted({b.repo_name for b in self.app.inbox_screen.blocklist.blocks.values()})
+        return sorted({b.repo_name for b in self._inbox.blocklist.blocks.values()})
 
     async def discover(self) -> Hits:
         for name, help, command in self.commands():
             yield DiscoveryHit(_shown(Content(name), help), command, text=name)
-        blocks = self.app.inbox_screen.blocklist.blocks
+        blocks = self._inbox.blocklist.blocks
         for block in list(blocks.values())[:DISCOVER_BLOCKS]:
             name, help, command = self._go_to(block)
             yield DiscoveryHit(_shown(Content(name), help), command, text=name)
@@ -167,7 +175,7 @@ class HitlCommands(Provider):
                 yield Hit(score, _shown(matcher.highlight(name), help), command, text=name)
         # Blocks: id, title and question are matched; Hits only for the best few.
         wanted = block_query(query)
-        blocks = list(self.app.inbox_screen.blocklist.blocks.values())
+        blocks = list(self._inbox.blocklist.blocks.values())
         if not wanted:  # only "go to block" typed so far: a few, as before typing
             for block in blocks[:DISCOVER_BLOCKS]:
                 name, help, command = self._go_to(block)

@@ -49,8 +49,8 @@ from hitl_tui.loops.commands import (
     shown,
     values_for,
 )
-from hitl_tui.loops.resume import key_of as resume_key
-from hitl_tui.loops.resume import row_path
+from hitl_tui.loops.records import key_of as resume_key
+from hitl_tui.loops.records import row_path
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
 from hitl_tui.state.seen import SeenBook
 from hitl_tui.state.snoozes import SnoozeBook
@@ -391,7 +391,7 @@ class InboxScreen(AsksBeforeUndo, Screen):
         self._waiting.update(row_of(b) for b in delta.added if waiting_of(b) is not None)
         after = table.current
         moved = after is None or before is None or key_of(after) != key_of(before)
-        if moved or any(key_of(b) == key_of(after) for b in delta.changed):
+        if moved or (after is not None and any(key_of(b) == key_of(after) for b in delta.changed)):
             self.show_current()
         if delta.removed:
             self.drafts.forget(row_key(k) for k in delta.removed)
@@ -967,8 +967,11 @@ class InboxScreen(AsksBeforeUndo, Screen):
         self.host.apply_delta(delta)
         text = f"{plan.block.id}: " + "; ".join(done)
         loop = loop_for(self.loops, plan.block)
-        has_restart = loop is not None and loop.restart is not None
-        refused = _refusal(loop.restart, plan.block) if has_restart else None
+        refused = (
+            _refusal(loop.restart, plan.block)
+            if loop is not None and loop.restart is not None
+            else None
+        )
         if refused is not None:
             text += f"\n{refused}"
         elif loop is not None and loop.restart is not None and message.restart:

@@ -26,7 +26,8 @@ from textual.widgets import Button, DataTable, Footer, Input, Label, Static, Tex
 
 from hitl_tui.inbox.inbox import Delta, Inbox
 from hitl_tui.journal import Entry
-from hitl_tui.loops.resume import loop_states, loop_word, row_path
+from hitl_tui.loops.records import loop_word, row_path
+from hitl_tui.loops.resume import loop_states
 from hitl_tui.model import Block, HitlError, Plan
 from hitl_tui.textio import printable
 from hitl_tui.tui.bindings import bindings, help_text

@@ -20,7 +20,7 @@ from datetime import datetime
 
 from hitl_tui.inbox.inbox import Delta, key_of
 from hitl_tui.inbox.view import row_of
-from hitl_tui.loops.resume import Waiting
+from hitl_tui.loops.records import Waiting
 from hitl_tui.model import Block
 
 #: What the state column and the detail call each state of a record.

@@ -637,7 +637,7 @@ class BlockDetail(Horizontal):
 
     def show_asked(self, block: Block | None) -> None:
         """The "Asked again" and "Asked before" panes of `block`, shown when they say something."""
-        found = (None, None)
+        found: tuple[Text | None, Text | None] = (None, None)
         if block is not None and self.asked is not None:
             found = self.asked(block)
         for pane_id, text in zip(("#asked-again", "#asked-before"), found, strict=True):
@@ -650,8 +650,8 @@ class BlockDetail(Horizontal):
         self.show_asked(block)
         problems = self.query_one("#problems", Static)
         if block is None:
-            for pane in ("#question", "#context", "#attempted", "#choices", "#extra"):
-                self.query_one(pane, Static).update("")
+            for pane_id in ("#question", "#context", "#attempted", "#choices", "#extra"):
+                self.query_one(pane_id, Static).update("")
             problems.remove_class("shown")
             return
         if block.problems:
