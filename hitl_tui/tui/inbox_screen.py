@@ -3,16 +3,18 @@ everything the operator does to a block from there.
 
 The app owns the data and the workers that feed it (the Inbox, the scan, the watcher, remote
 polling), the arrivals' toasts, and the other screens (help, history). This screen owns its
-layout and what it shows (the header's text is built here and nowhere else), and the answer
-flow: a choice, an optional text box (drafts kept), the preview, the confirm, the write in a
-worker, and what follows it (answered, stale, refused); the undo of the highlighted answer
-(asked first: `undo_flow`); the raw file. Its workers post the messages of `messages.py`; the
-`@on` handlers below take them.
+layout and what it shows, and the answer flow: a choice, an optional text box (drafts kept),
+the preview, the confirm, the write in a worker (the answer service: `service.write_answer`),
+and what follows it (answered, stale, refused); the raw file. Its workers post the messages of
+`messages.py`; the `@on` handlers below take them.
 
-Triage is here too: the filter (`/`, `set_filter`), the order (`s`) and grouping (`v`), the
-marks of blocks not seen yet (`n` / `N`; `seenbook`, saved every few seconds in a thread), and
-snoozes (`z`, `Z`; `snoozebook`, written in a thread). What is listed is the domain's
-`view.RowOrder`, which this screen builds and `BlockList` draws.
+Mixed into it, each its own module: the header (`header.py`, its text built there and nowhere
+else), the loop's actions `R`, `t`, `x` and the restart after an answer (`loop_actions.py`),
+snoozes (`z`, `Z`: `snoozing.py`, written in a thread), and the undo of the highlighted answer
+(asked first: `undo_flow.py`). Triage is here: the filter (`/`, `set_filter`), the order (`s`)
+and grouping (`v`), the marks of blocks not seen yet (`n` / `N`; `seenbook`, saved every few
+seconds in a thread). What is listed is the domain's `view.RowOrder`, which this screen builds
+and `BlockList` draws.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import ClassVar, Protocol, cast
+from typing import ClassVar, cast
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -31,20 +33,12 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
-from hitl_tui.answers.service import apply_answer, source_for
+from hitl_tui.answers.service import restart_for, source_for, write_answer
 from hitl_tui.inbox.inbox import Delta, Inbox, key_of
 from hitl_tui.inbox.view import GROUP_OF, RowOrder, ViewSpec, row_of
 from hitl_tui.journal.undo import LoopActed
 from hitl_tui.loops import notices
-from hitl_tui.loops.commands import (
-    ControlInValue,
-    Loop,
-    fill,
-    loop_for,
-    shown,
-    values_for,
-)
-from hitl_tui.loops.resume import key_of as resume_key
+from hitl_tui.loops.commands import Loop
 from hitl_tui.loops.resume import row_path
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
 from hitl_tui.state.seen import SeenBook
@@ -54,10 +48,11 @@ from hitl_tui.tui.answer_flow import Drafts, preview_of, text_box
 from hitl_tui.tui.bindings import bindings
 from hitl_tui.tui.filter_bar import FilterInput
 from hitl_tui.tui.header import READING, HeaderParts, ShowsHeader
-from hitl_tui.tui.loop_actions import LoopActions, _refusal
+from hitl_tui.tui.loop_actions import LoopActions
 from hitl_tui.tui.messages import (
     Answered,
     AnswerStale,
+    Host,
     ListChanged,
     Refused,
     Restarted,
@@ -69,19 +64,6 @@ from hitl_tui.tui.snoozing import Snoozing
 from hitl_tui.tui.undo_flow import AsksBeforeUndo
 from hitl_tui.tui.waiting import rows_delta, waiting_of
 from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader, Clock, row_key
-
-
-class Host(Protocol):
-    """What the inbox screen asks of its app (HitlApp), which it cannot import (a cycle)."""
-
-    def apply_delta(self, delta: Delta, announce: bool = False) -> None:
-        """The inbox changed: the list, the header, the configuration warnings follow."""
-
-    def worker_failed(self, worker: Worker) -> None:
-        """A worker raised: say what failed."""
-
-    def send_notice(self, notice: notices.Notice, shared: notices.Shared | None = None) -> None:
-        """`notice` on the channels of the config's [notify] (desktop, terminal, ...)."""
 
 
 class InboxScreen(AsksBeforeUndo, ShowsHeader, Snoozing, LoopActions, Screen):
@@ -626,12 +608,9 @@ class InboxScreen(AsksBeforeUndo, ShowsHeader, Snoozing, LoopActions, Screen):
     def _show_preview(self, block: Block, preview) -> None:
         if len(self.app.screen_stack) > 1:  # the operator went elsewhere meanwhile
             return
-        loop = loop_for(self.loops, block)
-        if loop is not None and loop.restart is not None:
-            try:
-                preview = replace(preview, restart=shown(fill(loop.restart, values_for(block))))
-            except ControlInValue as exc:
-                preview = replace(preview, restart_refused=exc.line("restart"))
+        restart = restart_for(self.loops, block)
+        if restart is not None:
+            preview = replace(preview, restart=restart.command, restart_refused=restart.refused)
         if self._preview_screen is None:
             self._preview_screen = PreviewScreen(preview)
             self.app.install_screen(self._preview_screen, "preview")
@@ -687,10 +666,11 @@ class InboxScreen(AsksBeforeUndo, ShowsHeader, Snoozing, LoopActions, Screen):
 
     @work(thread=True, group="apply", exit_on_error=False, description="_apply_in_background")
     def _apply_in_background(self, plan: Plan, restart: bool = True) -> None:
-        """Write the confirmed plan (a remote one is sent), then re-read what it changed."""
+        """Write the confirmed plan (a remote one is sent: `service.write_answer`), then re-read
+        what it changed; the restart follows once the toast says what was written."""
         block = plan.block
         try:
-            done = apply_answer(self.inbox, plan)
+            answered = write_answer(self.inbox, plan)
         except StaleError as exc:
             self.post_message(AnswerStale(block, str(exc)))
             return
@@ -703,35 +683,30 @@ class InboxScreen(AsksBeforeUndo, ShowsHeader, Snoozing, LoopActions, Screen):
             self.app.call_from_thread(source.refresh_soon)
         else:
             delta = self.inbox.handle([block.path])
-        book = self.inbox.resumes
-        if book is not None:  # the answer's row: waiting for the loop (`answering.note_answer`)
-            record = book.get(getattr(done, "entry", None) or resume_key(block))
-            if record is not None and record.is_open:
-                delta.waiting.append(record)
-        self.post_message(Answered(plan, done, delta, restart))
+        if answered.waiting is not None:  # the answer's row: waiting for the loop
+            delta.waiting.append(answered.waiting)
+        self.post_message(Answered(answered, delta, restart))
 
     @on(Answered)
     def _answered(self, message: Answered) -> None:
-        plan, done, delta = message.plan, message.done, message.delta
-        self.drafts.forget([row_key(key_of(plan.block))])
+        answered, delta = message.answered, message.delta
+        block = answered.plan.block
+        self.drafts.forget([row_key(key_of(block))])
         self.host.apply_delta(delta)
-        text = f"{plan.block.id}: " + "; ".join(done)
-        loop = loop_for(self.loops, plan.block)
-        has_restart = loop is not None and loop.restart is not None
-        refused = _refusal(loop.restart, plan.block) if has_restart else None
-        if refused is not None:
-            text += f"\n{refused}"
-        elif loop is not None and loop.restart is not None and message.restart:
-            argv = fill(loop.restart, values_for(plan.block))
-            text += f"\nrestarting: {shown(argv)}"
+        text = f"{block.id}: " + "; ".join(answered.done)
+        restart = restart_for(self.loops, block)
+        if restart is None:
+            if answered.hint:
+                text += f"\n{answered.hint}"
+        elif restart.refused is not None:
+            text += f"\n{restart.refused}"
+        elif message.restart:
+            text += f"\nrestarting: {restart.command}"
             # The answer's row (its record) says so if the restart fails.
-            key = resume_key(plan.block)
-            record = next((r for r in delta.waiting if r.key == key and r.is_open), None)
-            self._restart(plan.block, loop, record.id if record is not None else None)
-        elif loop is not None and loop.restart is not None:
+            waiting = answered.waiting
+            self._restart(block, restart.loop, waiting.id if waiting is not None else None)
+        else:
             text += "\nrestart skipped: R runs it"
-        elif plan.hint:
-            text += f"\n{plan.hint}"
         self.notify(printable(text, keep_newlines=True), title="Answered", markup=False)
 
     @on(Restarted)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from textual import work
 
+from hitl_tui.answers.service import run_restart
 from hitl_tui.inbox.inbox import Delta, Inbox, key_of
 from hitl_tui.loops.commands import (
     ControlInValue,
@@ -28,13 +29,11 @@ from hitl_tui.loops.commands import (
 )
 from hitl_tui.model import Block
 from hitl_tui.textio import printable
-from hitl_tui.tui.messages import ListChanged, Refused, Restarted
+from hitl_tui.tui.messages import Host, ListChanged, Refused, Restarted
 from hitl_tui.tui.waiting import waiting_of
 
 if TYPE_CHECKING:
     from textual.screen import Screen
-
-    from hitl_tui.tui.inbox_screen import Host
 
     _Screen = Screen
 else:
@@ -184,21 +183,11 @@ class LoopActions(_Screen):
     def _restart(self, block: Block, loop: Loop, record_id: str | None = None) -> None:
         """Run the restart for `block` (a block, or an answer's row); the answer waiting for
         the loop (the row's, or `record_id`) waits anew, or is *restart failed*."""
-        assert loop.restart is not None
-        ran = run_command("restart", loop.restart, block, loop.timeout, logs_dir())
         record = waiting_of(block)
         rid = record.id if record is not None else record_id
-        book = self.inbox.resumes
-        again = None
-        if rid is not None and book is not None:
-            try:
-                if not ran.ok:
-                    log = os.fsdecode(ran.log) if ran.log else None
-                    again = book.restart_failed(rid, ran.problem or "failed", log)
-                elif record is not None:  # the answer's own restart: it waits as it was
-                    again = book.restarted(rid)
-            except Exception:  # the operator's view only: the toast still says how it went
-                again = None
+        ran, again = run_restart(
+            block, loop, self.inbox.resumes, rid, waits_again=record is not None
+        )
         self.post_message(Restarted(block, ran, again))
 
     def show_restarted(self, message: Restarted) -> None:
