@@ -44,7 +44,6 @@ MAX_LINES = 800
 TOO_BIG_FOR_NOW = {
     "hitl_tui/sources/ssh/backend.py",
     "hitl_tui/sources/agenticloop/source.py",
-    "hitl_tui/tui/inbox_screen.py",
     "hitl_tui/inbox/inbox.py",
     "hitl_tui/loops/resume.py",
 }

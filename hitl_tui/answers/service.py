@@ -3,8 +3,10 @@ from; the plan carried out (written, or sent), journaled, noted to watch for its
 the loop's restart; and the undo. The CLI (`hitl answer`, `hitl restart`, `hitl undo`) and the
 app call it and render what it returns (`Answered`, a `Ran`): neither does a step itself.
 
-`answer` does it all; the app runs `write_answer` in one worker and `restart_after` (or
-`run_restart`) in another, so that its toast says what was written while the loop restarts."""
+`answer` does it all. Its steps are there for clients that show each as it ends: `hitl answer`
+prints what was written before the restart runs (`write_answer`, then `restart_after`); the
+app writes in one worker and restarts in another (`run_restart`, as `R` does), so that its toast
+says what was written while the loop restarts."""
 
 from __future__ import annotations
 

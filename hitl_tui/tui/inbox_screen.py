@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
-from pathlib import Path
 from typing import ClassVar, cast
 
 from textual import on, work
@@ -36,10 +35,8 @@ from textual.worker import Worker, WorkerState
 from hitl_tui.answers.service import restart_for, source_for, write_answer
 from hitl_tui.inbox.inbox import Delta, Inbox, key_of
 from hitl_tui.inbox.view import GROUP_OF, RowOrder, ViewSpec, row_of
-from hitl_tui.journal.undo import LoopActed
 from hitl_tui.loops import notices
 from hitl_tui.loops.commands import Loop
-from hitl_tui.loops.resume import row_path
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
 from hitl_tui.state.seen import SeenBook
 from hitl_tui.state.snoozes import SnoozeBook
@@ -61,12 +58,12 @@ from hitl_tui.tui.messages import (
 )
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen, Typed
 from hitl_tui.tui.snoozing import Snoozing
-from hitl_tui.tui.undo_flow import AsksBeforeUndo
+from hitl_tui.tui.undo_flow import UndoesHighlighted
 from hitl_tui.tui.waiting import rows_delta, waiting_of
 from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader, Clock, row_key
 
 
-class InboxScreen(AsksBeforeUndo, ShowsHeader, Snoozing, LoopActions, Screen):
+class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Screen):
     """The app's first screen, under every modal: the inbox shown, and the answer flow."""
 
     #: Every key of the inbox section; quit, help and history switch screens: the app's.
@@ -735,58 +732,6 @@ class InboxScreen(AsksBeforeUndo, ShowsHeader, Snoozing, LoopActions, Screen):
         )
 
     # -- undo: the highlighted answer (else the last one), asked first (tui/undo_flow.py) ----
-
-    def action_undo(self) -> None:
-        """`u`: the highlighted answer waiting for its loop, or the highlighted block's own
-        newest answer not undone yet, else the journal's last answer: said, and asked first."""
-        self._find_undo(self.current)
-
-    @work(thread=True, group="apply", exit_on_error=False, description="_find_undo")
-    def _find_undo(self, block: Block | None) -> None:
-        from hitl_tui.answers.service import undo_target
-        from hitl_tui.state import files as statefile
-
-        record = waiting_of(block)
-        remotes = self.inbox.remotes
-        try:
-            if record is not None and record.entry:
-                found = undo_target(record.entry, remotes=remotes)
-            elif record is not None:  # no journal id: its block's newest answer
-                found = undo_target(block=(record.source, record.path), remotes=remotes)
-            else:
-                key = statefile.block_key(block) if block is not None else None
-                found = undo_target(block=key, remotes=remotes)
-        except HitlError as exc:
-            self.post_message(Refused("Not undone", str(exc)))
-            return
-        self.app.call_from_thread(self._ask_undo, found, block.id if block is not None else None)
-
-    def _ask_undo(self, found, highlighted: str | None) -> None:
-        if self.app.screen is self:  # not over a screen the operator went to meanwhile
-            self.ask_undo(found, highlighted)
-
-    def undo_now(self, entry, force: bool) -> None:
-        self._undo(entry, force)
-
-    @work(thread=True, group="apply", exit_on_error=False, description="_undo")
-    def _undo(self, entry, force: bool) -> None:
-        from hitl_tui import journal
-        from hitl_tui.answers.service import undo_answer
-
-        try:
-            message = undo_answer(entry.id, self.operator, self.inbox.remotes, force=force)
-        except LoopActed as exc:  # the loop acted since the question: asked again
-            self.app.call_from_thread(self.ask_force, entry, exc.what)
-            return
-        except HitlError as exc:
-            self.post_message(Refused("Not undone", str(exc)))
-            return
-        undone = next((e for e in journal.newest_first() if e.id == message.entry), None)
-        paths = [undone.block_path] if undone else []
-        delta = self.inbox.handle([p for p in paths if isinstance(p, Path)])
-        if undone is not None:  # its row waiting for the loop goes (`undo` forgot it)
-            delta.removed.append((undone.block_source, row_path(undone.id)))
-        self.post_message(Undone(message, delta))
 
     @on(Undone)
     def _undone(self, message: Undone) -> None:
