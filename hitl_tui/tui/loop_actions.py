@@ -13,19 +13,16 @@ from typing import TYPE_CHECKING
 
 from textual import work
 
-from hitl_tui.answers.service import run_restart
+from hitl_tui.answers.service import restart_for, run_restart
 from hitl_tui.inbox.inbox import Delta, Inbox, key_of
 from hitl_tui.loops.commands import (
     ControlInValue,
     Loop,
     Ran,
     check_value,
-    fill,
     logs_dir,
     loop_for,
     run_command,
-    shown,
-    values_for,
 )
 from hitl_tui.model import Block
 from hitl_tui.textio import printable
@@ -57,8 +54,8 @@ class LoopActions(_Screen):
         block = self._current()
         if block is None:
             return
-        loop = loop_for(self.loops, block)
-        if loop is None or loop.restart is None:
+        restart = restart_for(self.loops, block)
+        if restart is None:
             self.notify(
                 printable(
                     f"No [[loop]] restart covers {block.repo_name}: see the README, "
@@ -68,13 +65,13 @@ class LoopActions(_Screen):
                 markup=False,
             )
             return
-        refused = _refusal(loop.restart, block)
-        if refused is not None:
-            self.post_message(Refused("Loop", refused))
+        if restart.refused is not None:
+            self.post_message(Refused("Loop", restart.refused))
             return
-        argv = fill(loop.restart, values_for(block))
-        self.notify(printable(f"{block.id}: restarting: {shown(argv)}"), title="Loop", markup=False)
-        self._restart(block, loop)
+        self.notify(
+            printable(f"{block.id}: restarting: {restart.command}"), title="Loop", markup=False
+        )
+        self._restart(block, restart.loop)
 
     def action_dismiss_waiting(self) -> None:
         block = self._current()
@@ -208,15 +205,6 @@ class LoopActions(_Screen):
             markup=False,
             timeout=12,
         )
-
-
-def _refusal(template: tuple[str, ...], block: Block) -> str | None:
-    """The one line refusing `template` for `block` (a value holds a control character)."""
-    try:
-        fill(template, values_for(block))
-    except ControlInValue as exc:
-        return exc.line("restart")
-    return None
 
 
 def _failed(block: Block, what: str, ran: Ran) -> str:
