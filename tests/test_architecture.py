@@ -41,9 +41,7 @@ SOURCE_NAMES = {"loopkit", "agenticloop", "github", "remote"}
 #: Modules over MAX_LINES today; each is split next (issue 24). The list only shrinks: the
 #: test fails if another module passes MAX_LINES, or if one of these is no longer over it.
 MAX_LINES = 800
-TOO_BIG_FOR_NOW = {
-    "hitl_tui/tui/inbox_screen.py",
-}
+TOO_BIG_FOR_NOW: set[str] = set()
 #: Backend names compared outside their package, allowed for now: (module, name).
 BACKEND_NAMED_FOR_NOW: set[tuple[str, str]] = set()
 

@@ -75,7 +75,7 @@ async def test_a_remote_block_is_listed_answered_and_its_host_state_shown(
 
 
 def test_the_header_names_the_hosts_in_trouble(tmp_path: Path) -> None:
-    from hitl_tui.tui.inbox_screen import header_parts
+    from hitl_tui.tui.header import header_parts
 
     inbox = Inbox(Workspace.discover([tmp_path]))
     states = {

@@ -1,15 +1,31 @@
-"""From an operator's Answer to a Plan, whichever source the block came from."""
+"""The one answer service: from an operator's Answer to a Plan, whichever source the block came
+from; the plan carried out (written, or sent), journaled, noted to watch for its loop's resume;
+the loop's restart; and the undo. The CLI (`hitl answer`, `hitl restart`, `hitl undo`) and the
+app call it and render what it returns (`Answered`, a `Ran`): neither does a step itself.
+
+`answer` does it all. Its steps are there for clients that show each as it ends: `hitl answer`
+prints what was written before the restart runs (`write_answer`, then `restart_after`); the
+app writes in one worker and restarts in another (`run_restart`, as `R` does), so that its toast
+says what was written while the loop restarts."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.model import Answer, Block, HitlError, Plan, StaleError, UsageError
 from hitl_tui.sources.base import Source
 from hitl_tui.textio import placeholder_in
+
+if TYPE_CHECKING:
+    from hitl_tui.journal.undo import Target, Undid
+    from hitl_tui.loops.commands import Loop, Ran
+    from hitl_tui.loops.records import Waiting
+    from hitl_tui.loops.resume import ResumeBook
 
 
 def source_for(inbox: Inbox, block: Block) -> Source:
@@ -124,12 +140,72 @@ def as_on_disk(source: Source, block: Block) -> Block:
     return source.as_planned_from(block)
 
 
-#: How often `apply_answer(replan=True)` plans again when a file beside the block changed.
+#: How often `write_answer(replan=True)` plans again when a file beside the block changed.
 REPLANS = 3
 
 
-def apply_answer(inbox: Inbox, plan: Plan, replan: bool = False) -> list[str]:
-    """Carry out a plan; returns one line per thing done. Raises HitlError subclasses.
+@dataclass(frozen=True)
+class Restart:
+    """The `[[loop]]` restart that follows an answer to a block: its loop, and the command as
+    the operator reads it (`shown`), or the one line refusing it (a value holds a control
+    character: nothing would run)."""
+
+    loop: Loop
+    command: str | None
+    refused: str | None
+
+
+@dataclass(frozen=True)
+class Answered:
+    """An answer carried out, what every client shows of it (the CLI prints it, the app toasts
+    it, `--json` writes it): the plan as written, one line per thing done, the journal entry
+    (None: nothing journaled), the answer waiting for its loop (`resume.Waiting`, None when none
+    is kept or open), and the `[[loop]]` restart that followed it, if one ran (`ran`; a refused
+    one is `ran.refused`: nothing ran)."""
+
+    plan: Plan
+    done: tuple[str, ...]
+    entry: str | None = None
+    waiting: Waiting | None = None
+    ran: Ran | None = None
+
+    @property
+    def restarted(self) -> bool:
+        """A restart ran after the answer (it may have failed; a refused one did not run)."""
+        return self.ran is not None and not self.ran.refused
+
+    @property
+    def hint(self) -> str | None:
+        """The source's hint to print ("Restart the loop ..."), unless a restart ran."""
+        return None if self.restarted else self.plan.hint
+
+
+def restart_for(loops: Sequence[Loop], block: Block) -> Restart | None:
+    """The restart an answer to `block` runs (None: no `[[loop]]` restart covers it)."""
+    from hitl_tui.loops.commands import ControlInValue, fill, loop_for, shown, values_for
+
+    loop = loop_for(tuple(loops), block)
+    if loop is None or loop.restart is None:
+        return None
+    try:
+        return Restart(loop, shown(fill(loop.restart, values_for(block))), None)
+    except ControlInValue as exc:
+        return Restart(loop, None, exc.line("restart"))
+
+
+def answer(
+    inbox: Inbox, plan: Plan, loops: Sequence[Loop] = (), replan: bool = False, restart: bool = True
+) -> Answered:
+    """Write (or send) the answer, journal it, note it for its loop's resume, then run the
+    `[[loop]]` restart unless not `restart`: `write_answer`, then `restart_after`. Raises as
+    `write_answer` does; the restart never makes it raise."""
+    written = write_answer(inbox, plan, replan)
+    return restart_after(written, loops, inbox.resumes) if restart else written
+
+
+def write_answer(inbox: Inbox, plan: Plan, replan: bool = False) -> Answered:
+    """Carry out a plan: written and journaled (a remote backend's plan is sent, `send`), the
+    answer noted to watch for its loop to resume. Raises HitlError subclasses.
 
     With `replan`, a file other than the block file that changed meanwhile (the loop appended
     to PROMPT.md while the answer was written) makes a new plan on its new bytes, up to REPLANS
@@ -140,9 +216,7 @@ def apply_answer(inbox: Inbox, plan: Plan, replan: bool = False) -> list[str]:
     """
     source = source_for(inbox, plan.block)
     if source.remote:
-        sent = source.send(plan)
-        note_answer(inbox.resumes, inbox.loops, plan, sent)
-        return sent
+        return send_answer(source, plan, inbox.resumes, inbox.loops)
     from hitl_tui.answers.apply import OtherFileChanged, apply_plan
 
     moved: list[str] = []
@@ -158,16 +232,66 @@ def apply_answer(inbox: Inbox, plan: Plan, replan: bool = False) -> list[str]:
         if moved:
             names = ", ".join(dict.fromkeys(moved))
             done.insert(0, f"planned again on the new bytes of {names}, changed meanwhile")
-        note_answer(inbox.resumes, inbox.loops, plan, done)
-        return done
+        return _noted(inbox.resumes, inbox.loops, plan, done, done.entry)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def note_answer(book, loops, plan: Plan, done: list[str]):
-    """Once an answer is written (or sent): watch for its loop to resume (`resume`), for the
-    `resume_within` of the `[[loop]]` covering its repository (else 10 minutes). The one place
-    the CLI and the app do it. Returns the `resume.Waiting`, or None (no book, or it could not
-    be noted: the answer stands either way)."""
+def send_answer(
+    source: Source, plan: Plan, book: ResumeBook | None, loops: Sequence[Loop] | None = ()
+) -> Answered:
+    """Send the plan of a remote backend's block (`source.send`: another machine's hitl, an
+    issue tracker), noted to watch for its loop to resume. Blocking; raises HitlError."""
+    from hitl_tui.answers.apply import Done
+
+    sent = source.send(plan)
+    # The ssh backend journals what it sent (its entry rides on the lines, `apply.Done`).
+    return _noted(book, loops, plan, sent, sent.entry if isinstance(sent, Done) else None)
+
+
+def _noted(
+    book: ResumeBook | None,
+    loops: Sequence[Loop] | None,
+    plan: Plan,
+    done: Sequence[str],
+    entry: str | None,
+) -> Answered:
+    note_answer(book, loops, plan, entry)
+    return Answered(plan, tuple(done), entry, waiting_after(book, plan.block, entry))
+
+
+def waiting_after(book: ResumeBook | None, block: Block, entry: str | None) -> Waiting | None:
+    """The answer to `block` (its journal `entry`) waiting for its loop, when `book` keeps it
+    open (else None). Never raises: the operator's view only."""
+    if book is None:
+        return None
+    from hitl_tui.loops.records import key_of
+
+    try:
+        record = book.get(entry or key_of(block))
+    except Exception:
+        return None
+    if record is None or not record.is_open or record.key != key_of(block):
+        return None
+    return record
+
+
+def apply_answer(inbox: Inbox, plan: Plan, replan: bool = False) -> list[str]:
+    """`write_answer` as lines, one per thing done (`apply.Done`: its `entry` the journal's)."""
+    from hitl_tui.answers.apply import Done
+
+    written = write_answer(inbox, plan, replan)
+    done = Done(written.done)
+    done.entry = written.entry
+    return done
+
+
+def note_answer(
+    book: ResumeBook | None, loops: Sequence[Loop] | None, plan: Plan, entry: str | None
+) -> Waiting | None:
+    """Once an answer is written (or sent; its journal `entry`): watch for its loop to resume
+    (`resume`), for the `resume_within` of the `[[loop]]` covering its repository (else 10
+    minutes). Returns the `resume.Waiting`, or None (no book, or it could not be noted: the
+    answer stands either way)."""
     if book is None:
         return None
     from hitl_tui.loops.commands import RESUME_WITHIN, loop_for
@@ -175,17 +299,68 @@ def note_answer(book, loops, plan: Plan, done: list[str]):
     loop = loop_for(tuple(loops or ()), plan.block)
     within = loop.resume_within if loop is not None else RESUME_WITHIN
     try:
-        return book.note(plan.block, plan, getattr(done, "entry", None), within)
+        return book.note(plan.block, plan, entry, within)
     except Exception:  # the operator's view only: never a reason for an answer to fail
         return None
+
+
+# -- the loop's restart: after an answer, `R` in the app, `hitl restart` ------------------------
+
+
+def restart_after(
+    answered: Answered, loops: Sequence[Loop], book: ResumeBook | None, skip: bool = False
+) -> Answered:
+    """Once an answer is written: the `[[loop]]` restart of its block's repository, unless
+    `skip` or none covers it; `answered` with the restart's `Ran`. A restart that fails (or is
+    refused) is kept with the answer waiting for its loop (*restart failed*). Blocking."""
+    from hitl_tui.loops.commands import loop_for
+
+    block = answered.plan.block
+    loop = loop_for(tuple(loops), block)
+    if skip or loop is None or loop.restart is None:
+        return answered
+    record = answered.waiting
+    ran, again = run_restart(block, loop, book, record.id if record is not None else None)
+    return replace(answered, ran=ran, waiting=again or record)
+
+
+def run_restart(
+    block: Block,
+    loop: Loop,
+    book: ResumeBook | None,
+    record_id: str | None = None,
+    waits_again: bool = False,
+) -> tuple[Ran, Waiting | None]:
+    """Run the loop's restart for `block`; the answer waiting for the loop (`record_id`) is
+    then *restart failed* (with why and the log) if it did not succeed, or, when
+    `waits_again` (a restart of an answer's row), waits anew, with a new deadline. Returns the
+    `Ran`, and the record as it is now (None: unchanged, or none). Never raises for the
+    command's or the record's sake. Blocking."""
+    from hitl_tui.loops.commands import logs_dir, run_command
+
+    assert loop.restart is not None
+    ran = run_command("restart", loop.restart, block, loop.timeout, logs_dir())
+    again = None
+    if record_id is not None and book is not None:
+        try:
+            if not ran.ok:
+                log = os.fsdecode(ran.log) if ran.log else None
+                again = book.restart_failed(record_id, ran.problem or "failed", log)
+            elif waits_again:
+                again = book.restarted(record_id)
+        except Exception:  # the operator's view only: the restart's report still says it
+            again = None
+    return ran, again
 
 
 # -- undo: `hitl undo`, `u` in the app and in its history ---------------------------------------
 
 
 def undo_target(
-    entry_id: str | None = None, block: tuple[str, str] | None = None, remotes: Sequence = ()
-):
+    entry_id: str | None = None,
+    block: tuple[str, str] | None = None,
+    remotes: Sequence[Source] = (),
+) -> Target:
     """The answer an undo would take (`undo.target`: the named one, or the newest of `block`,
     a `statefile.block_key`, else the last), and what the loop did since (`resume.loop_acted`),
     found before anything is written. Raises as the undo would (UsageError, StaleError)."""
@@ -195,7 +370,9 @@ def undo_target(
     return target(entry_id, block, acted=lambda e, where: loop_acted(e, where, remotes))
 
 
-def undo_answer(entry_id: str | None, operator: str, remotes: Sequence = (), force: bool = False):
+def undo_answer(
+    entry_id: str | None, operator: str, remotes: Sequence[Source] = (), force: bool = False
+) -> Undid:
     """Undo an answer (`journal.undo`), refused when the loop has acted on it since unless
     `force` (`undo.LoopActed`); then nothing waits for its loop any more. The one place the
     CLI and the app do it. Returns `undo.Undid`."""

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from hitl_tui import __version__
 from hitl_tui.cli import agent as agent_cli
@@ -35,6 +36,12 @@ from hitl_tui.cli.base import (
 )
 from hitl_tui.model import Answer, HitlError, UsageError
 from hitl_tui.sources.ssh import wire
+
+if TYPE_CHECKING:
+    from hitl_tui.answers.service import Answered
+    from hitl_tui.loops.commands import Loop
+    from hitl_tui.loops.resume import ResumeBook
+    from hitl_tui.model import Plan
 
 EPILOG = """\
 commands:
@@ -286,14 +293,14 @@ def _warn(text: str) -> None:
 
 
 def cmd_answer(args: argparse.Namespace) -> int:
-    from hitl_tui.answers.service import apply_answer, from_the_file, plan_answer, source_for
+    from hitl_tui.answers.service import from_the_file, plan_answer, source_for, write_answer
     from hitl_tui.config import load_config
     from hitl_tui.model import StaleError
 
     config = load_config(args.config)
     remote = next((r for r in config.remotes if r.owns(args.target)), None)
     if remote is not None:  # `owner/name#12`: read afresh, answered over its API
-        from hitl_tui.answers.service import check_own_words, note_answer
+        from hitl_tui.answers.service import check_own_words, send_answer
         from hitl_tui.loops.resume import ResumeBook
 
         block = remote.read(args.target)
@@ -301,13 +308,13 @@ def cmd_answer(args: argparse.Namespace) -> int:
         check_own_words(answer)
         plan = remote.plan(block, answer)
         book = ResumeBook.for_state(sources=config.remotes)
-
-        def send(plan):
-            sent = remote.send(plan)
-            note_answer(book, config.loops, plan, sent)
-            return sent
-
-        code = finish_answer(args, plan, send, config.loops)
+        code = finish_answer(
+            args,
+            plan,
+            lambda plan: send_answer(remote, plan, book, config.loops),
+            config.loops,
+            book=book,
+        )
         _remember(args)
         return code
     config, inbox = open_inbox(args, config)
@@ -331,7 +338,12 @@ def cmd_answer(args: argparse.Namespace) -> int:
         except HitlError:
             editable = None
     code = finish_answer(
-        args, plan, lambda plan: apply_answer(inbox, plan, replan=True), config.loops, editable
+        args,
+        plan,
+        lambda plan: write_answer(inbox, plan, replan=True),
+        config.loops,
+        editable,
+        inbox.resumes,
     )
     if not args.dry_run:
         # The answered block leaves the since memory: a block the loop writes at the same path
@@ -376,49 +388,49 @@ def answer_from_args(args: argparse.Namespace, block, operator: str) -> Answer:
 
 
 def finish_answer(
-    args: argparse.Namespace, plan, apply: Callable, loops=(), editable: str | None = None
+    args: argparse.Namespace,
+    plan: Plan,
+    write: Callable[[Plan], Answered],
+    loops: tuple[Loop, ...] = (),
+    editable: str | None = None,
+    book: ResumeBook | None = None,
 ) -> int:
-    """Print the diff (--dry-run), or apply the plan, say what was done, and restart the
-    loop (`[[loop]]`, unless --no-restart). The exit code is the answer's, not the restart's."""
-    from hitl_tui.loops.commands import ControlInValue, fill, loop_for, shown, values_for
+    """Print the diff (--dry-run), or write the plan (`write`: the answer service's), say what
+    was done, and restart the loop (`[[loop]]`, unless --no-restart: `service.restart_after`,
+    its failure kept in `book`). The exit code is the answer's, not the restart's."""
+    from hitl_tui.answers.service import restart_after, restart_for
     from hitl_tui.textio import printable
 
     skip = getattr(args, "no_restart", False)
     as_json = getattr(args, "json", False)
-    loop = None if skip else loop_for(loops, plan.block)
-    then = refused = None
-    if loop is not None and loop.restart is not None:
-        try:
-            then = shown(fill(loop.restart, values_for(plan.block)))
-        except ControlInValue as exc:
-            refused = exc.line("restart")
     if args.dry_run:
+        restart = None if skip else restart_for(loops, plan.block)
+        then = restart.command if restart is not None else None
         if as_json:
             _print_json(wire.plan_json(plan, editable, then))
             return 0
         sys.stdout.write(printable(plan.diff(), keep_newlines=True))
         if then is not None:
             print(printable(f"hitl: then runs: {then}"), file=sys.stderr)
-        if refused is not None:
-            print(f"hitl: {refused}", file=sys.stderr)
+        if restart is not None and restart.refused is not None:
+            print(f"hitl: {restart.refused}", file=sys.stderr)
         return 0
-    done = apply(plan)
+    answered = write(plan)
     if as_json:
+        answered = restart_after(answered, loops, book, skip)
         # Only the object on stdout: what the restart says goes to stderr.
         with contextlib.redirect_stdout(sys.stderr):
-            restarted = loop_cli.after_answer(plan.block, loops, skip, _entry(done))
-        _print_json(wire.done_json(plan, done, restarted is not None))
+            loop_cli.say_restarted(answered)
+        done = wire.done_json(answered.plan, list(answered.done), answered.restarted)
+        done["entry"] = answered.entry  # (its place in the object: `done_json`'s)
+        _print_json(done)
         return 0
-    print(f"{printable(plan.block.id)}: " + "; ".join(done))
-    if loop_cli.after_answer(plan.block, loops, skip, _entry(done)) is None and plan.hint:
-        print(printable(plan.hint))
+    print(f"{printable(answered.plan.block.id)}: " + "; ".join(answered.done))
+    answered = restart_after(answered, loops, book, skip)
+    loop_cli.say_restarted(answered)
+    if answered.hint:
+        print(printable(answered.hint))
     return 0
-
-
-def _entry(done: object) -> str | None:
-    """The journal entry of an answer applied (`apply_answer`'s result), if it has one."""
-    entry = getattr(done, "entry", None)
-    return entry if isinstance(entry, str) else None
 
 
 def _print_json(data: dict) -> None:

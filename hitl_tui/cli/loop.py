@@ -9,13 +9,16 @@ answer waiting for its loop (`resume.json`) is then *restart failed*, with why a
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+from typing import TYPE_CHECKING
 
 from hitl_tui.cli.base import PROG, Parser, open_inbox, resolve
-from hitl_tui.loops.commands import Loop, Ran, logs_dir, loop_for, run_command, shown
+from hitl_tui.loops.commands import Ran, loop_for, shown
 from hitl_tui.model import Block, UsageError
 from hitl_tui.textio import printable
+
+if TYPE_CHECKING:
+    from hitl_tui.answers.service import Answered
 
 
 def build_restart() -> argparse.ArgumentParser:
@@ -41,6 +44,7 @@ def build_restart() -> argparse.ArgumentParser:
 
 
 def run_restart(args: argparse.Namespace) -> int:
+    from hitl_tui.answers import service
     from hitl_tui.config import load_config
 
     config = load_config(args.config)
@@ -60,74 +64,39 @@ def run_restart(args: argparse.Namespace) -> int:
             f"{block.id}: no [[loop]] with a restart covers {block.repo} "
             "(see the README: Restarting loops)"
         )
-    ran = restart(block, loop)
-    if waiting is not None and inbox.resumes is not None and not ran.ok:
-        record_failure(inbox.resumes, waiting.id, ran)
+    record = waiting.id if waiting is not None else None
+    ran, again = service.run_restart(block, loop, inbox.resumes, record, waits_again=True)
+    say_ran(block, ran)
     if not ran.ok:
         return 1
-    if waiting is not None and inbox.resumes is not None:
-        again = inbox.resumes.restarted(waiting.id)
-        if again is not None:
-            print(
-                printable(
-                    f"{block.id}: waiting for the loop again, until "
-                    f"{again.deadline.astimezone().strftime('%H:%M:%S')} "
-                    f"(restart {again.restarts})"
-                )
+    if again is not None:
+        print(
+            printable(
+                f"{block.id}: waiting for the loop again, until "
+                f"{again.deadline.astimezone().strftime('%H:%M:%S')} "
+                f"(restart {again.restarts})"
             )
+        )
     return 0
 
 
-def restart(block: Block, loop: Loop) -> Ran:
-    """Run the loop's restart for `block`, saying on stdout / stderr how it went (a refused
-    one: the one line naming the value, on stderr)."""
-    assert loop.restart is not None
-    ran = run_command("restart", loop.restart, block, loop.timeout, logs_dir())
+def say_ran(block: Block, ran: Ran) -> None:
+    """How the restart for `block` went, on stdout / stderr (a refused one: the one line
+    naming the value, on stderr)."""
     if ran.refused:
         print(f"hitl: {ran.problem}", file=sys.stderr)
-        return ran
+        return
     where = f" (output: {ran.log})" if ran.log else ""
     if ran.ok:
         print(printable(f"{block.id}: restarted: {shown(ran.argv)}"))
-        return ran
+        return
     print(
         printable(f"hitl: {block.id}: restart failed ({ran.problem}): {shown(ran.argv)}{where}"),
         file=sys.stderr,
     )
-    return ran
 
 
-def record_failure(book, record_id: str, ran: Ran) -> None:
-    """The answer `record_id` waits for a loop whose restart failed: `resume.json` says so
-    (`hitl status`, the app). Never raises: the operator's view only."""
-    try:
-        book.restart_failed(
-            record_id, ran.problem or "failed", os.fsdecode(ran.log) if ran.log else None
-        )
-    except Exception:
-        pass
-
-
-def after_answer(
-    block: Block, loops: tuple[Loop, ...], skip: bool, entry: str | None = None
-) -> str | None:
-    """Once `hitl answer` wrote (journal `entry`): restart the block's loop unless `skip`; the
-    hint to print instead of the source's own ("Restart the loop ...") when it ran, else None
-    (a refused restart ran nothing: the source's hint stands). A restart that failed, or was
-    refused, is kept with the answer waiting for its loop."""
-    loop = loop_for(loops, block)
-    if skip or loop is None or loop.restart is None:
-        return None
-    ran = restart(block, loop)
-    if not ran.ok:
-        from hitl_tui.loops.records import key_of
-        from hitl_tui.loops.resume import ResumeBook
-
-        try:
-            book = ResumeBook.for_state()
-            record = book.get(entry or key_of(block))
-        except Exception:
-            record = None
-        if record is not None and record.is_open and record.key == key_of(block):
-            record_failure(book, record.id, ran)
-    return None if ran.refused else ""
+def say_restarted(answered: Answered) -> None:
+    """How the restart after `hitl answer` went (`service.restart_after`), if one ran."""
+    if answered.ran is not None:
+        say_ran(answered.plan.block, answered.ran)

@@ -355,7 +355,7 @@ def run_command(
         return Ran((), None, None, exc.line(what), 0.0, refused=True)
     cwd = block.repo if isinstance(block.repo, Path) and block.repo.is_dir() else None
     began = time.monotonic()
-    log, fd, room = _new_log(logs, what, block, argv) if logs is not None else (None, None, 0)
+    log, fd, room = _new_log(logs, what, block, argv) if logs is not None else (None, None, (0, ""))
     out: int | None = None
     if fd is not None:
         try:

@@ -3,25 +3,25 @@ everything the operator does to a block from there.
 
 The app owns the data and the workers that feed it (the Inbox, the scan, the watcher, remote
 polling), the arrivals' toasts, and the other screens (help, history). This screen owns its
-layout and what it shows (the header's text is built here and nowhere else), and the answer
-flow: a choice, an optional text box (drafts kept), the preview, the confirm, the write in a
-worker, and what follows it (answered, stale, refused); the undo of the highlighted answer
-(asked first: `undo_flow`); the raw file. Its workers post the messages of `messages.py`; the
-`@on` handlers below take them.
+layout and what it shows, and the answer flow: a choice, an optional text box (drafts kept),
+the preview, the confirm, the write in a worker (the answer service: `service.write_answer`),
+and what follows it (answered, stale, refused); the raw file. Its workers post the messages of
+`messages.py`; the `@on` handlers below take them.
 
-Triage is here too: the filter (`/`, `set_filter`), the order (`s`) and grouping (`v`), the
-marks of blocks not seen yet (`n` / `N`; `seenbook`, saved every few seconds in a thread), and
-snoozes (`z`, `Z`; `snoozebook`, written in a thread). What is listed is the domain's
-`view.RowOrder`, which this screen builds and `BlockList` draws.
+Mixed into it, each its own module: the header (`header.py`, its text built there and nowhere
+else), the loop's actions `R`, `t`, `x` and the restart after an answer (`loop_actions.py`),
+snoozes (`z`, `Z`: `snoozing.py`, written in a thread), and the undo of the highlighted answer
+(asked first: `undo_flow.py`). Triage is here: the filter (`/`, `set_filter`), the order (`s`)
+and grouping (`v`), the marks of blocks not seen yet (`n` / `N`; `seenbook`, saved every few
+seconds in a thread). What is listed is the domain's `view.RowOrder`, which this screen builds
+and `BlockList` draws.
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import timedelta
-from pathlib import Path
-from typing import ClassVar, Protocol, cast
+from typing import ClassVar, cast
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -32,25 +32,11 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
-from hitl_tui.answers.service import apply_answer, source_for
+from hitl_tui.answers.service import restart_for, source_for, write_answer
 from hitl_tui.inbox.inbox import Delta, Inbox, key_of
-from hitl_tui.inbox.view import GROUP_OF, ORDER_NAMES, ORDERS, RowOrder, ViewSpec, row_of
-from hitl_tui.journal.undo import LoopActed
+from hitl_tui.inbox.view import GROUP_OF, RowOrder, ViewSpec, row_of
 from hitl_tui.loops import notices
-from hitl_tui.loops.commands import (
-    ControlInValue,
-    Loop,
-    Ran,
-    check_value,
-    fill,
-    logs_dir,
-    loop_for,
-    run_command,
-    shown,
-    values_for,
-)
-from hitl_tui.loops.records import key_of as resume_key
-from hitl_tui.loops.records import row_path
+from hitl_tui.loops.commands import Loop
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
 from hitl_tui.state.seen import SeenBook
 from hitl_tui.state.snoozes import SnoozeBook
@@ -58,9 +44,12 @@ from hitl_tui.textio import printable
 from hitl_tui.tui.answer_flow import Drafts, preview_of, text_box
 from hitl_tui.tui.bindings import bindings
 from hitl_tui.tui.filter_bar import FilterInput
+from hitl_tui.tui.header import READING, HeaderParts, ShowsHeader
+from hitl_tui.tui.loop_actions import LoopActions
 from hitl_tui.tui.messages import (
     Answered,
     AnswerStale,
+    Host,
     ListChanged,
     Refused,
     Restarted,
@@ -68,123 +57,13 @@ from hitl_tui.tui.messages import (
     WaitingLooked,
 )
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen, Typed
-from hitl_tui.tui.snooze_screen import CHOICES, DURATIONS, SnoozeScreen, until_of
-from hitl_tui.tui.undo_flow import AsksBeforeUndo
+from hitl_tui.tui.snoozing import Snoozing
+from hitl_tui.tui.undo_flow import UndoesHighlighted
 from hitl_tui.tui.waiting import rows_delta, waiting_of
 from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader, Clock, row_key
 
-READING = "hitl · reading repositories…"
 
-
-#: Each remote backend's scopes and their states: title -> scope -> (state, message).
-SourceStates = dict[str, dict[str, tuple[str, str]]]
-
-
-@dataclass(frozen=True)
-class HeaderParts:
-    """What the header says of the inbox, counted once per change of it (never per keystroke
-    of the filter: counting the repos is a pass over every block)."""
-
-    count: int
-    repos: int
-    watched: int
-    #: The remote backends' states and the warnings, as the header ends.
-    tail: str
-
-
-@dataclass(frozen=True)
-class ViewState:
-    """What the header says of the view: listed of known, snoozed, order, grouping, filter."""
-
-    listed: int
-    known: int
-    snoozed: int = 0
-    hidden: int = 0
-    order: str = ORDERS[0]
-    group: str | None = None
-    #: The snoozed view (only the snoozed blocks) is shown.
-    snoozed_view: bool = False
-    #: Answers waiting for their loop (rows, not blocks), how many of them did not resume, and
-    #: how many whose loop's restart failed.
-    waiting: int = 0
-    late: int = 0
-    failed: int = 0
-
-
-#: The states of a remote scope that was read (a "warning" one is named with its message).
-READ = ("ok", "warning")
-
-
-def header_parts(inbox: Inbox, source_states: SourceStates) -> HeaderParts:
-    tail = ""
-    for title, scopes in source_states.items():
-        ok = sum(state in READ for state, _ in scopes.values())
-        tail += f" · {title} {ok}/{len(scopes)} ok"
-        trouble = [f"{scope}: {msg}" for scope, (st, msg) in scopes.items() if st != "ok"]
-        if trouble:
-            more = f"; +{len(trouble) - 2} more" if len(trouble) > 2 else ""
-            tail += f" ({printable('; '.join(trouble[:2]))}{more})"
-    warnings = len(inbox.warnings)
-    if warnings:
-        tail += f" · {plural(warnings, 'warning')}"
-    return HeaderParts(len(inbox.blocks), inbox.repo_count(), len(inbox.workspace.repos), tail)
-
-
-def header_line(parts: HeaderParts, view: ViewState | None = None) -> str:
-    """The line at the top: blocks (`12 of 340 blocks` when some are not listed), repos,
-    watched repos, each remote backend, warnings; then what the view hides or how it sorts."""
-    count, watched = parts.count, parts.watched
-    if view is not None and view.snoozed_view:
-        text = f"hitl · snoozed: {plural(view.listed, 'block')} (Z: back to the inbox)"
-        text += f" · {count:,} open · watching {watched:,}"
-    elif count:
-        shown = count
-        if view is not None:  # the list's own count of what it knows: what it lists is of it
-            shown, count = view.listed, view.known
-        noun = "block" if count == 1 else "blocks"
-        repo_noun = "repo" if parts.repos == 1 else "repos"
-        what = f"{count:,} {noun}" if shown == count else f"{shown:,} of {count:,} {noun}"
-        text = f"hitl · {what} in {parts.repos:,} {repo_noun} · watching {watched:,}"
-    else:
-        text = f"hitl · no open blocks · watching {plural(watched, 'repo')}"
-    if view is not None:
-        if view.waiting:
-            text += f" · {view.waiting} waiting for their loop"
-            trouble = [f"{view.late} not resumed"] if view.late else []
-            if view.failed:
-                trouble.append(f"{plural(view.failed, 'restart')} failed")
-            if trouble:
-                text += f" ({', '.join(trouble)})"
-        if view.hidden:
-            text += f" · +{view.hidden} hidden by the filter"
-        if view.snoozed and not view.snoozed_view:
-            text += f" · {view.snoozed} snoozed"
-        if view.order != ORDERS[0]:
-            text += f" · {ORDER_NAMES[view.order]}"
-        if view.group:
-            text += f" · grouped by {view.group}"
-    return text + parts.tail
-
-
-def header_text(inbox: Inbox, source_states: SourceStates, view: ViewState | None = None) -> str:
-    """The line at the top (see `header_line`)."""
-    return header_line(header_parts(inbox, source_states), view)
-
-
-class Host(Protocol):
-    """What the inbox screen asks of its app (HitlApp), which it cannot import (a cycle)."""
-
-    def apply_delta(self, delta: Delta, announce: bool = False) -> None:
-        """The inbox changed: the list, the header, the configuration warnings follow."""
-
-    def worker_failed(self, worker: Worker) -> None:
-        """A worker raised: say what failed."""
-
-    def send_notice(self, notice: notices.Notice, shared: notices.Shared | None = None) -> None:
-        """`notice` on the channels of the config's [notify] (desktop, terminal, ...)."""
-
-
-class InboxScreen(AsksBeforeUndo, Screen):
+class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Screen):
     """The app's first screen, under every modal: the inbox shown, and the answer flow."""
 
     #: Every key of the inbox section; quit, help and history switch screens: the app's.
@@ -361,19 +240,6 @@ class InboxScreen(AsksBeforeUndo, Screen):
         self._progress = None
         self.scanned = True
 
-    def show_progress(self) -> None:
-        """The header while the first scan runs: how far it is (its counts come at the end)."""
-        if self._progress is None:
-            return
-        done, total = self._progress
-        found = len(self.rows.blocks) - len(self._waiting)
-        text = f"hitl · reading {done:,} of {total:,} repos · {found:,} blocks so far"
-        if self._waiting:
-            text += f" · {len(self._waiting)} waiting for their loop"
-        bar = self.query_one("#topbar", Static)
-        bar.update(text)
-        bar.set_class(bool(found), "has-blocks")
-
     @work(thread=True, group="snooze", exit_on_error=False, description="_prune")
     def _prune(self, blocks: list[Block]) -> None:
         self.snoozes.prune(blocks, self.clock())
@@ -511,66 +377,6 @@ class InboxScreen(AsksBeforeUndo, Screen):
         if block is not None and waiting_of(block) is None and self.seen.saw(block):
             self.blocklist.refresh_row(row_of(block))  # its new mark goes
 
-    def show_header(self, inbox: Inbox, source_states: SourceStates) -> None:
-        """The header, the empty-inbox text, and where the focus goes, from the inbox."""
-        count = len(inbox.blocks) + len(self._waiting)
-        self._parts = header_parts(inbox, source_states)
-        self._wake()
-        self._render_header()
-        self.set_class(count == 0, "empty")
-        # The hidden list must not keep the focus (nor the footer its keys), and gets it back.
-        blocklist = self.blocklist
-        blocklist.can_focus = bool(count)
-        filtering = self.query_one(FilterInput).has_focus
-        if count == 0 and blocklist.has_focus:
-            self.set_focus(None)
-        elif count and self.focused is None and self.app.screen is self and not filtering:
-            blocklist.focus()
-        watched = len(inbox.workspace.repos)
-        self.query_one("#empty", Static).update(
-            f"No open blocks in {plural(watched, 'repo')}.\n\nWatching for new ones; "
-            "a loop that stops with a question shows up here at once."
-        )
-
-    def view_state(self) -> ViewState:
-        listed, known = self.rows.counts
-        spec = self.rows.spec
-        waiting = late = failed = 0
-        if self._waiting:  # rows, not blocks: not counted as blocks (a pass over them only)
-            blocks = self.rows.blocks
-            for rk in self._waiting:
-                block = blocks.get(rk)
-                if block is None:
-                    continue
-                waiting += 1
-                late += block.state == "not-resumed"
-                failed += block.state == "restart-failed"
-                listed -= self.rows.accepts(rk, block)
-            known -= waiting
-        return ViewState(
-            listed=listed,
-            known=known,
-            waiting=waiting,
-            late=late,
-            failed=failed,
-            snoozed=len(self._asleep),
-            hidden=self.rows.hidden_arrivals,
-            order=spec.order,
-            group=spec.group,
-            snoozed_view=spec.snoozed,
-        )
-
-    def _render_header(self) -> None:
-        """The header from the inbox's last counts and the view as it is (cheap: per key)."""
-        if self._progress is not None:
-            self.show_progress()
-            return
-        if self._parts is None:
-            return
-        bar = self.query_one("#topbar", Static)
-        bar.update(header_line(self._parts, self.view_state()))
-        bar.set_class(bool(self._parts.count), "has-blocks")
-
     # -- the view: filter, order, grouping, new blocks ---------------------------------------
 
     def set_filter(self, text: str) -> None:
@@ -655,76 +461,6 @@ class InboxScreen(AsksBeforeUndo, Screen):
                 table.relist(lambda: self.rows.toggle_fold(group))
             table.select(rk)
 
-    # -- snoozes -----------------------------------------------------------------------------
-
-    def _snoozed_rows(self) -> set[str]:
-        """The row keys of the known blocks snoozed now (a pass over the snoozes only)."""
-        now = self.clock()
-        blocks = self.rows.blocks
-        asleep = set()
-        for snooze in self.snoozes:
-            rk = row_key((snooze.source, snooze.path))
-            block = blocks.get(rk)
-            if block is not None and self.snoozes.snoozed(block, now):
-                asleep.add(rk)
-        return asleep
-
-    def _wake(self) -> None:
-        """The blocks whose snooze ended by itself (time up, or the block changed) are new."""
-        asleep = self._snoozed_rows()
-        for rk in self._asleep - asleep:
-            block = self.rows.blocks.get(rk)
-            if block is not None:
-                self.seen.unsee(block)
-                self.blocklist.refresh_row(rk)
-        self._asleep = asleep
-
-    def action_snooze(self) -> None:
-        """`z`: snooze the highlighted block (a dialog asks how long); in the snoozed view,
-        bring it back at once."""
-        block = self._current()
-        if block is None or self._is_waiting_row(block):
-            return
-        if self.rows.spec.snoozed:
-            self._write_snooze(block, "wake")
-            return
-
-        def chosen(choice: str | None) -> None:
-            if choice is not None:
-                self._write_snooze(block, choice)
-
-        self.app.push_screen(SnoozeScreen(block), chosen)
-
-    @work(thread=True, group="snooze", exit_on_error=False, description="_write_snooze")
-    def _write_snooze(self, block: Block, choice: str) -> None:
-        """Write the snooze (or its end, `wake`) in a thread, then list the rows again."""
-        if choice == "wake":
-            self.snoozes.unsnooze(block)
-        else:
-            self.snoozes.snooze(block, until_of(choice, self.clock()))
-        self.app.call_from_thread(self._snoozes_written, block, choice)
-
-    def _snoozes_written(self, block: Block, choice: str) -> None:
-        if choice == "wake":
-            text = f"{block.id} is back in the inbox."
-        else:
-            label = CHOICES[choice][1]
-            when = f"for {label}" if choice in DURATIONS else label
-            text = f"{block.id} snoozed {when} (Z shows the snoozed blocks)."
-        if self.blocklist.refilter():
-            self.show_current()
-        # Not `_wake`: a block the operator brought back is not new.
-        self._asleep = self._snoozed_rows()
-        self._render_header()
-        self.notify(printable(text), title="Snooze", markup=False, timeout=4)
-
-    def action_snoozed_view(self) -> None:
-        """`Z`: only the snoozed blocks, or back to the others."""
-        spec = self.rows.spec
-        self.blocklist.set_spec(replace(spec, snoozed=not spec.snoozed))
-        self.show_current()
-        self._render_header()
-
     # -- seen marks: saved every few seconds when some changed, in a thread, and at exit -----
 
     def save_seen_soon(self) -> None:
@@ -744,13 +480,6 @@ class InboxScreen(AsksBeforeUndo, Screen):
         """At exit: what is left to save (the app calls this as it closes)."""
         if self.seen.dirty:
             self.seen.save(list(self.rows.blocks.values()))
-
-    def show_failure(self, text: str) -> None:
-        """The header says what failed (the first scan, when it raised)."""
-        self._progress = None
-        bar = self.query_one("#topbar", Static)
-        bar.update(f"hitl · {text}")
-        bar.remove_class("has-blocks")
 
     def action_raw(self) -> None:
         """The highlighted block's file as it is on disk, instead of its parsed parts (r)."""
@@ -876,12 +605,9 @@ class InboxScreen(AsksBeforeUndo, Screen):
     def _show_preview(self, block: Block, preview) -> None:
         if len(self.app.screen_stack) > 1:  # the operator went elsewhere meanwhile
             return
-        loop = loop_for(self.loops, block)
-        if loop is not None and loop.restart is not None:
-            try:
-                preview = replace(preview, restart=shown(fill(loop.restart, values_for(block))))
-            except ControlInValue as exc:
-                preview = replace(preview, restart_refused=exc.line("restart"))
+        restart = restart_for(self.loops, block)
+        if restart is not None:
+            preview = replace(preview, restart=restart.command, restart_refused=restart.refused)
         if self._preview_screen is None:
             self._preview_screen = PreviewScreen(preview)
             self.app.install_screen(self._preview_screen, "preview")
@@ -937,10 +663,11 @@ class InboxScreen(AsksBeforeUndo, Screen):
 
     @work(thread=True, group="apply", exit_on_error=False, description="_apply_in_background")
     def _apply_in_background(self, plan: Plan, restart: bool = True) -> None:
-        """Write the confirmed plan (a remote one is sent), then re-read what it changed."""
+        """Write the confirmed plan (a remote one is sent: `service.write_answer`), then re-read
+        what it changed; the restart follows once the toast says what was written."""
         block = plan.block
         try:
-            done = apply_answer(self.inbox, plan)
+            answered = write_answer(self.inbox, plan)
         except StaleError as exc:
             self.post_message(AnswerStale(block, str(exc)))
             return
@@ -953,207 +680,35 @@ class InboxScreen(AsksBeforeUndo, Screen):
             self.app.call_from_thread(source.refresh_soon)
         else:
             delta = self.inbox.handle([block.path])
-        book = self.inbox.resumes
-        if book is not None:  # the answer's row: waiting for the loop (`answering.note_answer`)
-            record = book.get(getattr(done, "entry", None) or resume_key(block))
-            if record is not None and record.is_open:
-                delta.waiting.append(record)
-        self.post_message(Answered(plan, done, delta, restart))
+        if answered.waiting is not None:  # the answer's row: waiting for the loop
+            delta.waiting.append(answered.waiting)
+        self.post_message(Answered(answered, delta, restart))
 
     @on(Answered)
     def _answered(self, message: Answered) -> None:
-        plan, done, delta = message.plan, message.done, message.delta
-        self.drafts.forget([row_key(key_of(plan.block))])
+        answered, delta = message.answered, message.delta
+        block = answered.plan.block
+        self.drafts.forget([row_key(key_of(block))])
         self.host.apply_delta(delta)
-        text = f"{plan.block.id}: " + "; ".join(done)
-        loop = loop_for(self.loops, plan.block)
-        refused = (
-            _refusal(loop.restart, plan.block)
-            if loop is not None and loop.restart is not None
-            else None
-        )
-        if refused is not None:
-            text += f"\n{refused}"
-        elif loop is not None and loop.restart is not None and message.restart:
-            argv = fill(loop.restart, values_for(plan.block))
-            text += f"\nrestarting: {shown(argv)}"
+        text = f"{block.id}: " + "; ".join(answered.done)
+        restart = restart_for(self.loops, block)
+        if restart is None:
+            if answered.hint:
+                text += f"\n{answered.hint}"
+        elif restart.refused is not None:
+            text += f"\n{restart.refused}"
+        elif message.restart:
+            text += f"\nrestarting: {restart.command}"
             # The answer's row (its record) says so if the restart fails.
-            key = resume_key(plan.block)
-            record = next((r for r in delta.waiting if r.key == key and r.is_open), None)
-            self._restart(plan.block, loop, record.id if record is not None else None)
-        elif loop is not None and loop.restart is not None:
+            waiting = answered.waiting
+            self._restart(block, restart.loop, waiting.id if waiting is not None else None)
+        else:
             text += "\nrestart skipped: R runs it"
-        elif plan.hint:
-            text += f"\n{plan.hint}"
         self.notify(printable(text, keep_newlines=True), title="Answered", markup=False)
-
-    # -- the loop behind a block: restart it (R), go to it (t) --------------------------------
-
-    def action_restart_loop(self) -> None:
-        block = self._current()
-        if block is None:
-            return
-        loop = loop_for(self.loops, block)
-        if loop is None or loop.restart is None:
-            self.notify(
-                printable(
-                    f"No [[loop]] restart covers {block.repo_name}: see the README, "
-                    "Restarting loops."
-                ),
-                severity="warning",
-                markup=False,
-            )
-            return
-        refused = _refusal(loop.restart, block)
-        if refused is not None:
-            self.post_message(Refused("Loop", refused))
-            return
-        argv = fill(loop.restart, values_for(block))
-        self.notify(printable(f"{block.id}: restarting: {shown(argv)}"), title="Loop", markup=False)
-        self._restart(block, loop)
-
-    def action_dismiss_waiting(self) -> None:
-        block = self._current()
-        if block is None:
-            return
-        record = waiting_of(block)
-        if record is None:
-            self.notify(
-                "x drops an answer waiting for its loop; this is an open block (z snoozes it).",
-                severity="warning",
-                markup=False,
-            )
-            return
-        self._dismiss(block, record)
-
-    @work(thread=True, group="look", exit_on_error=False, description="_dismiss")
-    def _dismiss(self, block: Block, record) -> None:
-        if self.inbox.resumes is not None:
-            self.inbox.resumes.dismiss(record.id)
-        self.post_message(ListChanged(Delta(removed=[key_of(block)])))
-
-    def action_open_loop(self) -> None:
-        block = self._current()
-        if block is None:
-            return
-        loop = loop_for(self.loops, block)
-        if loop is not None and loop.open is not None:
-            self._open(block, loop)
-            return
-        repo = block.repo
-        if not isinstance(repo, Path) or not repo.is_dir():
-            source = self.inbox.source_named(block.source)
-            argv = source.shell_argv(block) if source is not None else None
-            if argv is not None:  # another machine's repository: a shell there
-                # The far repository goes into its command (encoded, so no shell there reads
-                # it), and the far shell starts in it: refused like a local {repo}.
-                far = block.meta.get("remote_repo")
-                try:
-                    check_value("{repo}", far if isinstance(far, str) else "")
-                    for arg in argv:
-                        check_value("the far shell's command", arg)
-                except ControlInValue as exc:
-                    self.post_message(Refused("Loop", exc.line("t")))
-                    return
-                self._shell_in(block, repo, argv)
-                return
-            self.notify(
-                printable(f"{block.id}: no folder on this machine to open a shell in: {repo}"),
-                severity="warning",
-                markup=False,
-            )
-            return
-        try:  # the shell starts there, and its prompt shows the folder's name as it is
-            check_value("{repo}", str(repo))
-        except ControlInValue as exc:
-            self.post_message(Refused("Loop", exc.line("t")))
-            return
-        self._shell_in(block, repo)
-
-    def _shell_in(self, block: Block, repo: Path | str, argv: list[str] | None = None) -> None:
-        """A shell in the repository ($SHELL, else sh; or `argv`, a shell where it lives on
-        another machine), the app suspended until it exits."""
-        import subprocess
-
-        from textual.app import SuspendNotSupported
-
-        cwd = repo if argv is None else None
-        argv = argv or [os.environ.get("SHELL") or "/bin/sh"]
-        if self.app.is_web:  # `hitl serve`: the page's terminal is the app's, not a shell's
-            self.notify(
-                printable(
-                    f"{block.id}: a shell needs a terminal, and the browser has none here: "
-                    f"open one in {repo} yourself (or give the repo a [[loop]] open command)"
-                ),
-                severity="warning",
-                markup=False,
-            )
-            return
-        try:
-            try:
-                with self.app.suspend():
-                    print(printable(f"hitl: a shell in {repo} for {block.id}; exit to come back"))
-                    subprocess.run(argv, cwd=cwd, check=False)
-            except SuspendNotSupported:
-                # No terminal to hand over (headless, as under run_test): run it all the same.
-                subprocess.run(
-                    argv, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, check=False
-                )
-        except OSError as exc:
-            self.notify(
-                printable(f"Could not start {argv[0]}: {exc.strerror or exc}"),
-                severity="error",
-                markup=False,
-            )
-
-    @work(thread=True, group="open", exit_on_error=False, description="_open")
-    def _open(self, block: Block, loop: Loop) -> None:
-        assert loop.open is not None
-        ran = run_command("open", loop.open, block, loop.timeout, logs_dir())
-        if ran.refused:
-            self.post_message(Refused("Loop", ran.problem or "open refused"))
-        elif not ran.ok:
-            self.post_message(Refused("Loop", _failed(block, "open", ran)))
-
-    @work(thread=True, group="restart", exit_on_error=False, description="_restart")
-    def _restart(self, block: Block, loop: Loop, record_id: str | None = None) -> None:
-        """Run the restart for `block` (a block, or an answer's row); the answer waiting for
-        the loop (the row's, or `record_id`) waits anew, or is *restart failed*."""
-        assert loop.restart is not None
-        ran = run_command("restart", loop.restart, block, loop.timeout, logs_dir())
-        record = waiting_of(block)
-        rid = record.id if record is not None else record_id
-        book = self.inbox.resumes
-        again = None
-        if rid is not None and book is not None:
-            try:
-                if not ran.ok:
-                    log = os.fsdecode(ran.log) if ran.log else None
-                    again = book.restart_failed(rid, ran.problem or "failed", log)
-                elif record is not None:  # the answer's own restart: it waits as it was
-                    again = book.restarted(rid)
-            except Exception:  # the operator's view only: the toast still says how it went
-                again = None
-        self.post_message(Restarted(block, ran, again))
 
     @on(Restarted)
     def _restarted(self, message: Restarted) -> None:
-        ran, block = message.ran, message.block
-        if message.waiting is not None:  # waiting anew, or restart failed
-            self.host.apply_delta(Delta(waiting=[message.waiting]))
-        if ran.refused:
-            self.post_message(Refused("Loop", ran.problem or "restart refused"))
-            return
-        if ran.ok:
-            self.notify(printable(f"{block.id}: restarted"), title="Loop", markup=False)
-            return
-        self.notify(
-            printable(_failed(block, "restart", ran), keep_newlines=True),
-            title="Loop",
-            severity="error",
-            markup=False,
-            timeout=12,
-        )
+        self.show_restarted(message)
 
     @on(AnswerStale)
     def _answer_stale(self, message: AnswerStale) -> None:
@@ -1178,58 +733,6 @@ class InboxScreen(AsksBeforeUndo, Screen):
 
     # -- undo: the highlighted answer (else the last one), asked first (tui/undo_flow.py) ----
 
-    def action_undo(self) -> None:
-        """`u`: the highlighted answer waiting for its loop, or the highlighted block's own
-        newest answer not undone yet, else the journal's last answer: said, and asked first."""
-        self._find_undo(self.current)
-
-    @work(thread=True, group="apply", exit_on_error=False, description="_find_undo")
-    def _find_undo(self, block: Block | None) -> None:
-        from hitl_tui.answers.service import undo_target
-        from hitl_tui.state import files as statefile
-
-        record = waiting_of(block)
-        remotes = self.inbox.remotes
-        try:
-            if record is not None and record.entry:
-                found = undo_target(record.entry, remotes=remotes)
-            elif record is not None:  # no journal id: its block's newest answer
-                found = undo_target(block=(record.source, record.path), remotes=remotes)
-            else:
-                key = statefile.block_key(block) if block is not None else None
-                found = undo_target(block=key, remotes=remotes)
-        except HitlError as exc:
-            self.post_message(Refused("Not undone", str(exc)))
-            return
-        self.app.call_from_thread(self._ask_undo, found, block.id if block is not None else None)
-
-    def _ask_undo(self, found, highlighted: str | None) -> None:
-        if self.app.screen is self:  # not over a screen the operator went to meanwhile
-            self.ask_undo(found, highlighted)
-
-    def undo_now(self, entry, force: bool) -> None:
-        self._undo(entry, force)
-
-    @work(thread=True, group="apply", exit_on_error=False, description="_undo")
-    def _undo(self, entry, force: bool) -> None:
-        from hitl_tui import journal
-        from hitl_tui.answers.service import undo_answer
-
-        try:
-            message = undo_answer(entry.id, self.operator, self.inbox.remotes, force=force)
-        except LoopActed as exc:  # the loop acted since the question: asked again
-            self.app.call_from_thread(self.ask_force, entry, exc.what)
-            return
-        except HitlError as exc:
-            self.post_message(Refused("Not undone", str(exc)))
-            return
-        undone = next((e for e in journal.newest_first() if e.id == message.entry), None)
-        paths = [undone.block_path] if undone else []
-        delta = self.inbox.handle([p for p in paths if isinstance(p, Path)])
-        if undone is not None:  # its row waiting for the loop goes (`undo` forgot it)
-            delta.removed.append((undone.block_source, row_path(undone.id)))
-        self.post_message(Undone(message, delta))
-
     @on(Undone)
     def _undone(self, message: Undone) -> None:
         self.host.apply_delta(message.delta)
@@ -1250,21 +753,3 @@ class InboxScreen(AsksBeforeUndo, Screen):
         app reports a failure, as it does for its own workers."""
         if event.state == WorkerState.ERROR:
             self.host.worker_failed(event.worker)
-
-
-def _refusal(template: tuple[str, ...], block: Block) -> str | None:
-    """The one line refusing `template` for `block` (a value holds a control character)."""
-    try:
-        fill(template, values_for(block))
-    except ControlInValue as exc:
-        return exc.line("restart")
-    return None
-
-
-def _failed(block: Block, what: str, ran: Ran) -> str:
-    where = f"\noutput: {ran.log}" if ran.log else ""
-    return f"{block.id}: {what} failed ({ran.problem}){where}"
-
-
-def plural(count: int, noun: str) -> str:
-    return f"{count:,} {noun}" if count == 1 else f"{count:,} {noun}s"

@@ -9,12 +9,16 @@ and the undo's to the inbox screen. A worker that raises is reported by the app'
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from textual.message import Message
+from textual.worker import Worker
 
+from hitl_tui.answers import service
 from hitl_tui.inbox.inbox import Delta
+from hitl_tui.loops import notices
 from hitl_tui.loops.commands import Ran
-from hitl_tui.model import Block, Plan
+from hitl_tui.model import Block
 
 
 @dataclass
@@ -38,10 +42,10 @@ class ScanDone(Message):
 
 @dataclass
 class Answered(Message):
-    """An answer was applied: what was done, and what it changed in the inbox."""
+    """An answer was applied: what was done (the answer service's `Answered`), and what it
+    changed in the inbox."""
 
-    plan: Plan
-    done: list[str]
+    answered: service.Answered
     delta: Delta
     #: The operator left the `[[loop]]` restart on in the preview (`r` turns it off).
     restart: bool = True
@@ -96,3 +100,16 @@ class Refused(Message):
 
     title: str
     message: str
+
+
+class Host(Protocol):
+    """What the inbox screen asks of its app (HitlApp), which it cannot import (a cycle)."""
+
+    def apply_delta(self, delta: Delta, announce: bool = False) -> None:
+        """The inbox changed: the list, the header, the configuration warnings follow."""
+
+    def worker_failed(self, worker: Worker) -> None:
+        """A worker raised: say what failed."""
+
+    def send_notice(self, notice: notices.Notice, shared: notices.Shared | None = None) -> None:
+        """`notice` on the channels of the config's [notify] (desktop, terminal, ...)."""

@@ -14,19 +14,28 @@ never markup.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.journal.undo import LoopActed
+from hitl_tui.loops.records import row_path
+from hitl_tui.model import Block, HitlError
 from hitl_tui.textio import printable
 from hitl_tui.tui.bindings import bindings
+from hitl_tui.tui.messages import Refused, Undone
+from hitl_tui.tui.waiting import waiting_of
 
 if TYPE_CHECKING:
+    from textual.message import Message
+
     from hitl_tui.journal import Entry
     from hitl_tui.journal.undo import Target
 
@@ -155,3 +164,70 @@ class AsksBeforeUndo:
 
     def undo_now(self, entry: Entry, force: bool) -> None:
         raise NotImplementedError
+
+
+class UndoesHighlighted(AsksBeforeUndo):
+    """The inbox screen's `u` (mixed into it): the answer of the highlighted row or block, else
+    the journal's last, found and undone in workers; the screen's `@on(Undone)` shows it."""
+
+    inbox: Inbox
+    operator: str
+
+    if TYPE_CHECKING:  # the inbox screen's
+
+        @property
+        def current(self) -> Block | None: ...
+
+        def post_message(self, message: Message) -> bool: ...
+
+    def action_undo(self) -> None:
+        """`u`: the highlighted answer waiting for its loop, or the highlighted block's own
+        newest answer not undone yet, else the journal's last answer: said, and asked first."""
+        self._find_undo(self.current)
+
+    @work(thread=True, group="apply", exit_on_error=False, description="_find_undo")
+    def _find_undo(self, block: Block | None) -> None:
+        from hitl_tui.answers.service import undo_target
+        from hitl_tui.state import files as statefile
+
+        record = waiting_of(block)
+        remotes = self.inbox.remotes
+        try:
+            if record is not None and record.entry:
+                found = undo_target(record.entry, remotes=remotes)
+            elif record is not None:  # no journal id: its block's newest answer
+                found = undo_target(block=(record.source, record.path), remotes=remotes)
+            else:
+                key = statefile.block_key(block) if block is not None else None
+                found = undo_target(block=key, remotes=remotes)
+        except HitlError as exc:
+            self.post_message(Refused("Not undone", str(exc)))
+            return
+        self.app.call_from_thread(self._ask_undo, found, block.id if block is not None else None)
+
+    def _ask_undo(self, found, highlighted: str | None) -> None:
+        if self.app.screen is self:  # not over a screen the operator went to meanwhile
+            self.ask_undo(found, highlighted)
+
+    def undo_now(self, entry, force: bool) -> None:
+        self._undo(entry, force)
+
+    @work(thread=True, group="apply", exit_on_error=False, description="_undo")
+    def _undo(self, entry, force: bool) -> None:
+        from hitl_tui import journal
+        from hitl_tui.answers.service import undo_answer
+
+        try:
+            message = undo_answer(entry.id, self.operator, self.inbox.remotes, force=force)
+        except LoopActed as exc:  # the loop acted since the question: asked again
+            self.app.call_from_thread(self.ask_force, entry, exc.what)
+            return
+        except HitlError as exc:
+            self.post_message(Refused("Not undone", str(exc)))
+            return
+        undone = next((e for e in journal.newest_first() if e.id == message.entry), None)
+        paths = [undone.block_path] if undone else []
+        delta = self.inbox.handle([p for p in paths if isinstance(p, Path)])
+        if undone is not None:  # its row waiting for the loop goes (`undo` forgot it)
+            delta.removed.append((undone.block_source, row_path(undone.id)))
+        self.post_message(Undone(message, delta))

@@ -21,7 +21,7 @@ import re
 import ssl
 import subprocess
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -73,11 +73,13 @@ class Secret:
         return bool(self._value)
 
 
-def resolve_token(api_url: str = DEFAULT_API, env: dict | None = None) -> Secret | None:
+def resolve_token(
+    api_url: str = DEFAULT_API, env: Mapping[str, str] | None = None
+) -> Secret | None:
     """`GITHUB_TOKEN`, else `GH_TOKEN`, else `gh auth token` (a missing gh is fine)."""
-    env = os.environ if env is None else env
+    names: Mapping[str, str] = os.environ if env is None else env
     for name in ("GITHUB_TOKEN", "GH_TOKEN"):
-        value = (env.get(name) or "").strip()
+        value = (names.get(name) or "").strip()
         if value:
             return Secret(value, f"${name}")
     host = urlsplit(api_url).hostname or "github.com"
@@ -271,10 +273,10 @@ class GithubClient:
         """A conditional GET: a 304 returns the cached body (and costs no rate limit)."""
         return await self._request("GET", path_or_url, conditional=True)
 
-    async def get_all(self, path_or_url: str) -> tuple[list, bool]:
+    async def get_all(self, path_or_url: str) -> tuple[list[Any], bool]:
         """Every page of a list endpoint (Link rel="next"); (items, all pages came from cache)."""
-        url = self._absolute(path_or_url)
-        items: list = []
+        url: str | None = self._absolute(path_or_url)
+        items: list[Any] = []
         seen: set[str] = set()
         all_cached = True
         while url and url not in seen and len(seen) < MAX_PAGES:
@@ -287,7 +289,7 @@ class GithubClient:
             url = self._next_link(resp.link)
         return items, all_cached
 
-    async def post(self, path: str, body: dict) -> Response:
+    async def post(self, path: str, body: dict[str, Any]) -> Response:
         # Never retried: a POST that timed out may have landed; the caller checks and retries.
         return await self._request("POST", path, body=body, retry=False)
 
@@ -319,7 +321,7 @@ class GithubClient:
         method: str,
         path_or_url: str,
         *,
-        body: dict | None = None,
+        body: dict[str, Any] | None = None,
         conditional: bool = False,
         retry: bool = True,
     ) -> Response:
@@ -329,7 +331,7 @@ class GithubClient:
         attempt = 0
         while True:
             self._check_budget()
-            headers = {}
+            headers: dict[str, str] = {}
             cached = self._cache.get(url) if conditional else None
             if cached is not None:
                 headers["If-None-Match"] = cached.etag
@@ -371,7 +373,7 @@ class GithubClient:
             attempt += 1
 
     async def _send(
-        self, method: str, url: str, body: dict | None, headers: dict
+        self, method: str, url: str, body: dict[str, Any] | None, headers: dict[str, str]
     ) -> tuple[int, httpx.Headers, bytes]:
         """One exchange within `timeout` seconds in all, its body read up to a cap."""
         async with (

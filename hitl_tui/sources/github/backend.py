@@ -36,8 +36,10 @@ if TYPE_CHECKING:
 
 ISSUE_REF = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+)#(\d{1,9})$")
 
-#: A command waits less than the app for a source that does not answer.
-CLI_OPTIONS = {"timeout": 5.0, "retries": 1}
+#: A command waits less than the app for a source that does not answer: seconds an exchange
+#: may take, and how often one is tried again.
+CLI_TIMEOUT = 5.0
+CLI_RETRIES = 1
 
 T = TypeVar("T")
 
@@ -183,12 +185,16 @@ class GithubBackend(Source):
             return "the issue was closed"
         return None
 
-    def _fetch(self, full_name: str, number: int, secret: Secret | None) -> tuple[dict, list]:
+    def _fetch(
+        self, full_name: str, number: int, secret: Secret | None
+    ) -> tuple[dict[str, Any], list[Any]]:
         src = find_source(self.entries, full_name)
         token = secret if secret is not None else resolve_token(src.api_url)
 
-        async def read() -> tuple[dict, list]:
-            async with GithubPoller([src], token, **CLI_OPTIONS) as poller:
+        async def read() -> tuple[dict[str, Any], list[Any]]:
+            async with GithubPoller(
+                [src], token, timeout=CLI_TIMEOUT, retries=CLI_RETRIES
+            ) as poller:
                 return await fetch_issue(poller.client(src.api_url), full_name, number)
 
         return run_sync(read)
@@ -210,7 +216,9 @@ def add_to_inbox(
     secret = as_secret(token) if token is not None else resolve_token
 
     async def poll() -> list[SourceResult]:
-        async with GithubPoller(sources, secret, **CLI_OPTIONS) as poller:
+        async with GithubPoller(
+            sources, secret, timeout=CLI_TIMEOUT, retries=CLI_RETRIES
+        ) as poller:
             return await poller.poll_once(force=True)
 
     results = run_sync(poll)
@@ -246,7 +254,7 @@ def read_issue_block(sources: Sequence[GithubSource], target: str) -> tuple[Bloc
     secret = resolve_token(src.api_url)
 
     async def read() -> Block | None:
-        async with GithubPoller([src], secret, **CLI_OPTIONS) as poller:
+        async with GithubPoller([src], secret, timeout=CLI_TIMEOUT, retries=CLI_RETRIES) as poller:
             return await poller.read_issue(src, full_name, number)
 
     try:

@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from hitl_tui.model import Block, HitlError, UsageError
+from hitl_tui.sources.base import RemoteInbox
 from hitl_tui.sources.github import issues as gh
 from hitl_tui.sources.github.api import (
     GithubClient,
@@ -44,7 +45,6 @@ from hitl_tui.sources.github.api import (
     request_budget,
 )
 from hitl_tui.sources.github.issues import GithubSource
-from hitl_tui.sources.remote import RemoteInbox
 
 #: The longest the poller waits between tries of a failing source.
 MAX_BACKOFF = 15 * 60.0
@@ -80,7 +80,7 @@ class GithubPoller:
 
     def __init__(
         self,
-        sources: Sequence[GithubSource] | Sequence[dict],
+        sources: Sequence[GithubSource] | Sequence[dict[str, Any]],
         token: Secret | str | Callable[[str], Secret | None] | None,
         *,
         timeout: float = 10.0,
@@ -96,13 +96,13 @@ class GithubPoller:
         #: A token for every API URL, or a function that finds one (`resolve_token`).
         self._token_source = token
         self._tokens: dict[str, Secret | None] = {}
-        self._options = {"timeout": timeout, "retries": retries, "backoff": backoff, "sleep": sleep}
+        self._timeout, self._retries, self._backoff, self._sleep = timeout, retries, backoff, sleep
         self._max_backoff = max_backoff
         self._clients: dict[str, GithubClient] = {}
         self._logins: dict[str, str] = {}
         self._due: dict[str, float] = {}
         self._failures: dict[str, int] = {}
-        self._comments: dict[tuple[str, str, int], tuple[Any, Any, list]] = {}
+        self._comments: dict[tuple[str, str, int], tuple[Any, Any, list[Any]]] = {}
         self._concurrency = concurrency
         self._wake_event: asyncio.Event | None = None
         #: The latest result of each source, by scope (what the app shows).
@@ -140,7 +140,14 @@ class GithubPoller:
     def client(self, api_url: str) -> GithubClient:
         if api_url not in self._clients:
             token = self.token(api_url)
-            self._clients[api_url] = GithubClient(api_url, token, **self._options)
+            self._clients[api_url] = GithubClient(
+                api_url,
+                token,
+                timeout=self._timeout,
+                retries=self._retries,
+                backoff=self._backoff,
+                sleep=self._sleep,
+            )
         return self._clients[api_url]
 
     async def aclose(self) -> None:
@@ -284,7 +291,7 @@ class GithubPoller:
                 continue  # no label and no comment: it cannot be needs_context
             candidates.append((issue, number))
 
-        async def one(issue: dict, number: int) -> Block | None:
+        async def one(issue: dict[str, Any], number: int) -> Block | None:
             comments = await self._issue_comments(client, full_name, issue, number)
             return gh.build_block(src, full_name, issue, comments, login)
 
@@ -316,8 +323,8 @@ class GithubPoller:
             await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _issue_comments(
-        self, client: GithubClient, full_name: str, issue: dict, number: int
-    ) -> list:
+        self, client: GithubClient, full_name: str, issue: dict[str, Any], number: int
+    ) -> list[Any]:
         key = (client.api_url, full_name.casefold(), number)
         stamp = (issue.get("updated_at"), issue.get("comments"))
         cached = self._comments.get(key)
@@ -387,7 +394,9 @@ async def watch_github(
                 waiter.cancel()
 
 
-async def fetch_issue(client: GithubClient, full_name: str, number: int) -> tuple[dict, list]:
+async def fetch_issue(
+    client: GithubClient, full_name: str, number: int
+) -> tuple[dict[str, Any], list[Any]]:
     issue = (await client.get(f"/repos/{full_name}/issues/{number}")).data
     if not isinstance(issue, dict):
         raise GithubError(f"{full_name}#{number}: the API returned no issue")
