@@ -273,6 +273,17 @@ class RemoteAction:
 
 
 @dataclass(frozen=True, slots=True)
+class Done:
+    """What carrying out an answer did: one line per thing done (a file written, an answer
+    sent, a crash finished first), and the journal entry that records it (None: none does).
+    `apply.apply_plan` returns it for a plan written here, a remote backend's `send` for one
+    it sent."""
+
+    lines: tuple[str, ...] = ()
+    entry: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     """Every file change an answer makes, in the order they are applied (the block's removal last).
 

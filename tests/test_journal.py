@@ -321,7 +321,7 @@ def test_next_answer_in_the_repo_recovers_first(shop: Path):
         apply_plan(plan)
     assert snapshot(shop) == old
     done = apply_plan(plan_for(shop))
-    assert done[-1] == "removed BLOCKED.md"
+    assert done.lines[-1] == "removed BLOCKED.md"
 
 
 def test_torn_journal_line_is_skipped(shop: Path):

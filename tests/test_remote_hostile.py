@@ -453,7 +453,7 @@ def test_an_answers_reply_with_wrong_types_is_read_safely(tmp_path: Path, done):
     block = wire.block_from_wire(_block(), "h1")
     said = backend.send(Plan(block, Answer(choice=block.choices[0]), (), {}, "s"))
     expected = ["on h1: wrote␛[2J x"] if isinstance(done, list) else []
-    assert list(said) == expected
+    assert list(said.lines) == expected
 
 
 @pytest.mark.parametrize(
@@ -567,8 +567,8 @@ def test_a_far_answer_that_lands_after_the_drop_is_not_called_unwritten(tmp_path
     backend.far_lifetime = 1.5
     block = wire.block_from_wire(_block(), "h1")
     said = backend.send(Plan(block, Answer(choice=block.choices[0]), (), {}, "s"))
-    assert said[-1] == "confirmed from h1's journal after the connection dropped"
-    assert said[0] == "on h1: written (F9)"
+    assert said.lines[-1] == "confirmed from h1's journal after the connection dropped"
+    assert said.lines[0] == "on h1: written (F9)"
 
 
 def _pending(block_id: str = "h1:shop", began=None, host: str = "h1", pid: str = "P1"):

@@ -16,23 +16,16 @@ from __future__ import annotations
 import errno
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from hitl_tui import journal
 from hitl_tui.answers.locks import repo_lock
 from hitl_tui.answers.repofs import ConcurrentWrite, NotAFile, RepoDir
-from hitl_tui.model import FileChange, HitlError, Plan, StaleError, fingerprint
+from hitl_tui.model import Done, FileChange, HitlError, Plan, StaleError, fingerprint
 
 #: Called between the steps of an answer with the step's name; tests inject faults here.
 #: Steps: "checked" (before the journal entry), then "<action>:<file>" after each file.
 StepHook = Callable[[str], None]
-
-
-class Done(list[Any]):
-    """The lines `apply_plan` returns (one per thing done), and the journal entry of the
-    answer (`entry`; None when nothing was journaled)."""
-
-    entry: str | None = None
 
 
 class OtherFileChanged(StaleError):
@@ -94,7 +87,8 @@ def apply_plan(plan: Plan, hook: StepHook | None = None) -> Done:
     that fails, the next start restores it).
     """
     repo = _repo(plan)
-    done = Done()
+    done: list[str] = []
+    entry: str | None = None
     with repo_lock(repo):
         # A crashed answer in this repo is finished or rolled back before anything else.
         done.extend(journal.recover(repo, locked=True))
@@ -114,7 +108,6 @@ def apply_plan(plan: Plan, hook: StepHook | None = None) -> Done:
                     f"cannot write the journal in {journal.journal_dir()}: {_reason(exc)} "
                     "(nothing was written)"
                 ) from None
-            done.entry = entry
             current: FileChange | None = None
             written = 0
             try:
@@ -133,7 +126,7 @@ def apply_plan(plan: Plan, hook: StepHook | None = None) -> Done:
             except OSError as exc:
                 # Every file is written; the next start finds the last step done and finishes it.
                 done.append(f"(the journal could not record the end: {_reason(exc)})")
-    return done
+    return Done(tuple(done), entry)
 
 
 def _failed(

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hitl_tui.inbox.inbox import Inbox
-from hitl_tui.model import Answer, Block, HitlError, Plan, StaleError, UsageError
+from hitl_tui.model import Answer, Block, Done, HitlError, Plan, StaleError, UsageError
 from hitl_tui.sources.base import Source
 from hitl_tui.textio import placeholder_in
 
@@ -222,17 +222,18 @@ def write_answer(inbox: Inbox, plan: Plan, replan: bool = False) -> Answered:
     moved: list[str] = []
     for attempt in range(REPLANS + 1):
         try:
-            done = apply_plan(plan)
+            written = apply_plan(plan)
         except OtherFileChanged as exc:
             if not replan or attempt == REPLANS:
                 raise
             moved.append(exc.rel)
             plan = plan_answer(inbox, plan.block, plan.answer)
             continue
+        done = list(written.lines)
         if moved:
             names = ", ".join(dict.fromkeys(moved))
             done.insert(0, f"planned again on the new bytes of {names}, changed meanwhile")
-        return _noted(inbox.resumes, inbox.loops, plan, done, done.entry)
+        return _noted(inbox.resumes, inbox.loops, plan, done, written.entry)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -241,11 +242,9 @@ def send_answer(
 ) -> Answered:
     """Send the plan of a remote backend's block (`source.send`: another machine's hitl, an
     issue tracker), noted to watch for its loop to resume. Blocking; raises HitlError."""
-    from hitl_tui.answers.apply import Done
-
     sent = source.send(plan)
-    # The ssh backend journals what it sent (its entry rides on the lines, `apply.Done`).
-    return _noted(book, loops, plan, sent, sent.entry if isinstance(sent, Done) else None)
+    # A backend that journals what it sent (ssh) says which entry records it.
+    return _noted(book, loops, plan, sent.lines, sent.entry)
 
 
 def _noted(
@@ -275,14 +274,10 @@ def waiting_after(book: ResumeBook | None, block: Block, entry: str | None) -> W
     return record
 
 
-def apply_answer(inbox: Inbox, plan: Plan, replan: bool = False) -> list[str]:
-    """`write_answer` as lines, one per thing done (`apply.Done`: its `entry` the journal's)."""
-    from hitl_tui.answers.apply import Done
-
+def apply_answer(inbox: Inbox, plan: Plan, replan: bool = False) -> Done:
+    """`write_answer`, as what it did (one line per thing done) and its journal entry."""
     written = write_answer(inbox, plan, replan)
-    done = Done(written.done)
-    done.entry = written.entry
-    return done
+    return Done(written.done, written.entry)
 
 
 def note_answer(

@@ -421,8 +421,7 @@ def finish_answer(
         # Only the object on stdout: what the restart says goes to stderr.
         with contextlib.redirect_stdout(sys.stderr):
             loop_cli.say_restarted(answered)
-        done = wire.done_json(answered.plan, list(answered.done), answered.restarted)
-        done["entry"] = answered.entry  # (its place in the object: `done_json`'s)
+        done = wire.done_json(answered.plan, answered.done, answered.entry, answered.restarted)
         _print_json(done)
         return 0
     print(f"{printable(answered.plan.block.id)}: " + "; ".join(answered.done))

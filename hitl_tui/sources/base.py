@@ -30,7 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from hitl_tui.model import Answer, Block, HitlError, Plan, UsageError
+from hitl_tui.model import Answer, Block, Done, HitlError, Plan, UsageError
 
 #: What a remote backend reports after reading one of its scopes (see `Source.watch`):
 #: (scope, state, one-line message, the inbox Delta or None when the scope was not read).
@@ -229,9 +229,10 @@ class Source:
             return block
         return replace(fresh, id=block.id)
 
-    def send(self, plan: Plan) -> list[str]:
-        """Carry out a remote plan (blocking: call it off the UI thread); one line per thing
-        done. Local formats never send: `apply.apply_plan` writes their plans."""
+    def send(self, plan: Plan) -> Done:
+        """Carry out a remote plan (blocking: call it off the UI thread): one line per thing
+        done, and the journal entry here when the backend journals it itself. Local formats
+        never send: `apply.apply_plan` writes their plans."""
         raise HitlError(f"{plan.block.id}: {self.name} answers are written, not sent")
 
     def why_not_undoable(self, block: Block) -> str:

@@ -20,7 +20,7 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from hitl_tui.model import Answer, Block, Plan
+from hitl_tui.model import Answer, Block, Done, Plan
 from hitl_tui.sources.base import AnswerWaiting, OnUpdate, RemoteInbox, SentEntry
 
 
@@ -96,7 +96,7 @@ class RemoteBackend(Protocol):
 
     def decision_text(self, block: Block, answer: Answer) -> str | None: ...
 
-    def send(self, plan: Plan) -> list[str]: ...
+    def send(self, plan: Plan) -> Done: ...
 
     def why_not_undoable(self, block: Block) -> str: ...
 

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from hitl_tui.model import Answer, Block, Plan, StaleError, UsageError
+from hitl_tui.model import Answer, Block, Done, Plan, StaleError, UsageError
 from hitl_tui.sources.base import AnswerWaiting, OnUpdate, RecordSent, RemoteInbox, Source
 from hitl_tui.sources.github import issues as gh
 from hitl_tui.sources.github.api import GithubError, Secret, resolve_token
@@ -97,8 +97,8 @@ class GithubBackend(Source):
     def plan(self, block: Block, answer: Answer) -> Plan:
         return gh.plan(block, answer)
 
-    def send(self, plan: Plan) -> list[str]:
-        return apply_sync(plan, self._secrets.get(plan.block.id), self.record_sent)
+    def send(self, plan: Plan) -> Done:
+        return Done(tuple(apply_sync(plan, self._secrets.get(plan.block.id), self.record_sent)))
 
     def why_not_undoable(self, block: Block) -> str:
         return not_undoable(block)

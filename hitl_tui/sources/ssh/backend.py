@@ -48,7 +48,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hitl_tui.answers.locks import LOCK_TIMEOUT
-from hitl_tui.model import Answer, Block, HitlError, Plan, RemoteAction, UsageError
+from hitl_tui.model import Answer, Block, Done, HitlError, Plan, RemoteAction, UsageError
 from hitl_tui.sources.base import AnswerWaiting, OnUpdate, RemoteInbox, SentEntry, Source
 from hitl_tui.sources.remote import RemoteJournal
 from hitl_tui.sources.ssh import wire
@@ -256,7 +256,7 @@ class SshBackend(Source):
     def decision_text(self, block: Block, answer: Answer) -> str | None:
         return self._editable.get(_answer_key(block, answer))
 
-    def send(self, plan: Plan) -> list[str]:
+    def send(self, plan: Plan) -> Done:
         """Write the answer there; what is known when the connection drops meanwhile."""
         host = self._host_of(plan.block)
         began = datetime.now(UTC)
@@ -273,16 +273,19 @@ class SshBackend(Source):
         entry = entry if entry and len(entry) <= 200 else None
         return self._journal(host, plan, done, entry)
 
-    def _journal(self, host: Host, plan: Plan, done: list[str], entry: str | None) -> list[str]:
-        lines = Sent(f"on {host.host}: {d}" for d in done)
+    def _journal(self, host: Host, plan: Plan, done: list[str], entry: str | None) -> Done:
+        """What was written there, journaled here (the entry answering notes for resume
+        tracking)."""
+        lines = [f"on {host.host}: {d}" for d in done]
         summary = f"written on {host.host}" + (f" (its journal: {entry})" if entry else "")
+        here: str | None = None
         try:
-            lines.entry = self._journal_here().record_remote(
+            here = self._journal_here().record_remote(
                 plan, summary, None, {"host": host.host, "entry": entry}
             )
         except (OSError, HitlError) as exc:
             lines.append(f"(the journal here could not record it: {exc})")
-        return lines
+        return Done(tuple(lines), here)
 
     def _looks(self, ask: Callable[[], T]) -> Iterator[T]:
         """What `ask()` says after each wait of `settle_waits`; a look that cannot tell (the
@@ -294,7 +297,7 @@ class SshBackend(Source):
             except HitlError:
                 continue
 
-    def _settle(self, host: Host, plan: Plan, began: datetime, why: str) -> list[str]:
+    def _settle(self, host: Host, plan: Plan, began: datetime, why: str) -> Done:
         """The connection dropped while sending: ask that machine's journal, a few times."""
         fingerprint, repo = plan.block.fingerprint, _far_repo(plan.block)
         for found in self._looks(lambda: self._find_sent(host, repo, fingerprint, began)):
@@ -305,10 +308,9 @@ class SshBackend(Source):
                     f"{why} while sending; {host.host}'s journal has no such answer: nothing "
                     "was written there (answer again)"
                 )
-            return [
-                *self._journal(host, plan, [f"written ({found})"], found),
-                f"confirmed from {host.host}'s journal after the connection dropped",
-            ]
+            done = self._journal(host, plan, [f"written ({found})"], found)
+            confirmed = f"confirmed from {host.host}'s journal after the connection dropped"
+            return Done((*done.lines, confirmed), done.entry)
         unknown = f"{why} while sending: whether the answer was written is not known yet"
         if not self.keeps_pending:  # the command line: nothing here asks again later
             raise HitlError(
@@ -656,13 +658,6 @@ class SshBackend(Source):
             return None
         far = (entry.sent or {}).get("entry")
         return far if isinstance(far, str) else None
-
-
-class Sent(list[str]):
-    """What `send` did, one line each, and the journal entry here that records it (`entry`;
-    None when the journal could not record it): what answering notes for resume tracking."""
-
-    entry: str | None = None
 
 
 def _answer_key(block: Block, answer: Answer) -> tuple[object, ...]:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import base64
 import os
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -288,7 +289,9 @@ def plan_json(plan: Plan, editable: str | None, then_runs: str | None) -> dict[s
     }
 
 
-def done_json(plan: Plan, done: list[str], restarted: bool) -> dict[str, Any]:
+def done_json(
+    plan: Plan, done: Sequence[str], entry: str | None, restarted: bool
+) -> dict[str, Any]:
     """`hitl answer --json`: what was written, and its journal entry (for `hitl undo`)."""
     return {
         "protocol": PROTOCOL,
@@ -296,7 +299,7 @@ def done_json(plan: Plan, done: list[str], restarted: bool) -> dict[str, Any]:
         "id": plan.block.id,
         "fingerprint": plan.block.fingerprint,
         "done": list(done),
-        "entry": getattr(done, "entry", None),
+        "entry": entry,
         "hint": None if restarted else plan.hint,
         "restarted": restarted,
     }
