@@ -19,7 +19,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from hitl_tui.inbox.view import GROUPS, ORDERS
 from hitl_tui.model import Block
 from hitl_tui.state import files as statefile
 
@@ -40,7 +39,9 @@ class SeenBook:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
         self._seen: dict[Key, str] = {}
-        self.order = ORDERS[0]
+        #: The order and grouping last chosen, by name (None: none); the list checks the names
+        #: it knows (`inbox.view`: the state folder sits below it).
+        self.order: str | None = None
         self.group: str | None = None
         #: No file yet: the blocks of the first load are all seen (`adopt`).
         self.fresh = True
@@ -73,8 +74,8 @@ class SeenBook:
         except statefile.Unusable as exc:
             self._report(exc)
         order, group = data.get("order"), data.get("group")
-        self.order = order if order in ORDERS else self.order
-        self.group = group if group in GROUPS else None
+        self.order = _name(order)
+        self.group = _name(group)
 
     def _report(self, why: Exception) -> None:
         with contextlib.suppress(Exception):
@@ -160,3 +161,10 @@ def _seen_of(data: dict[str, Any]) -> dict[Key, str]:
             raise statefile.Unusable("a row is not [source, path, fingerprint]")
         seen[(row[0], row[1])] = row[2]
     return seen
+
+
+def _name(value: object) -> str | None:
+    """An order's or a grouping's name as the file keeps it: a short word, else None."""
+    if isinstance(value, str) and 0 < len(value) <= 40 and value.isidentifier():
+        return value
+    return None

@@ -34,7 +34,7 @@ from textual.worker import Worker, WorkerState
 
 from hitl_tui.answers.service import restart_for, source_for, write_answer
 from hitl_tui.inbox.inbox import Delta, Inbox, key_of
-from hitl_tui.inbox.view import GROUP_OF, RowOrder, ViewSpec, row_of
+from hitl_tui.inbox.view import GROUP_OF, GROUPS, ORDERS, RowOrder, ViewSpec, row_of
 from hitl_tui.loops import notices
 from hitl_tui.loops.commands import Loop
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
@@ -101,7 +101,11 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Screen)
         #: The blocks set aside (snoozed.json).
         self.snoozes = snoozes if snoozes is not None else SnoozeBook(None)
         self.sla = sla
-        spec = ViewSpec(order=self.seen.order, group=self.seen.group)
+        order, group = self.seen.order, self.seen.group  # the names saved: this list's only
+        spec = ViewSpec(
+            order=order if order in ORDERS else ORDERS[0],
+            group=group if group in GROUPS else None,
+        )
         self.rows = RowOrder(spec=spec, snoozes=self.snoozes, clock=clock)
         #: Row keys of the blocks snoozed when last looked (to see whose snooze ran out).
         self._asleep: set[str] = set()
