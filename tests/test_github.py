@@ -599,7 +599,7 @@ async def test_answering_through_the_inbox_api(fake, tmp_path, monkeypatch):
     plan = answering.plan_answer(inbox, block, Answer(texts=("Done.",)))
     # apply_answer is blocking (the app calls it from a worker thread); it runs its own loop.
     done = await asyncio.to_thread(answering.apply_answer, inbox, plan)
-    assert done == ["posted the comment", "removed label 'blocked'"]
+    assert list(done.lines) == ["posted the comment", "removed label 'blocked'"]
     assert not inbox.handle([block.path])  # what the app does after a file answer: a no-op
     async with poller(fake, entry(fake), entry(fake, repo="acme/api")) as p:
         results = await p.poll_once(scopes=[block.meta["scope"]])

@@ -78,7 +78,8 @@ def make_plan(repo: Path, key: str | None = "B", **kwargs) -> Plan:
 
 
 def answer(repo: Path, key: str | None = "B", **kwargs) -> list[str]:
-    return apply_plan(make_plan(repo, key, **kwargs))
+    """What `apply_plan` did, one line per thing done."""
+    return list(apply_plan(make_plan(repo, key, **kwargs)).lines)
 
 
 def snapshot(repo: Path) -> dict[str, bytes | str]:
