@@ -1,4 +1,5 @@
-"""Short human times for the inbox (`45s`, `12m`, `3h`, `2d`), and durations read back."""
+"""Short human times for the inbox (`45s`, `12m`, `3h`, `2d`), durations read back, and the
+zoned ISO 8601 times hitl's files keep."""
 
 from __future__ import annotations
 
@@ -36,3 +37,14 @@ def parse_duration(text: str) -> timedelta:
     if not compact or at != len(compact):
         raise ValueError(f"{text.strip()!r} is not a duration (like 90s, 15m, 1h30m, 2d, 1w)")
     return timedelta(seconds=total)
+
+
+def aware_time(value: object) -> datetime | None:
+    """An ISO 8601 time with its zone, or None (not text, not a time, no zone)."""
+    if not isinstance(value, str):
+        return None
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return when if when.tzinfo is not None else None

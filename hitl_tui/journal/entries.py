@@ -41,6 +41,7 @@ from hitl_tui.journal import store as journalstore
 from hitl_tui.model import HitlError, Plan
 from hitl_tui.paths import state_dir
 from hitl_tui.textio import one_line
+from hitl_tui.timefmt import aware_time
 
 VERSION = 1
 
@@ -348,17 +349,6 @@ def _repo_id(value: object) -> tuple[Any, ...] | None:
     if born is not None and not (type(born) is int and 0 <= born < 1 << 64):
         return None
     return dev, ino, born
-
-
-def aware_time(value: object) -> datetime | None:
-    """An ISO 8601 time with its zone, or None (not text, not a time, no zone)."""
-    if not isinstance(value, str):
-        return None
-    try:
-        when = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return when if when.tzinfo is not None else None
 
 
 # -- blobs ---------------------------------------------------------------------------------

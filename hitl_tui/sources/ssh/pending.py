@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hitl_tui.state import files as statefile
+from hitl_tui.timefmt import aware_time
 
 #: Checks what the journal will record of an answer, read back (`RemoteJournal.checked_fields`).
 CheckFields = Callable[[object], "dict[str, Any] | None"]
@@ -161,14 +162,3 @@ class PendingStore:
 
 def _item_id(item: object) -> object:
     return item.get("id") if isinstance(item, dict) else None
-
-
-def aware_time(value: object) -> datetime | None:
-    """An ISO 8601 time with its zone, or None (not text, not a time, no zone)."""
-    if not isinstance(value, str):
-        return None
-    try:
-        when = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return when if when.tzinfo is not None else None
