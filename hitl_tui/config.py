@@ -47,13 +47,16 @@ from hitl_tui.sources.registry import REMOTE, remote_sources
 
 #: The config's own keys, and one table per remote backend (`[[github]]`, see `registry`).
 KNOWN_KEYS = {
-    *("repos", "operator", "bell", "journal_keep", "keys", "sla", "loop", "notify"),
+    *("repos", "operator", "bell", "journal_keep", "keys", "sla", "loop", "notify", "mcp"),
     *REMOTE,
 }
 #: How long closed journal segments are kept, by default (see retention).
 JOURNAL_KEEP = DEFAULT_KEEP
 #: `[sla]` by default: a block's age is amber from 15 minutes, red from an hour.
 SLA_WARN, SLA_ALERT = timedelta(minutes=15), timedelta(hours=1)
+#: `[mcp] approve_wait`: how long `hitl mcp`'s approve waits for the operator, by default and
+#: at most.
+APPROVE_WAIT, MAX_APPROVE_WAIT = timedelta(seconds=30), timedelta(minutes=10)
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,8 @@ class Config:
     loops: tuple[Loop, ...] = ()
     #: `[notify]`: the notices beyond the bell (desktop, terminal escape, command, webhook).
     notify: NoticeConfig = field(default_factory=NoticeConfig)
+    #: `[mcp] approve_wait`: how long `hitl mcp`'s approve tool waits for an answer.
+    approve_wait: timedelta = APPROVE_WAIT
 
     def operator_name(self) -> str:
         return self.operator or git_user_name() or _login()
@@ -140,6 +145,7 @@ def load_config(explicit: str | Path | None = None) -> Config:
     warn, alert = _sla(path, data.get("sla", {}))
     loops = loops_from_config(path, data["loop"]) if "loop" in data else ()
     notices = notices_from_config(path, data.get("notify", {}))
+    approve_wait = _mcp(path, data.get("mcp", {}))
     base = path.parent
     resolved = tuple(base / _expand(path, r) for r in repos)
     return Config(
@@ -154,7 +160,35 @@ def load_config(explicit: str | Path | None = None) -> Config:
         sla_alert=alert,
         loops=loops,
         notify=notices,
+        approve_wait=approve_wait,
     )
+
+
+def approve_wait_of(text: str) -> timedelta:
+    """`--approve-wait` / `[mcp] approve_wait`: a duration from 0 to MAX_APPROVE_WAIT;
+    ValueError with a message fit to show when it is not one."""
+    from hitl_tui.timefmt import parse_duration
+
+    wait = parse_duration(text)
+    if wait > MAX_APPROVE_WAIT:
+        raise ValueError(f"{text.strip()!r} is longer than {MAX_APPROVE_WAIT.seconds // 60}m")
+    return wait
+
+
+def _mcp(path: Path, table: object) -> timedelta:
+    """`[mcp] approve_wait = "30s"`: `hitl mcp`'s settings."""
+    if not isinstance(table, dict):
+        raise UsageError(f"{path}: 'mcp' must be an [mcp] table (approve_wait = \"30s\")")
+    unknown = sorted(set(table) - {"approve_wait"})
+    if unknown:
+        raise UsageError(f"{path}: [mcp]: unknown key {unknown[0]!r} (known: approve_wait)")
+    value = table.get("approve_wait", "30s")
+    try:
+        if not isinstance(value, str):
+            raise ValueError(f'{value!r} is not a duration in quotes (like "30s")')
+        return approve_wait_of(value)
+    except ValueError as exc:
+        raise UsageError(f"{path}: [mcp]: approve_wait: {exc}") from None
 
 
 def _sla(path: Path, table: object) -> tuple[timedelta, timedelta]:

@@ -21,6 +21,7 @@ from hitl_tui import __version__
 from hitl_tui.cli import agent as agent_cli
 from hitl_tui.cli import journal as journal_cli
 from hitl_tui.cli import loop as loop_cli
+from hitl_tui.cli import mcp as mcp_cli
 from hitl_tui.cli import serve as serve_cli
 from hitl_tui.cli import status as status_cli
 from hitl_tui.cli import triage as triage_cli
@@ -486,6 +487,8 @@ COMMANDS: dict[str, tuple[Build, Run]] = {
     "escalate": (agent_cli.build_escalate, agent_cli.run_escalate),
     "guard": (agent_cli.build_guard, agent_cli.run_guard),
     "serve": (serve_cli.build_serve, serve_cli.run_serve),
+    "mcp": (mcp_cli.build_mcp, mcp_cli.run_mcp),
+    "grants": (mcp_cli.build_grants, mcp_cli.run_grants),
 }
 
 

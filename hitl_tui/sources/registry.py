@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from hitl_tui.model import UsageError
 from hitl_tui.sources.agenticloop.source import AgenticloopSource
+from hitl_tui.sources.asks.source import AskSource
 from hitl_tui.sources.base import Source
 from hitl_tui.sources.loopkit.source import LoopkitSource
 from hitl_tui.sources.remote import Journaling, RemoteJournal
@@ -31,7 +32,7 @@ def _ssh() -> type[Source]:
 
 
 #: The local file formats, found in every repository.
-LOCAL: tuple[type[Source], ...] = (LoopkitSource, AgenticloopSource)
+LOCAL: tuple[type[Source], ...] = (LoopkitSource, AgenticloopSource, AskSource)
 
 #: The remote backends: config table -> its class (imported when the table is present).
 REMOTE: dict[str, Callable[[], type[Source]]] = {
