@@ -41,6 +41,8 @@ SECTIONS = {
     "undo": "Asked before an answer is undone (u)",
     "help": "In this help",
     "history": "In the history",
+    "grants": "In the grants (A)",
+    "revoke": "Asked before a grant is revoked (x)",
 }
 
 KEYS: tuple[KeySpec, ...] = (
@@ -164,6 +166,15 @@ KEYS: tuple[KeySpec, ...] = (
         "History",
         "inbox",
         "history: every answer given, and whether it was undone",
+    ),
+    KeySpec(
+        "hitl.grants",
+        "A",
+        "grants",
+        "Grants",
+        "inbox",
+        "grants: the Allow always answers to agents' permission prompts (x revokes one)",
+        False,
     ),
     *(
         KeySpec(
@@ -300,6 +311,21 @@ KEYS: tuple[KeySpec, ...] = (
         "undo the highlighted answer, as hitl undo ID does: asks first, again if the loop "
         "acted on it",
     ),
+    KeySpec("grants.close", "escape,q,A", "close", "Close", "grants", "close the grants"),
+    KeySpec(
+        "grants.down", "down,j", "cursor_down", "Move", "grants", "next grant", key_display="j/k"
+    ),
+    KeySpec("grants.up", "up,k", "cursor_up", "Up", "grants", "previous grant", show=False),
+    KeySpec(
+        "grants.revoke",
+        "x",
+        "revoke",
+        "Revoke",
+        "grants",
+        "revoke the highlighted grant: asks first; journaled, so hitl undo puts it back",
+    ),
+    KeySpec("revoke.yes", "y", "yes", "Revoke", "revoke", "revoke it"),
+    KeySpec("revoke.keep", "escape,n", "keep", "Keep", "revoke", "keep the grant: nothing revoked"),
     KeySpec(
         "text.editor",
         "ctrl+e",

@@ -15,6 +15,7 @@ from hitl_tui.tui.app import HitlApp
 from hitl_tui.tui.asked import ReuseScreen
 from hitl_tui.tui.bindings import help_text, key_name
 from hitl_tui.tui.filter_bar import FilterInput
+from hitl_tui.tui.grants_screen import ConfirmRevoke, GrantsScreen
 from hitl_tui.tui.inbox_screen import InboxScreen
 from hitl_tui.tui.screens import (
     ConfirmDiscard,
@@ -31,6 +32,7 @@ from tests.tui_support import NOW, SIZE, demo_workspace
 
 SCREENS = (InboxScreen, BlockList, PreviewScreen, TextAnswerScreen, ConfirmDiscard, HelpScreen)
 SCREENS += (HistoryScreen, FilterInput, SnoozeScreen, ReuseScreen, ConfirmUndo)
+SCREENS += (GrantsScreen, ConfirmRevoke)
 
 
 def test_every_binding_has_an_id_of_the_key_table() -> None:

@@ -57,6 +57,7 @@ WORKER_TASKS = {
     "seen": "Saving which blocks were seen",
     "asked": "Reading the journal's answers (asked again, asked before)",
     "preview": "Preparing the first preview",
+    "grants": "Reading the grants",
 }
 
 #: A burst of arrivals ends after this many seconds without a new block ...
@@ -73,7 +74,7 @@ STOP_WAIT = 2.0
 class HitlApp(App[int]):
     """hitl's terminal app: the Inbox and its workers, arrivals, the header, failures, and the
     screens. The inbox screen is the default screen; its keys (tui/bindings.py) are its own,
-    but for quit, help and history, which are the app's."""
+    but for quit, help, history and grants, which are the app's."""
 
     CSS_PATH = "app.tcss"
     TITLE = "hitl"
@@ -436,7 +437,7 @@ class HitlApp(App[int]):
             self.inbox_screen.show_failure(printable(text))
         self.notify(printable(text), title="Error", severity="error", markup=False, timeout=30)
 
-    # -- switching screens: the help and the history (the inbox screen is the default) -------
+    # -- switching screens: help, history, grants (the inbox screen is the default) ------------
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.config.keys))
@@ -447,6 +448,14 @@ class HitlApp(App[int]):
         # The newest answers only: the journal may hold 90 days of them (`hitl history` pages).
         entries = journal.history(limit=HistoryScreen.LIMIT)
         self.push_screen(HistoryScreen(entries, self.operator, self.inbox, self.apply_delta))
+
+    def action_grants(self) -> None:
+        """The grants (Allow always answers) of the inbox's local repositories, read by the
+        screen's worker."""
+        from hitl_tui.tui.grants_screen import GrantsScreen
+
+        repos = list(self.inbox.workspace.ids.items())
+        self.push_screen(GrantsScreen(repos, self.operator))
 
     async def action_quit(self) -> None:
         self.stop_event.set()

@@ -34,13 +34,14 @@ Command = tuple[str, str, Callable[[], object]]
 #: Where the palette's actions come from: the key table's sections the inbox answers to.
 SECTIONS = ("inbox", "list")
 #: The app's actions (not the inbox screen's), as in InboxScreen.BINDINGS.
-APP_ACTIONS = frozenset({"quit", "help", "history"})
+APP_ACTIONS = frozenset({"quit", "help", "history", "grants"})
 #: The palette's name for a key, when the help's line is not a good one.
 NAMES = {
     "hitl.own-words": "Answer in your own words",
     "hitl.raw": "Raw file on / off",
     "hitl.undo": "Undo the highlighted answer, or the last answer (asks first)",
     "hitl.history": "History",
+    "hitl.grants": "Grants: allow-always answers",
     "hitl.help": "Keys",
     "hitl.quit": "Quit",
 }
