@@ -679,7 +679,8 @@ class BlockDetail(Horizontal):
         attempted = "\n".join(f"• {a}" for a in block.attempted) or "(none given)"
         pane = self.query_one("#attempted", Static)
         pane.update(Content(_clip(attempted, self.PANE_LIMIT)))
-        pane.display = not answered
+        # A permission prompt is a tool call, never something the agent tried: no pane for it.
+        pane.display = not answered and not (block.category == "permission" and not block.attempted)
         pane = self.query_one("#choices", Static)
         pane.update(choice_text(block))
         pane.border_title = "The loop" if answered else "Choices"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,22 +46,34 @@ LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 #: A permission ask's choices: (kind, option, consequence).
 PERMISSION_CHOICES = (
-    ("allow_once", "Allow once", "this call; the same request again is asked again"),
+    ("allow_once", "Allow once", "this one call; the same request is asked again next time"),
     (
         "allow_always",
         "Allow always",
-        "this tool with exactly this input in this repo (a grant: hitl grants)",
+        "this tool with exactly this input in this repo, from now on without asking (a "
+        "grant: hitl grants, or A in the app, lists and revokes it)",
     ),
-    ("deny", "Deny", "the agent is told no; type own words to tell it why"),
+    ("deny", "Deny", "the agent is told no; answer in your own words to deny with a reason"),
 )
 #: How much of a tool's input a permission ask shows in its question line.
 SHOWN_INPUT = 300
 
 
-def split_choice(text: str) -> tuple[str, str | None]:
-    """`"option — consequence"` as its two parts (the agent's choice, as written)."""
+#: A label an agent put before its option (`A) `, `(b) `, `1. `, `C: `): hitl gives each choice
+#: its own letter, so the agent's is dropped rather than shown as "A) A) ...".
+_LABEL = re.compile(r"^\(?(?:[A-Za-z]|\d{1,2})[).:]\s+(?=\S)")
+#: An option that is only such a label (`A — Postgres`): the text after the dash is the option.
+_BARE_LABEL = re.compile(r"^\(?(?:[A-Za-z]|\d{1,2})[).:]?$")
+
+
+def split_choice(text: str, labelled: bool = True) -> tuple[str, str | None]:
+    """`"option — consequence"` as its two parts (the agent's choice, as written), without a
+    label the agent put first (`"A — Postgres — safe"` is the option Postgres, not A)."""
+    text = _LABEL.sub("", text.strip(), count=1) if labelled else text.strip()
     option, found, consequence = text.partition(" — ")
     if found and option.strip() and consequence.strip():
+        if labelled and _BARE_LABEL.match(option.strip()):
+            return split_choice(consequence, labelled=False)
         return option.strip(), consequence.strip()
     return text.strip(), None
 
@@ -80,6 +93,18 @@ def input_line(tool: str, tool_input: dict[str, Any]) -> str:
     if len(shown) > SHOWN_INPUT:
         shown = shown[: SHOWN_INPUT - 1] + "…"
     return shown
+
+
+def multiline_fields(tool_input: dict[str, Any]) -> str:
+    """The input's texts of several lines (a heredoc, an Edit's old and new string, a file's
+    content) as the tool gets them, line by line: in JSON they are one line of `\\n`s. Empty
+    when there are none."""
+    parts = [
+        f"\n\n{key}, line by line:\n" + "\n".join(f"│ {line}" for line in value.split("\n"))
+        for key, value in tool_input.items()
+        if isinstance(value, str) and "\n" in value.rstrip("\n")
+    ]
+    return "".join(parts)
 
 
 def permission_question(tool: str, tool_input: dict[str, Any]) -> str:
@@ -172,6 +197,7 @@ class AskSource(Source):
             tool = ask.tool or "(no tool named)"
             pretty = orjson.dumps(ask.input, option=orjson.OPT_INDENT_2).decode("utf-8")
             context = f"Tool: {tool}\nInput, exactly as the agent would run it:\n{pretty}"
+            context += multiline_fields(ask.input)
             choices = tuple(
                 Choice(LETTERS[i], option, consequence, kind=kind)
                 for i, (kind, option, consequence) in enumerate(PERMISSION_CHOICES)
