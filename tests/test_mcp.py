@@ -163,7 +163,9 @@ async def test_a_waiting_ask_reports_progress_and_returns_the_answer(repo: Path)
             tg.start_soon(ask)
             await until(None, lambda: progress, 30, what="a progress notification while waiting")
             (path,) = open_asks(repo)
-            await anyio.run_process([HITL, "answer", path.stem, "--choice", "A", "--no-restart", str(repo)])
+            await anyio.run_process(
+                [HITL, "answer", path.stem, "--choice", "A", "--no-restart", str(repo)]
+            )
     assert result["status"] == "answered"
     assert result["choice"] == "Yes"
     assert result["id"] == f"shop/{path.stem}"
@@ -254,7 +256,14 @@ async def test_own_words_deny_with_that_message(repo: Path) -> None:
         payload(await client.call_tool("approve", request))
         (block,) = listed(repo)
         assert block["question"] == "Allow Write: `/etc/hosts`?"
-        hitl("answer", block["id"], "--text", "never touch /etc; write ./hosts", "--no-restart", str(repo))
+        hitl(
+            "answer",
+            block["id"],
+            "--text",
+            "never touch /etc; write ./hosts",
+            "--no-restart",
+            str(repo),
+        )
         denied = payload(await client.call_tool("approve", request))
     assert denied["behavior"] == "deny"
     assert denied["message"].startswith("never touch /etc; write ./hosts")
@@ -272,7 +281,9 @@ async def test_an_answer_while_approve_waits_is_returned_at_once(repo: Path) -> 
             tg.start_soon(approve)
             await until(None, lambda: open_asks(repo), 30, what="the permission ask file")
             (path,) = open_asks(repo)
-            await anyio.run_process([HITL, "answer", path.stem, "--choice", "A", "--no-restart", str(repo)])
+            await anyio.run_process(
+                [HITL, "answer", path.stem, "--choice", "A", "--no-restart", str(repo)]
+            )
     assert result == {"behavior": "allow", "updatedInput": {"command": "npm publish"}}
 
 
@@ -296,6 +307,6 @@ def test_bad_approve_wait_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2 and "--approve-wait" in done.stderr
     assert done.stderr.count("\n") == 1
     config = tmp_path / "config.toml"
-    config.write_text('[mcp]\napprove_wait = 30\n')
+    config.write_text("[mcp]\napprove_wait = 30\n")
     done = hitl("mcp", "--config", str(config), str(tmp_path), check=False)
     assert done.returncode == 2 and "[mcp]: approve_wait" in done.stderr
