@@ -101,15 +101,13 @@ def verdict_in_app(asks: dict, detect: list[float]) -> tuple[str, bool]:
 
 def _answer(repo: Path, ask_id: str) -> None:
     """The operator's answer, as `hitl answer` writes it (the answer service, here)."""
-    from hitl_tui.answers.service import write_answer
+    from hitl_tui.answers.service import plan_answer, write_answer
     from hitl_tui.inbox.inbox import Inbox
     from hitl_tui.model import Answer
 
     inbox = Inbox.open([repo])
     block = inbox.resolve(ask_id)
     answer = Answer(choice=block.choices[0], operator="bench")
-    from hitl_tui.answers.service import plan_answer
-
     write_answer(inbox, plan_answer(inbox, block, answer))
 
 
@@ -132,7 +130,7 @@ async def calls(trials: int) -> dict:
             before = set(folder.iterdir())
             written: list[float] = []
 
-            async def operator() -> None:
+            async def operator(before: set[Path], written: list[float]) -> None:
                 while True:
                     new = set(folder.iterdir()) - before
                     if new:
@@ -142,7 +140,7 @@ async def calls(trials: int) -> dict:
                 await asyncio.to_thread(_answer, repo, new.pop().stem)
                 written.append(time.perf_counter())
 
-            task = asyncio.create_task(operator())
+            task = asyncio.create_task(operator(before, written))
             await session.call_tool(
                 "ask_operator",
                 {"question": f"waiting {i}?", "choices": ["go"], "wait_seconds": 30},
@@ -156,7 +154,12 @@ async def calls(trials: int) -> dict:
 def verdicts(figures: dict) -> list[tuple[str, str, str, bool]]:
     q, r = figures["queued"], figures["returned"]
     return [
-        ("10b. a queued ask_operator call (median / p95)", ms(q), "p95 <= 300 ms", pct(q, 95) <= 0.3),
+        (
+            "10b. a queued ask_operator call (median / p95)",
+            ms(q),
+            "p95 <= 300 ms",
+            pct(q, 95) <= 0.3,
+        ),
         (
             "10c. a waiting ask_operator, answer written to result (median / p95)",
             ms(r),
