@@ -127,12 +127,12 @@ async def calls(trials: int) -> dict:
             queued.append(time.perf_counter() - t0)
         folder = repo / ".hitl" / "asks"
         for i in range(trials):
-            before = set(folder.iterdir())
+            before = set(folder.glob("ask-*.json"))
             written: list[float] = []
 
             async def operator(before: set[Path], written: list[float]) -> None:
                 while True:
-                    new = set(folder.iterdir()) - before
+                    new = set(folder.glob("ask-*.json")) - before
                     if new:
                         break
                     await asyncio.sleep(0.01)
