@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.support.claude import ClaudeCode, result_of, stdio_server
@@ -26,11 +28,14 @@ from tests.support.messages_api import MessagesAPI, result_text, text, tool_use
 pytestmark = pytest.mark.timeout(120)
 
 #: The tiny server: echo, and approve, which records each call (its arguments and _meta) in
-#: calls.jsonl and answers as the file `decision` says: allow, deny, or `edit COMMAND` (allow,
-#: with the command changed). approve_structured answers allow the SDK's default way.
+#: calls.jsonl and answers as the file `decision` says: allow, deny, `edit COMMAND` (allow,
+#: with the command changed) or wait (20 s, sending progress, then allow). approve_structured
+#: answers allow the SDK's default way.
 SERVER = '''
 import json, os, sys
 from pathlib import Path
+
+import anyio
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -52,10 +57,17 @@ def echo(text: str, ctx: Context) -> str:
 
 
 @server.tool(structured_output=False)
-def approve(tool_name: str, input: dict[str, Any], ctx: Context, tool_use_id: str = "") -> str:
+async def approve(
+    tool_name: str, input: dict[str, Any], ctx: Context, tool_use_id: str = ""
+) -> str:
     """Allow or deny a tool call, as the file `decision` says."""
     record("approve", ctx)
     decision = (HERE / "decision").read_text()
+    if decision == "wait":  # an operator who takes 20 s, the call kept alive by progress
+        for step in range(100):
+            await ctx.report_progress(step, None, "waiting for the operator")
+            await anyio.sleep(0.2)
+        decision = "allow"
     if decision == "allow":
         return json.dumps({"behavior": "allow", "updatedInput": input})
     if decision.startswith("edit "):
@@ -132,7 +144,13 @@ def test_a_scripted_mcp_tool_call_returns_its_result_to_the_model(
 
 
 def bash_through_approve(
-    claude_code: ClaudeCode, echo, work, decision: str, *, tool: str = "approve"
+    claude_code: ClaudeCode,
+    echo,
+    work,
+    decision: str,
+    *,
+    tool: str = "approve",
+    env: dict[str, str] | None = None,
 ) -> tuple[Any, MessagesAPI, Any]:
     """A scripted Bash `touch SOMEFILE` in `work`, asked of echo's `tool` first."""
     (echo["folder"] / "decision").write_text(decision)
@@ -144,6 +162,7 @@ def bash_through_approve(
             servers=echo["servers"],
             cwd=work,
             permission_prompt_tool=f"mcp__echo__{tool}",
+            env=env,
         )
     assert done.returncode == 0, done
     return done, api, call
@@ -192,3 +211,51 @@ def test_a_structured_answer_from_approve_is_refused(claude_code: ClaudeCode, ec
     answer = api.tool_result(1, call.id)
     assert answer.get("is_error") is True
     assert "invalid result" in result_text(answer)
+
+
+def test_an_approve_past_the_tool_timeout_runs_nothing_though_it_sent_progress(
+    claude_code: ClaudeCode, echo, work
+):
+    """MCP_TOOL_TIMEOUT is a hard bound on a call: progress does not stretch it, and a call past
+    it is an error, not an allow. (The other bound, 30 min without a response or progress for a
+    stdio server, CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT, is checked every 30 s: too slow to test.)"""
+    started = time.monotonic()
+    _, api, call = bash_through_approve(
+        claude_code, echo, work, "wait", env={"MCP_TOOL_TIMEOUT": "2000"}
+    )
+    assert time.monotonic() - started < 15
+    answer = api.tool_result(1, call.id)
+    assert answer.get("is_error") is True
+    assert 'tool "approve" timed out after 2s' in result_text(answer)
+    assert not (work / "SOMEFILE").exists()
+
+
+def test_the_stub_answers_side_requests_without_spending_a_turn():
+    """Only a request with the tools list is a turn of the conversation; a side request (no
+    tools), a token count or another endpoint is answered and recorded, and a turn past the
+    script gets the end-of-script text. A turn not streamed is one JSON message."""
+    call = tool_use("mcp__echo__echo", {"text": "hi"})
+    tools = [{"name": "Bash", "input_schema": {"type": "object"}}]
+    asked = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
+    with MessagesAPI([call]) as api, httpx.Client(base_url=api.url, timeout=10) as client:
+        side = client.post("/v1/messages?beta=true", json={**asked, "stream": True}).text
+        count = client.post("/v1/messages/count_tokens", json=asked).json()
+        other = client.get("/api/oauth/usage").json()
+        first = client.post("/v1/messages", json={**asked, "tools": tools}).json()
+        streamed = client.post("/v1/messages", json={**asked, "tools": tools, "stream": True})
+    assert "event: message_start" in side and '"text_delta"' in side
+    assert count == {"input_tokens": 10} and other == {}
+    assert first["content"] == [call.blocks[0]] and first["stop_reason"] == "tool_use"
+    lines = streamed.text.splitlines()
+    events = [line.removeprefix("event: ") for line in lines if line.startswith("event: ")]
+    assert events == [
+        "message_start",
+        "ping",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ]
+    assert "(end of script)" in streamed.text and '"end_turn"' in streamed.text
+    assert len(api.requests) == 5 and len(api.turns) == 2

@@ -112,15 +112,17 @@ class Running:
                 f"claude did not finish within {bound:g} s: {self.argv!r}\n"
                 f"stdout: {out[-4000:]}\nstderr: {err[-4000:]}"
             ) from None
+        finally:
+            self.kill()  # whatever the run left behind (an MCP server still in a call)
         return subprocess.CompletedProcess(self.argv, self.process.returncode, out, err)
 
     def kill(self) -> None:
-        """The run and everything it started (its MCP servers, a Bash tool's commands)."""
-        if self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        """The run and everything it started (its MCP servers, a Bash tool's commands): its
+        process group, which outlives it while any of them lives."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 @dataclass
