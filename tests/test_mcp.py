@@ -47,6 +47,8 @@ async def session(repo: Path, *args: str):
 def payload(result: Any) -> dict[str, Any]:
     """The one JSON object of a tool's result (its one text block)."""
     assert len(result.content) == 1, result.content
+    # Plain content only: Claude Code refuses a permission answer with structured content.
+    assert result.structured_content is None
     block = result.content[0]
     assert block.type == "text"
     data = json.loads(block.text)
@@ -83,6 +85,7 @@ async def test_the_tools_and_their_input_schemas(repo: Path) -> None:
     assert approve["properties"]["input"]["type"] == "object"
     for tool in tools.values():
         assert tool.description and "operator" in tool.description
+        assert tool.output_schema is None  # no structured output (see `payload`)
 
 
 async def test_a_queued_question_is_listed_answered_and_checked(repo: Path) -> None:
