@@ -1,4 +1,4 @@
-"""`hitl mcp` driven by the real Claude Code CLI (the pinned version of scripts/install-claude-code),
+"""`hitl mcp` driven by the real Claude Code CLI (the version scripts/install-claude-code pins),
 offline against a scripted Messages API on 127.0.0.1 (tests/support: claude.py, messages_api.py).
 
 - The README's setup line, `claude mcp add hitl -- hitl mcp`, run in a project: `claude mcp
