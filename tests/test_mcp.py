@@ -313,3 +313,15 @@ def test_bad_approve_wait_is_one_line(tmp_path: Path) -> None:
     config.write_text("[mcp]\napprove_wait = 30\n")
     done = hitl("mcp", "--config", str(config), str(tmp_path), check=False)
     assert done.returncode == 2 and "[mcp]: approve_wait" in done.stderr
+
+
+async def test_started_below_the_root_it_asks_at_the_repositorys_root(repo: Path) -> None:
+    below = repo / "src" / "billing"
+    below.mkdir(parents=True)
+    params = StdioServerParameters(command=HITL, args=["mcp"], env=_env(), cwd=below)
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+        queued = payload(await client.call_tool("ask_operator", {"question": "Which tax rule?"}))
+    assert queued["id"].startswith("shop/ask-")
+    assert [b["id"] for b in listed(repo)] == [queued["id"]]
+    assert not (below / ".hitl").exists()
