@@ -18,7 +18,8 @@ figures, less the ratios. bench/list_bench.py runs the same rounds alone, with p
 interleaved across two source trees (before and after a change). Row 9 (bench/remote_bench.py)
 times a block written on "another machine", a real sshd on 127.0.0.1, to the Inbox here, beside
 the same write watched locally; row 9b (bench/flood_bench.py) times the cursor's moves while a
-host there floods the app with changes.
+host there floods the app with changes. Rows 10a-10c (bench/mcp_bench.py) time `hitl mcp`: an
+agent's ask to its row in the app, a queued ask's call, a waiting ask's return after the answer.
 """
 
 from __future__ import annotations
@@ -321,6 +322,11 @@ async def app_measurements(root: Path, trials: int, free_repos: list[Path]) -> d
             while rk in table.blocks:
                 await asyncio.sleep(0.005)
         result["detect"] = latencies
+        # Row 10a: an agent's ask_operator (a real `hitl mcp`, the SDK's client) to its row.
+        sys.path.insert(0, str(ROOT / "bench"))
+        import mcp_bench
+
+        result["asks"] = await mcp_bench.ask_in_app(arrived, free_repos, trials)
         result["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         app.stop_event.set()
         await pilot.press("q")
@@ -791,6 +797,20 @@ def main() -> int:
                 ok,
             )
         )
+        import mcp_bench
+
+        text, ok = mcp_bench.verdict_in_app(app["asks"], app["detect"])
+        rows.append(
+            Row(
+                f"10a. ask_operator to its row in the app, {args.repos} repos (median / p95)",
+                text,
+                "p95 <= detection p95 + 50 ms",
+                ok,
+            )
+        )
+        calls = asyncio.run(mcp_bench.calls(max(10, args.trials)))
+        raw["mcp"] = calls
+        rows.extend(Row(*cells) for cells in mcp_bench.verdicts(calls))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.sshd import sshd  # noqa: F401  (the real-OpenSSH fixture, tests/sshd.py)
+from tests.support.claude import claude_bin, claude_code  # noqa: F401  (the real Claude Code)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -361,13 +361,13 @@ class Asker:
     def approve_at_once(
         self, tool: object, tool_input: object, tool_use_id: object = ""
     ) -> tuple[Verdict | None, str]:
-        """What can be decided without waiting: a grant (allow), an answer for this exact
-        request not yet handed over (used once), else None and the id of the ask to wait on
-        (an open one for this request, or a new one filed now)."""
+        """What can be decided without waiting: an answer for this exact request not yet handed
+        over (used once), a grant (allow), else None and the id of the ask to wait on (an open
+        one for this request, or a new one filed now)."""
         name, data, use_id = self._checked_request(tool, tool_input, tool_use_id)
         sha = fmt.input_sha(data)
-        if grantfile.find(self.repo, name, sha) is not None:
-            return Verdict(True), ""
+        # An answer for this request not yet handed over comes first (an "Allow always" one
+        # too: handed over now, it is not used again once its grant is revoked).
         open_one: str | None = None
         for ask, _ in sorted(self._read_all(), key=lambda a: a[0].asked or _EPOCH):
             if ask.kind != "permission" or ask.tool != name or fmt.input_sha(ask.input) != sha:
@@ -378,6 +378,8 @@ class Asker:
                     return self.verdict(delivered), ask.id
             elif ask.status == "open" and open_one is None:
                 open_one = ask.id
+        if grantfile.find(self.repo, name, sha) is not None:
+            return Verdict(True), ""
         if open_one is not None:
             return None, open_one
         return None, self.ask_permission(name, data, use_id).id

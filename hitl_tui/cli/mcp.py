@@ -89,8 +89,8 @@ def build_mcp() -> argparse.ArgumentParser:
         "repo",
         nargs="?",
         metavar="REPO",
-        help="the repository the agent works in (default: the current folder, where clients "
-        "start a stdio server)",
+        help="the repository the agent works in (default: the git top level of the current "
+        "folder, where clients start a stdio server, else the folder)",
     )
     p.add_argument(
         "--approve-wait",
@@ -136,7 +136,11 @@ def run_mcp(args: argparse.Namespace) -> int:
             wait = approve_wait_of(args.approve_wait)
         except ValueError as exc:
             raise UsageError(f"--approve-wait: {exc}") from None
-    repo = Path(os.path.abspath(args.repo or os.getcwd()))
+    from hitl_tui.agent.escalate import find_repo
+
+    # A client starts the server in the project's root; started below it, the asks still go to
+    # the repository's root, where hitl watches.
+    repo = Path(os.path.abspath(args.repo)) if args.repo else find_repo(Path.cwd())
     if not repo.is_dir():
         raise UsageError(f"not a folder: {repo}")
     import anyio
@@ -186,6 +190,9 @@ def run_grants(args: argparse.Namespace) -> int:
     config, repos = _repos(args)
     found = listed(repos)
     if args.revoke:
+        from hitl_tui.paths import check_state_dir
+
+        check_state_dir(write=True)  # the revoke is journaled: refuse before writing anything
         return _revoke(args.revoke, found, args.json, config.operator_name())
     if args.json:
         rows: list[dict[str, Any]] = [
