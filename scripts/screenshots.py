@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.tui_support import SIZE, demo_workspace, make_app  # noqa: E402
+from tests.tui_support import NOW, SIZE, demo_workspace, make_app  # noqa: E402
 
 #: name -> keys pressed after start-up
 #: (the demo lists billing/T-007, billing/T-012, shop, mobile, api, docs: oldest first)
@@ -38,7 +38,13 @@ SHOTS: dict[str, list[str]] = {
     "waiting": ["j", "j", "2", "y", "end"],
     # Shop answered, then the loop asks the same again (AFTER below): ↻ and the earlier answer.
     "asked-again": ["j", "j", "2", "y"],
+    # With the asks of web's agent (hitl mcp, ASKS below): its question, its permission prompt.
+    "ask": ["end", "k", "k"],
+    "permission": ["end"],
 }
+
+#: The shots whose workspace also holds web's asks (`demo.build_asks`).
+ASKS = {"ask", "permission"}
 
 #: name -> what the loop does after the keys (given the app and the workspace), and the keys
 #: pressed after that.
@@ -74,7 +80,12 @@ async def shoot(name: str, keys: list[str], out: Path) -> Path:
             inbox = Inbox(Workspace.discover([root]))
             app = HitlApp(inbox, config=Config(operator="Ada", bell=False), watch=False)
         else:
-            app = make_app([demo_workspace(root)])
+            demo_workspace(root)
+            if name in ASKS:
+                from hitl_tui.cli.demo import build_asks
+
+                build_asks(root, now=NOW.timestamp())
+            app = make_app([root])
         async with app.run_test(size=SIZE) as pilot:
             for _ in range(100):
                 await pilot.pause()

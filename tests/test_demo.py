@@ -7,6 +7,7 @@ pilot answers a block and quits, as an operator trying hitl would.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -183,3 +184,37 @@ def test_the_demo_runs_with_an_unusable_operator_state_folder(
     assert code == 0
     assert seen["answered"]
     assert not_a_folder.read_text() == ""
+
+
+def test_the_demo_has_an_agents_question_and_permission_prompt_to_answer(headless_demo) -> None:
+    """`hitl demo` shows asks (`hitl mcp`) too: web's question and its Bash permission prompt,
+    answered Allow once in the demo's own repository."""
+
+    async def script(pilot, seen: dict) -> None:
+        app = pilot.app
+        await _settle(pilot)
+        table = app.query_one(BlockList)
+        blocks = {b.id: b for b in table.blocks.values()}
+        seen["asks"] = {i: (b.category, b.question) for i, b in blocks.items() if "/ask-" in i}
+        prompt = blocks["web/ask-demop4x8n3"]
+        for _ in range(len(table.order)):
+            if table.current is not None and table.current.id == prompt.id:
+                break
+            await pilot.press("j")
+        await pilot.press("1")
+        await until(pilot, lambda: isinstance(app.screen, PreviewScreen))
+        await pilot.press("enter")
+        await until(pilot, lambda: any(n.title == "Answered" for n in app._notifications))
+        seen["answer"] = json.loads(Path(prompt.path).read_bytes())["answer"]
+        await pilot.press("q")
+
+    code, seen, _made = headless_demo(script)
+    assert code == 0
+    assert seen["asks"] == {
+        "web/ask-demoq7k2m9": (
+            "question",
+            "The hero image is 2.4 MB. Convert it to AVIF, or keep the PNG?",
+        ),
+        "web/ask-demop4x8n3": ("permission", "Allow Bash: `rm -rf dist/ && npm run build`?"),
+    }
+    assert (seen["answer"]["choice"], seen["answer"]["verdict"]) == ("Allow once", "allow")

@@ -4,7 +4,8 @@ Everything is written inside one temp folder, which is removed on exit (unless -
 sample repos (`repos/`) and the demo's own state folder (`state/`: journal, locks). The
 samples show the variants of FORMATS.md §1.2 a real inbox meets: the canonical shape, lower-case
 headings with CRLF and numbered choices, a file with no sections at all, agent text full of
-markup that must show literally, and agenticloop task files when that source is installed.
+markup that must show literally, and agenticloop task files when that source is installed; and
+the asks of an agent that asks through `hitl mcp` (a question, a permission prompt).
 """
 
 from __future__ import annotations
@@ -233,6 +234,72 @@ SAMPLES: dict[str, dict[str, tuple[str, int]]] = {
 }
 
 
+#: What the agent in `web` (Claude Code, headless, through `hitl mcp`) asked: a question and a
+#: permission prompt, as (ask id, age in minutes, the ask's own fields). Fixed ids, so the
+#: README's screenshots show the same ones.
+WEB_ASKS: tuple[tuple[str, int, dict[str, object]], ...] = (
+    (
+        "ask-demoq7k2m9",
+        35,
+        {
+            "kind": "question",
+            "question": "The hero image is 2.4 MB. Convert it to AVIF, or keep the PNG?",
+            "context": "Lighthouse: LCP 4.1 s on mobile, 3.3 s of it the hero image.\n"
+            "PROMPT.md asks for LCP under 2.5 s; the brand guide says the PNG is the master.",
+            "attempted": ["Lazy-loading the hero: LCP got worse (it is above the fold)."],
+            "choices": [
+                "A — AVIF with a PNG fallback — LCP about 1.9 s; a build step more",
+                "B — Keep the PNG, compressed — LCP about 3.0 s; misses the goal",
+            ],
+        },
+    ),
+    (
+        "ask-demop4x8n3",
+        6,
+        {
+            "kind": "permission",
+            "tool": "Bash",
+            "input": {
+                "command": "rm -rf dist/ && npm run build",
+                "description": "Clean build of the landing page",
+            },
+        },
+    ),
+)
+
+
+def build_asks(root: Path, now: float | None = None) -> list[Path]:
+    """Write WEB_ASKS into `root/web/.hitl/asks/` (as `hitl mcp` files them); returns the
+    files. Apart from build_workspace, so that the tests' demo workspace stays as it was."""
+    from datetime import UTC, datetime
+
+    from hitl_tui.sources.asks import format as fmt
+
+    now = time.time() if now is None else now
+    folder = root / "web" / fmt.HITL_DIR
+    (folder / fmt.ASKS_DIR).mkdir(parents=True, exist_ok=True)
+    (folder / ".gitignore").write_bytes(fmt.GITIGNORE)
+    paths = []
+    for ask_id, minutes, fields in WEB_ASKS:
+        stamp = now - minutes * 60
+        record: dict[str, object] = {
+            "hitl_ask": fmt.VERSION,
+            "id": ask_id,
+            "status": "open",
+            "asked": datetime.fromtimestamp(stamp, UTC).isoformat(),
+            "client": "claude-code",
+            **fields,
+        }
+        tool_input = fields.get("input")
+        if isinstance(tool_input, dict):
+            record["input_sha"] = fmt.input_sha(tool_input)
+        path = folder / fmt.ASKS_DIR / f"{ask_id}.json"
+        path.write_bytes(fmt.render(record))
+        os.utime(path, (stamp, stamp))
+        paths.append(path)
+    return paths
+
+
 def build_workspace(root: Path, now: float | None = None) -> list[Path]:
     """Write the sample repos under `root` (each with a `.git` folder); returns them."""
     now = time.time() if now is None else now
@@ -277,6 +344,7 @@ def run_demo(keep: bool = False, agent_delay: float = 5.0, notices: list[str] | 
     os.environ["HITL_STATE_DIR"] = str(base / "state")
     try:
         build_workspace(root)
+        build_asks(root)
         config = load_config(None)
         inbox = Inbox(Workspace.discover([root]))
         if agent_delay > 0:
