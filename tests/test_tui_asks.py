@@ -86,6 +86,13 @@ async def test_a_permission_prompt_shows_its_command_line_by_line_and_deny_reach
         shown = choices(app)
         assert "A) Allow once" in shown and "C) Deny" in shown, shown
         assert "own words to deny with a reason" in shown, shown
+        # r: the ask file as it is (its status, who asked, the tool call's id), not a copy.
+        await pilot.press("r")
+        await pilot.pause()
+        raw = app.screen.query_one("#raw").text
+        assert raw == (folder / ".hitl" / "asks" / f"{ask.id}.json").read_text()
+        assert '"client": "claude-code"' in raw and '"status": "open"' in raw
+        await pilot.press("r")
         await answer(pilot, app, f"shop/{ask.id}", "3")
     data = json.loads((folder / ".hitl" / "asks" / f"{ask.id}.json").read_bytes())
     assert data["status"] == "answered"

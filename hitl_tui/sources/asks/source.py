@@ -177,7 +177,8 @@ class AskSource(Source):
         problems = list(ask.problems)
         if ask.id != stem:
             problems.append(f"the file's id is {ask.id}, its name says {stem}")
-        return self.block_of(ask, repo, path, block_id, read.fingerprint, read.mtime, problems)
+        raw = read.head.decode("utf-8", errors="replace")  # `r` shows the file as it is
+        return self.block_of(ask, repo, path, block_id, read.fingerprint, read.mtime, problems, raw)
 
     def block_of(
         self,
@@ -188,6 +189,7 @@ class AskSource(Source):
         print_: str,
         mtime: datetime,
         problems: list[str],
+        raw: str | None = None,
     ) -> Block:
         extra: list[Section] = []
         if ask.client:
@@ -215,7 +217,7 @@ class AskSource(Source):
                 choices=choices,
                 since=ask.asked or mtime,
                 fingerprint=print_,
-                raw=pretty,
+                raw=pretty if raw is None else raw,
                 category="permission",
                 title=f"Permission: {one_line(tool)}",
                 extra=tuple(extra),
@@ -238,7 +240,7 @@ class AskSource(Source):
             ),
             since=ask.asked or mtime,
             fingerprint=print_,
-            raw=ask.question,
+            raw=ask.question if raw is None else raw,
             category="question",
             extra=tuple(extra),
             problems=tuple(problems),
