@@ -69,7 +69,7 @@ async def test_x_revokes_the_highlighted_grant_after_asking(tmp_path: Path) -> N
             ["shop", "Bash: npm test -- [b]markup[/b]", "Grace"],
         ]
         await pilot.press("j", "j")
-        assert screen.current[2].summary == "Bash: npm test -- [b]markup[/b]"
+        assert screen.current.grant.summary == "Bash: npm test -- [b]markup[/b]"
         # x asks first; Esc keeps it (nothing written).
         await pilot.press("x")
         await pilot.pause()
@@ -99,7 +99,7 @@ async def test_x_revokes_the_highlighted_grant_after_asking(tmp_path: Path) -> N
         entry = toast.split("Journal entry ")[1].split(":")[0]
         assert f"hitl undo {entry}" in toast
         assert table.row_count == 2
-        assert screen.current[2].summary == "Bash: rm -rf build/"
+        assert screen.current.grant.summary == "Bash: rm -rf build/"
     # The journal entry the toast names puts it back, byte for byte.
     undo_answer(entry, "Ada")
     assert grants_path(shop).read_bytes() == before

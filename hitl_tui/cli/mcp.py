@@ -166,6 +166,9 @@ def build_grants() -> argparse.ArgumentParser:
     )
     p.add_argument("--json", action="store_true", help="print one JSON array")
     p.add_argument("--revoke", metavar="GRANT", help="remove this grant (its id: grant-...)")
+    p.add_argument(
+        "--operator", metavar="NAME", help="who revokes (default: the config's operator)"
+    )
     cli_base.add_common(p)
     return p
 
@@ -193,7 +196,10 @@ def run_grants(args: argparse.Namespace) -> int:
         from hitl_tui.paths import check_state_dir
 
         check_state_dir(write=True)  # the revoke is journaled: refuse before writing anything
-        return _revoke(args.revoke, found, args.json, config.operator_name())
+        if args.operator is not None and not args.operator.strip():
+            raise UsageError("--operator is empty")
+        operator = args.operator.strip() if args.operator else config.operator_name()
+        return _revoke(args.revoke, found, args.json, operator)
     if args.json:
         rows: list[dict[str, Any]] = [
             {**g.to_json(repo), "repo_id": label} for repo, label, g in found

@@ -450,12 +450,12 @@ class HitlApp(App[int]):
         self.push_screen(HistoryScreen(entries, self.operator, self.inbox, self.apply_delta))
 
     def action_grants(self) -> None:
-        """The grants (Allow always answers) of the inbox's local repositories, read by the
-        screen's worker."""
+        """The grants (Allow always answers) of the inbox's repositories, here and on the
+        `[[remote]]` hosts, read by the screen's worker."""
         from hitl_tui.tui.grants_screen import GrantsScreen
 
         repos = list(self.inbox.workspace.ids.items())
-        self.push_screen(GrantsScreen(repos, self.operator))
+        self.push_screen(GrantsScreen(repos, self.operator, self.inbox.remotes))
 
     async def action_quit(self) -> None:
         self.stop_event.set()

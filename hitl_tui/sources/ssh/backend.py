@@ -492,6 +492,28 @@ class SshBackend(Source):
             raise Unreached(f"{host.host}: its journal does not list {far}")
         return False
 
+    # -- grants (hitl mcp's "Allow always" answers) there --------------------------------------
+
+    def grants(self, host: Host) -> list[dict[str, Any]]:
+        """The grants of the host's paths, as `hitl grants --json PATHS` there lists them (each
+        an object; what is not one is left out)."""
+        ran = self._run(host, ["grants", "--json", *host.paths])
+        items = self._reply(host, ran, "the grants")
+        if not isinstance(items, list):
+            raise HitlError(f"{host.host}: its hitl printed no list of grants")
+        return [item for item in items if isinstance(item, dict)]
+
+    def revoke_grant(self, host: Host, grant: str, repo: str, operator: str) -> dict[str, Any]:
+        """Revoke `grant` of the repository `repo` there (`hitl grants --revoke`): journaled
+        there, so `hitl undo` there puts it back. Its reply: {"revoked", "repo", "entry",
+        "done"}."""
+        words = ["grants", "--revoke", grant, "--json", f"--operator={operator}", repo]
+        ran = self._run(host, words, writes=True)
+        data = self._reply(host, ran, "the revoke")  # `hitl grants` says no protocol
+        if not isinstance(data, dict):
+            raise HitlError(f"{host.host}: its hitl printed no JSON object for the revoke")
+        return data
+
     # -- listing --------------------------------------------------------------------------------
 
     def _split(self, target: str) -> tuple[str, str] | None:
