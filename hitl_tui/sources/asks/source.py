@@ -95,8 +95,12 @@ class AskSource(Source):
     # -- where blocks live -----------------------------------------------------------------
 
     def watch_dirs(self, repo: Path) -> list[Path]:
-        dirs = [repo / fmt.HITL_DIR, grantfile.asks_dir(repo)]
-        return [d for d in dirs if os.path.isdir(d) and not os.path.islink(d)]
+        # One watch per repository at most: the asks' folder; until it exists, `.hitl/` (to
+        # see it made there); until that exists, the root (which loopkit watches anyway).
+        for folder in (grantfile.asks_dir(repo), repo / fmt.HITL_DIR):
+            if os.path.isdir(folder) and not os.path.islink(folder):
+                return [folder]
+        return []
 
     def block_files(self, repo: Path) -> list[Path]:
         folder = grantfile.asks_dir(repo)
