@@ -134,10 +134,13 @@ class AskSource(Source):
         except (FileNotFoundError, NotADirectoryError):
             return None
         except IsADirectoryError:
-            return self._unreadable(repo, path, block_id, "it is a folder")
+            # Something that is no regular file: a folder, a FIFO, a device (said as it is).
+            why = fsio.why_not_a_file(path) or "it is not a regular file"
+            return self._unreadable(repo, path, block_id, why)
         except OSError as exc:
-            if exc.errno == errno.ENXIO:
-                return self._unreadable(repo, path, block_id, "it is not a regular file")
+            if exc.errno == errno.ENXIO:  # a socket
+                why = fsio.why_not_a_file(path) or "it is not a regular file"
+                return self._unreadable(repo, path, block_id, why)
             return self._unreadable(repo, path, block_id, exc.strerror or str(exc))
         if read.truncated:
             return self._unreadable(
@@ -280,7 +283,10 @@ class AskSource(Source):
         decision = self.decision_text(block, answer)
         if not decision:
             raise UsageError("the answer text is empty")
-        fmt.bounded(decision, fmt.LIMITS["answer"], "the answer")
+        try:
+            fmt.bounded(decision, fmt.LIMITS["answer"], "the answer")
+        except fmt.AskFormatError as exc:
+            raise UsageError(f"{block.id}: {exc}") from None
         when = answer.when.astimezone(UTC).isoformat()
         choice = answer.choice
         record: dict[str, Any] = {
