@@ -159,6 +159,15 @@ def test_an_ask_is_one_file_in_hitl_asks_that_git_never_sees(repo: Path) -> None
     assert git(repo, "status", "--porcelain") == ""
 
 
+def test_a_hitl_folder_made_without_its_gitignore_gets_one(repo: Path) -> None:
+    """A `.hitl` that is already there (an older hitl, made by hand, its `.gitignore` removed)
+    still ends up ignored: a loop that commits everything never commits an ask."""
+    (repo / ".hitl").mkdir()
+    Asker(repo).ask("Which database?")
+    assert git(repo, "status", "--porcelain") == ""
+    assert (repo / ".hitl" / ".gitignore").read_bytes() == fmt.GITIGNORE
+
+
 def test_a_hitl_gitignore_of_the_users_own_is_kept(repo: Path) -> None:
     (repo / ".hitl").mkdir()
     (repo / ".hitl" / ".gitignore").write_bytes(b"# mine\n*\n")

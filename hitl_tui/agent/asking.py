@@ -205,7 +205,7 @@ class Asker:
         except OSError as exc:
             raise AskError(f"cannot open {printable(str(self.repo))}: {exc.strerror}") from None
         try:
-            made = _mkdir_at(top, fmt.HITL_DIR)
+            _mkdir_at(top, fmt.HITL_DIR)
             try:
                 hitl = os.open(fmt.HITL_DIR, flags, dir_fd=top)
             except OSError as exc:
@@ -225,9 +225,12 @@ class Asker:
                 os.close(hitl)
         finally:
             os.close(top)
-        if made:
-            with contextlib.suppress(OSError, ConcurrentWrite), RepoDir(self.repo) as rd:
-                rd.replace(rd.spot(self.repo / fmt.HITL_DIR / ".gitignore"), None, fmt.GITIGNORE)
+        # Whenever it is missing (a `.hitl` made by hand or by an older hitl, or one whose
+        # `.gitignore` was removed), never over one that is there: created with no-replace.
+        ignore = self.repo / fmt.HITL_DIR / ".gitignore"
+        if not os.path.lexists(ignore):
+            with contextlib.suppress(OSError, HitlError), RepoDir(self.repo) as rd:
+                rd.replace(rd.spot(ignore), None, fmt.GITIGNORE)
 
     # -- reading ---------------------------------------------------------------------------
 
