@@ -193,6 +193,8 @@ TOO_MUCH = [
     (dict(question="q", choices="A or B"), "choices must be a list of strings"),
     (dict(question="q", choices=["A", 2]), "choices[1] must be a string"),
     (dict(question="q", context=["c"]), "context must be a string"),
+    (dict(question="\ud800"), "question"),
+    (dict(question="q", choices=["\udfff"]), "choices"),
 ]
 
 TOO_MUCH_PERMISSION = [
@@ -200,6 +202,8 @@ TOO_MUCH_PERMISSION = [
     (("Bash", {"command": _long(256 * 1024)}), "input is 262,158 bytes of JSON (at most 262,144)"),
     (("Bash", ["rm"]), "input must be an object"),
     (("", COMMAND), "tool_name is empty"),
+    (("Bash", {"command": "\ud800"}), "input"),
+    (("Bash", {"when": {1, 2}}), "input"),
 ]
 
 

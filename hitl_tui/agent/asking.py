@@ -76,6 +76,10 @@ def _text(value: object, name: str, limit: int, required: bool = False) -> str:
         raise AskError(f"{name} is empty")
     if len(value) > limit:
         raise AskError(f"{name} is {len(value):,} characters (at most {limit:,})")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise AskError(f"{name} is not valid text (a lone surrogate)") from None
     return value
 
 
@@ -163,7 +167,10 @@ class Asker:
         name = _text(tool, "tool_name", fmt.LIMITS["tool_name"], required=True)
         if not isinstance(tool_input, dict):
             raise AskError("input must be an object")
-        size = len(orjson.dumps(tool_input))
+        try:
+            size = len(orjson.dumps(tool_input))
+        except orjson.JSONEncodeError as exc:
+            raise AskError(f"input is not JSON ({exc})") from None
         if size > fmt.LIMITS["input_bytes"]:
             most = fmt.LIMITS["input_bytes"]
             raise AskError(f"input is {size:,} bytes of JSON (at most {most:,})")
