@@ -464,6 +464,7 @@ def test_allow_always_writes_a_grant_that_allows_at_once(repo: Path, hitl) -> No
         pytest.param(b"# mine\n", b"# mine\n", b"\n", id="lf"),
         pytest.param(b"# mine", b"# mine\n", b"\n", id="no-final-newline"),
         pytest.param(b"# mine\r\n", b"# mine\r\n", b"\r\n", id="crlf"),
+        pytest.param(b"# 1\r\n# 2", b"# 1\r\n# 2\r\n", b"\r\n", id="crlf-no-final-newline"),
     ],
 )
 def test_a_grant_is_appended_to_a_grants_file_in_its_own_line_endings(

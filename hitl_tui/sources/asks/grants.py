@@ -114,9 +114,11 @@ def find(repo: Path, tool: str, sha: str) -> Grant | None:
 
 
 def with_grant(data: bytes | None, grant: dict[str, Any]) -> bytes:
-    """The file's bytes with `grant` as a new last line (in the file's own line ending)."""
+    """The file's bytes with `grant` as a new last line (in the file's own line ending: its
+    first line's, so a file whose last line has no ending keeps CRLF too)."""
     old = data or b""
-    ending = b"\r\n" if old.endswith(b"\r\n") else b"\n"
+    first = old.find(b"\n")
+    ending = b"\r\n" if first > 0 and old[first - 1 : first] == b"\r" else b"\n"
     if old and not old.endswith(b"\n"):
         old += ending
     return old + orjson.dumps(grant) + ending
