@@ -517,6 +517,31 @@ def test_deny_in_own_words_tells_the_agent_why(repo: Path, hitl) -> None:
     assert verdict.message.startswith("The operator denied this.")
 
 
+def test_two_agents_racing_for_one_allow_once_answer_get_it_once(
+    repo: Path, hitl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two identical requests at once (an agent and its subagent) after an Allow once: the
+    answer is handed over once; the other is asked again."""
+    first_agent, second_agent = Asker(repo), Asker(repo)
+    _, ask_id = first_agent.approve_at_once("Bash", COMMAND)
+    assert hitl("answer", f"shop/{ask_id}", "--choice", "A", cwd=repo).returncode == 0
+    real = fmt.delivered_bytes
+    raced: list[tuple] = []
+
+    def racing(data: bytes, when):  # the second agent takes it between our read and write
+        if not raced:
+            raced.append(())
+            raced.append(second_agent.approve_at_once("Bash", COMMAND))
+        return real(data, when)
+
+    monkeypatch.setattr(fmt, "delivered_bytes", racing)
+    verdict, new_id = first_agent.approve_at_once("Bash", COMMAND)
+    other, taken = raced[1]
+    assert other is not None and other.allow and taken == ask_id  # the second agent got it
+    assert verdict is None  # and the first is asked again: a new ask in the inbox
+    assert [b["id"] for b in listed(hitl, repo)] == [f"shop/{new_id}"]
+
+
 # -- 4. undo, grants ---------------------------------------------------------------------------
 
 
@@ -751,3 +776,19 @@ async def test_an_ask_in_a_repo_without_hitl_arrives_live(repo: Path) -> None:
         stop.set()
         await asyncio.wait_for(task, 10)
     assert deltas
+
+
+def test_two_calls_waiting_on_one_ask_share_a_deny_but_not_an_allow_once(repo: Path, hitl) -> None:
+    """Two identical permission calls at once wait on the same open ask (`approve`'s wait):
+    an Allow once allows one of them; a Deny or an Allow always holds for both."""
+    first_agent, second_agent = Asker(repo), Asker(repo)
+    for key, both in (("A", False), ("C", True), ("B", True)):
+        _, ask_id = first_agent.approve_at_once("Bash", {"command": f"make {key}"})
+        assert second_agent.approve_at_once("Bash", {"command": f"make {key}"}) == (None, ask_id)
+        assert hitl("answer", f"shop/{ask_id}", "--choice", key, cwd=repo).returncode == 0
+        one, other = first_agent.settle(ask_id), second_agent.settle(ask_id)
+        assert one is not None and one.allow == (key != "C")
+        if both:
+            assert other == one
+        else:
+            assert other is None

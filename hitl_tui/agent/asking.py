@@ -284,27 +284,46 @@ class Asker:
     def deliver(self, ask_id: str) -> fmt.Ask | None:
         """The ask once its answer is handed to the agent: an answered ask is marked delivered
         (the operator's app then shows the loop got it). None when there is no such ask."""
+        return self._deliver(ask_id)[0]
+
+    def _deliver(self, ask_id: str) -> tuple[fmt.Ask | None, bool]:
+        """`deliver`, and whether this call is the one that marked it delivered (of two calls
+        at once, one is)."""
         for _ in range(5):
             got = self.read(ask_id)
             if got is None:
-                return None
+                return None, False
             ask, data = got
             if ask.status != "answered":
-                return ask
+                return ask, False
             try:
                 new = fmt.delivered_bytes(data, datetime.now(UTC))
             except fmt.AskFormatError:
-                return ask  # answered, but not as hitl writes it: handed over, left as it is
+                return ask, False  # answered, but not as hitl writes it: left as it is
             try:
                 with RepoDir(self.repo) as rd:
                     rd.replace(rd.spot(self.path_of(ask_id)), data, new)
             except ConcurrentWrite:
                 continue  # changed meanwhile (an undo, another agent): read it again
             except (OSError, HitlError):
-                return ask
-            return fmt.parse(new)
+                return ask, False
+            return fmt.parse(new), True
         got = self.read(ask_id)
-        return None if got is None else got[0]
+        return (None if got is None else got[0]), False
+
+    def settle(self, ask_id: str) -> Verdict | None:
+        """The verdict of a permission ask's answer for one call, marking it delivered; None
+        when it is not answered, or when it is an Allow once that another call (an identical
+        request at the same moment) took first: Allow once allows one call. A Deny or an Allow
+        always holds for every call that waited on it."""
+        ask, mine = self._deliver(ask_id)
+        if ask is None or ask.status == "open" or ask.answer is None:
+            return None
+        verdict = self.verdict(ask)
+        once = verdict.allow and ask.answer.get("always") is not True
+        if once and not mine and ask.status == "delivered":
+            return None  # another call took it
+        return verdict
 
     def result(self, ask: fmt.Ask | None, given: str) -> dict[str, Any]:
         """`check_answer`'s JSON for `ask` (None: unknown)."""
@@ -383,8 +402,8 @@ class Asker:
             if ask.kind != "permission" or ask.tool != name or fmt.input_sha(ask.input) != sha:
                 continue
             if ask.status == "answered":
-                delivered = self.deliver(ask.id)
-                if delivered is not None and delivered.status == "delivered":
+                delivered, mine = self._deliver(ask.id)
+                if mine and delivered is not None:
                     return self.verdict(delivered), ask.id
             elif ask.status == "open" and open_one is None:
                 open_one = ask.id
