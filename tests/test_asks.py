@@ -24,6 +24,7 @@ from hitl_tui.inbox.inbox import Delta, Inbox
 from hitl_tui.inbox.watch import watch_inbox
 from hitl_tui.model import Answer, StaleError, fingerprint
 from hitl_tui.sources.asks import format as fmt
+from hitl_tui.sources.asks import grants as grantfile
 from hitl_tui.sources.asks.source import AskSource
 from tests.support import until
 from tests.support.repos import git
@@ -480,7 +481,7 @@ def test_a_grant_is_appended_to_a_grants_file_in_its_own_line_endings(
     added = data[len(kept) :]
     assert added.endswith(ending) and added.count(b"\n") == 1
     assert orjson.loads(added)["ask"] == ask_id
-    assert asker.approve_at_once("Bash", COMMAND)[0] is not None
+    assert grantfile.find(repo, "Bash", fmt.input_sha(COMMAND)) is not None
     # Undo gives the file its exact bytes back.
     assert hitl("undo", cwd=repo).returncode == 0
     assert grants.read_bytes() == existing
@@ -567,6 +568,42 @@ def test_undo_after_the_agent_got_the_answer_is_refused_even_forced(repo: Path, 
         message = one_line_error(hitl(*args, cwd=repo), 3)
         assert f".hitl/asks/{ask.id}.json changed since the answer; nothing was changed" in message
     assert tree(repo / ".hitl") == delivered
+
+
+def test_undo_of_an_answer_the_loop_committed_after_is_refused(repo: Path, hitl) -> None:
+    ask = Asker(repo).ask("Which database?")
+    assert hitl("answer", f"shop/{ask.id}", "--text", "Postgres", cwd=repo).returncode == 0
+    answered = ask_file(repo, ask.id).read_bytes()
+    git(repo, "commit", "-q", "--allow-empty", "-m", "use Postgres")
+    message = one_line_error(hitl("undo", cwd=repo), 3)
+    assert "commit" in message and '"use Postgres" after it' in message
+    assert ask_file(repo, ask.id).read_bytes() == answered
+
+
+def test_revoking_a_grant_is_journaled_and_undone_byte_for_byte(repo: Path, hitl) -> None:
+    asker = Asker(repo)
+    grants = repo / ".hitl" / "grants.jsonl"
+    ids = []
+    for command in ("make", "make test"):
+        _, ask_id = asker.approve_at_once("Bash", {"command": command})
+        assert hitl("answer", f"shop/{ask_id}", "--choice", "B", cwd=repo).returncode == 0
+        ids.append(orjson.loads(grants.read_bytes().splitlines()[-1])["id"])
+        assert asker.approve_at_once("Bash", {"command": command})[0] is not None  # delivered
+    before = grants.read_bytes()
+    result = hitl("grants", repo, cwd=repo)
+    assert result.stdout.splitlines()[0].startswith(f"{ids[0]}  shop  Bash: make  (by Ada, ")
+    result = hitl("grants", "--revoke", ids[0], repo, cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == f"revoked {ids[0]} in shop: Bash: make"
+    assert grants.read_bytes() == before.splitlines(keepends=True)[1]
+    assert asker.approve_at_once("Bash", {"command": "make"})[0] is None
+    assert asker.approve_at_once("Bash", {"command": "make test"})[0] is not None
+    assert [g["id"] for g in json.loads(hitl("grants", "--json", repo, cwd=repo).stdout)] == ids[1:]
+    git(repo, "commit", "-q", "--allow-empty", "-m", "the agent's work")  # not about grants
+    # Revoked twice: one line, nothing written.
+    assert "no grant" in one_line_error(hitl("grants", "--revoke", ids[0], repo, cwd=repo), 2)
+    assert hitl("undo", cwd=repo).returncode == 0
+    assert grants.read_bytes() == before
 
 
 def test_grants_with_none_and_a_hostile_grants_file(repo: Path, hitl) -> None:

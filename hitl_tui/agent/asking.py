@@ -395,11 +395,16 @@ class Asker:
         (an open one for this request, or a new one filed now)."""
         name, data, use_id = self._checked_request(tool, tool_input, tool_use_id)
         sha = fmt.input_sha(data)
-        if grantfile.find(self.repo, name, sha) is not None:
-            return Verdict(True), ""
+        granted = grantfile.find(self.repo, name, sha) is not None
         open_one: str | None = None
         for ask, _ in sorted(self._read_all(), key=lambda a: a[0].asked or _EPOCH):
             if ask.kind != "permission" or ask.tool != name or fmt.input_sha(ask.input) != sha:
+                continue
+            if granted:
+                # The Allow always answers that made the grant are handed over by it: none is
+                # left to allow one more call once the grant is revoked.
+                if ask.status == "answered" and (ask.answer or {}).get("always") is True:
+                    self._deliver(ask.id)
                 continue
             if ask.status == "answered":
                 delivered, mine = self._deliver(ask.id)
@@ -407,6 +412,8 @@ class Asker:
                     return self.verdict(delivered), ask.id
             elif ask.status == "open" and open_one is None:
                 open_one = ask.id
+        if granted:
+            return Verdict(True), ""
         if open_one is not None:
             return None, open_one
         return None, self.ask_permission(name, data, use_id).id

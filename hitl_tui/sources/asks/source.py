@@ -363,3 +363,8 @@ class AskSource(Source):
 
     def resume_dirs(self, waiting: AnswerWaiting) -> list[Path]:
         return [Path(waiting.path).parent]
+
+    def loop_acts_on(self, block_id: str) -> bool:
+        """A revoked grant (`shop/grant-...`) is no answer a loop acts on: a commit after it
+        does not stop `hitl undo` putting it back."""
+        return not grantfile.GRANT_ID_RE.match(block_id.rsplit("/", 1)[-1])
