@@ -747,6 +747,45 @@ def test_a_hostile_ask_file_is_listed_as_text_and_nothing_is_written(
     assert {k: v for k, v in after.items() if k in before} == before
 
 
+@pytest.mark.parametrize("target", ["outside", "nowhere", "inside"])
+def test_a_symlink_in_the_asks_folder_is_shown_never_followed(
+    repo: Path, tmp_path: Path, hitl, target: str
+) -> None:
+    """A valid ask behind a symlink (outside the repo, dangling, or inside it) is an
+    unreadable block: never read through, never answered, and the loop stays stopped."""
+    folder = repo / ".hitl" / "asks"
+    folder.mkdir(parents=True)
+    real = fmt.render(
+        {
+            "hitl_ask": 1,
+            "id": "ask-linked1",
+            "kind": "question",
+            "status": "open",
+            "question": "behind a link",
+        }
+    )
+    where = {
+        "outside": tmp_path / "x.json",
+        "nowhere": tmp_path / "none.json",
+        "inside": repo / "x.json",
+    }[target]
+    if target != "nowhere":
+        where.write_bytes(real)
+    (folder / "ask-linked1.json").symlink_to(where)
+    before = tree(tmp_path)
+    (block,) = [b for b in listed(hitl, repo)]
+    assert block["id"] == "shop/ask-linked1"
+    assert block["question"] == (
+        "(this ask could not be read: it is a symlink (hitl reads asks only as files))"
+    )
+    assert "cannot be read" in one_line_error(
+        hitl("answer", block["id"], "--text", "y", cwd=repo), 1
+    )
+    assert run("guard", repo, cwd=repo).returncode == 2
+    assert Asker(repo).check("ask-linked1")["status"] == "unknown"
+    assert tree(tmp_path) == before
+
+
 def test_rich_markup_in_a_question_is_kept_as_text(repo: Path, hitl) -> None:
     ask = Asker(repo).ask("[bold red]Drop[/] the [link=http://x]db[/link]?", ["[b]yes[/b]"])
     (block,) = listed(hitl, repo)

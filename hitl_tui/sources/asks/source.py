@@ -129,6 +129,11 @@ class AskSource(Source):
             return None
         stem = path.name[: -len(".json")]
         block_id = f"{label}/{stem}"
+        if os.path.islink(path):
+            # hitl never reads its own files through a symlink (the agent's side does not
+            # either): one planted here, dangling or leading anywhere, is shown, never followed.
+            why = "it is a symlink (hitl reads asks only as files)"
+            return self._unreadable(repo, path, block_id, why)
         try:
             read = fsio.read_file(path, limit=fmt.MAX_FILE)
         except (FileNotFoundError, NotADirectoryError):
