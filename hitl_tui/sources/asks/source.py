@@ -285,6 +285,10 @@ class AskSource(Source):
             raise HitlError(f"{block.id}: the ask cannot be read: {exc}") from None
         if ask.status != "open":
             raise StaleError(f"{block.id}: the ask was already answered")
+        if ask.answer is not None or ask.delivered is not None:
+            # An open ask holds no answer as hitl writes it: one put there by hand would be
+            # the one read (JSON's last key wins), whatever the operator answers.
+            raise HitlError(f"{block.id}: the ask already holds an answer it was not given here")
         decision = self.decision_text(block, answer)
         if not decision:
             raise UsageError("the answer text is empty")
