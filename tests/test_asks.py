@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import orjson
@@ -784,6 +785,26 @@ def test_a_symlink_in_the_asks_folder_is_shown_never_followed(
     assert run("guard", repo, cwd=repo).returncode == 2
     assert Asker(repo).check("ask-linked1")["status"] == "unknown"
     assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    "asked", ["0001-01-01T00:00:00-12:00", "9999-12-31T23:59:59-12:00", "1969-12-31T23:59:59Z"]
+)
+def test_an_asked_time_out_of_range_spoils_no_block_s_age(repo: Path, hitl, asked: str) -> None:
+    """hitl remembers when each block began (its state folder): an agent's absurd `asked`
+    must not make that memory unreadable, which resets every block's age."""
+    (repo / "BLOCKED.md").write_text(BLOCKED)
+    os.utime(repo / "BLOCKED.md", (1_700_000_000, 1_700_000_000))
+    folder = repo / ".hitl" / "asks"
+    folder.mkdir(parents=True)
+    data = {"id": "ask-when0001", "status": "open", "asked": asked, "question": "when?"}
+    (folder / "ask-when0001.json").write_bytes(orjson.dumps(data))
+    for _ in range(2):
+        result = hitl("list", "--json", repo, cwd=repo)
+        assert (result.returncode, result.stderr) == (0, "")
+        blocks = {b["id"]: b for b in json.loads(result.stdout)}
+        assert blocks["shop"]["since"].startswith("2023-11-14T22:13:20")
+        assert datetime.fromisoformat(blocks["shop/ask-when0001"]["since"]).year >= 2026
 
 
 def test_rich_markup_in_a_question_is_kept_as_text(repo: Path, hitl) -> None:
