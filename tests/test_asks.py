@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 from datetime import datetime
@@ -882,6 +883,23 @@ async def test_an_ask_in_a_repo_without_hitl_arrives_live(repo: Path) -> None:
             10,
             saw=lambda: [b.id for b in inbox.blocks.values()],
             what="the answered ask gone",
+        )
+        # The whole folder removed (the permission ask with it), then made again by a new ask.
+        await asyncio.to_thread(shutil.rmtree, repo / ".hitl")
+        await until(
+            None,
+            lambda: not inbox.blocks,
+            10,
+            saw=lambda: [b.id for b in inbox.blocks.values()],
+            what="no block once .hitl is removed",
+        )
+        third = await asyncio.to_thread(Asker(repo).ask, "Again?")
+        await until(
+            None,
+            lambda: [b.id for b in inbox.blocks.values()] == [f"shop/{third.id}"],
+            10,
+            saw=lambda: [b.id for b in inbox.blocks.values()],
+            what="an ask in a .hitl made again",
         )
     finally:
         stop.set()
