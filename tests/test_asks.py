@@ -608,6 +608,26 @@ def test_revoking_a_grant_is_journaled_and_undone_byte_for_byte(repo: Path, hitl
     assert grants.read_bytes() == before
 
 
+def test_a_grant_line_copied_twice_is_revoked_whole(repo: Path, hitl) -> None:
+    """A grant's line twice in the file (copied by hand, or by an agent that wants to keep
+    it): `--revoke` removes both, so the tool is asked again (it said the grant was in two
+    repositories, and nothing could revoke it)."""
+    asker = Asker(repo)
+    _, ask_id = asker.approve_at_once("Bash", COMMAND)
+    assert hitl("answer", f"shop/{ask_id}", "--choice", "B", cwd=repo).returncode == 0
+    assert asker.approve_at_once("Bash", COMMAND)[0] is not None  # delivered
+    grants = repo / ".hitl" / "grants.jsonl"
+    line = grants.read_bytes()
+    grants.write_bytes(b"# kept\n" + line + line)
+    grant_id = orjson.loads(line)["id"]
+    result = hitl("grants", "--revoke", grant_id, repo, cwd=repo)
+    assert result.returncode == 0, result.stderr
+    assert grants.read_bytes() == b"# kept\n"
+    assert asker.approve_at_once("Bash", COMMAND)[0] is None
+    assert hitl("undo", cwd=repo).returncode == 0
+    assert grants.read_bytes() == b"# kept\n" + line + line
+
+
 def test_grants_with_none_and_a_hostile_grants_file(repo: Path, hitl) -> None:
     assert hitl("grants", repo, cwd=repo).stdout == "no grants\n"
     assert hitl("grants", "--json", repo, cwd=repo).stdout == "[]\n"

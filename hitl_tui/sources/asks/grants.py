@@ -125,10 +125,10 @@ def with_grant(data: bytes | None, grant: dict[str, Any]) -> bytes:
 
 
 def without(data: bytes, grant: Grant) -> bytes:
-    """The file's bytes with `grant`'s line removed (the first line equal to it)."""
-    index = data.find(grant.line)
-    while index not in (-1, 0) and data[index - 1 : index] != b"\n":
-        index = data.find(grant.line, index + 1)
-    if index == -1:
-        return data
-    return data[:index] + data[index + len(grant.line) :]
+    """The file's bytes with every line of `grant`'s id removed (a copy of its line would go
+    on granting); every other byte kept."""
+    return b"".join(
+        line
+        for line in data.splitlines(keepends=True)
+        if not any(g.id == grant.id for g in read_grants(line))
+    )
