@@ -941,3 +941,30 @@ def test_two_calls_waiting_on_one_ask_share_a_deny_but_not_an_allow_once(repo: P
             assert other == one
         else:
             assert other is None
+
+
+def test_hitl_mcp_started_in_a_subfolder_asks_at_the_repository_root(
+    repo: Path, hitl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client starts its stdio server in the folder it was run in, often below the root: the
+    asks must land where `hitl list` and `hitl guard` look. (The server itself is
+    tests/test_mcp.py's; here only where `hitl mcp` files.)"""
+    from hitl_tui.agent import mcp_server
+
+    served: list[Asker] = []
+
+    async def serve(asker: Asker, approve_wait: float) -> None:
+        served.append(asker)
+        asker.ask("Which database?")
+
+    monkeypatch.setattr(mcp_server, "serve", serve)
+    deep = repo / "src" / "api"
+    deep.mkdir(parents=True)
+    assert hitl("mcp", cwd=deep).returncode == 0
+    assert served[0].repo == repo
+    assert not (deep / ".hitl").exists()
+    assert run("guard", cwd=deep).returncode == 2
+    outside = repo.parent / "notes"
+    outside.mkdir()
+    assert hitl("mcp", cwd=outside).returncode == 0
+    assert served[1].repo == outside

@@ -89,8 +89,8 @@ def build_mcp() -> argparse.ArgumentParser:
         "repo",
         nargs="?",
         metavar="REPO",
-        help="the repository the agent works in (default: the current folder, where clients "
-        "start a stdio server)",
+        help="the repository the agent works in (default: the git top level of the current "
+        "folder, where clients start a stdio server; the folder itself outside git)",
     )
     p.add_argument(
         "--approve-wait",
@@ -136,7 +136,11 @@ def run_mcp(args: argparse.Namespace) -> int:
             wait = approve_wait_of(args.approve_wait)
         except ValueError as exc:
             raise UsageError(f"--approve-wait: {exc}") from None
-    repo = Path(os.path.abspath(args.repo or os.getcwd()))
+    from hitl_tui.agent.escalate import find_repo
+
+    # As `hitl guard` does: a client started in a subfolder files its asks at the repository's
+    # root, where the inbox and the guard look (never in `src/.hitl`, which nothing reads).
+    repo = Path(os.path.abspath(args.repo)) if args.repo else find_repo(Path.cwd())
     if not repo.is_dir():
         raise UsageError(f"not a folder: {repo}")
     import anyio
