@@ -287,3 +287,16 @@ def test_a_remote_block_from_a_clock_ahead_is_never_later_than_its_arrival(tmp_p
     again = inbox.replace_remote("ssh", "far", [ahead])
     assert not again
     assert [b.since for b in inbox.blocks.values() if b.id == "far:shop"] == [arrived.since]
+
+
+def test_a_block_file_dated_before_1970_spoils_no_age(tmp_path: Path) -> None:
+    """A BLOCKED.md whose mtime is before the epoch (`touch -d 1960-01-01`): hitl remembers it
+    from the epoch, so its memory stays readable and every other block keeps its age (it wrote
+    a time it then refused to read, and every age started again)."""
+    root = tmp_path / "loops"
+    _loopkit(root / "old", 3 * DAY)
+    ancient = _loopkit(root / "ancient", 0)
+    os.utime(ancient / "BLOCKED.md", (-315_619_200, -315_619_200))  # 1960-01-01
+    first = _listed(root)
+    assert first["ancient"].startswith("1970-01-01T00:00:00")
+    assert _listed(root) == first

@@ -76,6 +76,10 @@ def _text(value: object, name: str, limit: int, required: bool = False) -> str:
         raise AskError(f"{name} is empty")
     if len(value) > limit:
         raise AskError(f"{name} is {len(value):,} characters (at most {limit:,})")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise AskError(f"{name} is not valid text (a lone surrogate)") from None
     return value
 
 
@@ -163,7 +167,10 @@ class Asker:
         name = _text(tool, "tool_name", fmt.LIMITS["tool_name"], required=True)
         if not isinstance(tool_input, dict):
             raise AskError("input must be an object")
-        size = len(orjson.dumps(tool_input))
+        try:
+            size = len(orjson.dumps(tool_input))
+        except orjson.JSONEncodeError as exc:
+            raise AskError(f"input is not JSON ({exc})") from None
         if size > fmt.LIMITS["input_bytes"]:
             most = fmt.LIMITS["input_bytes"]
             raise AskError(f"input is {size:,} bytes of JSON (at most {most:,})")
@@ -205,7 +212,7 @@ class Asker:
         except OSError as exc:
             raise AskError(f"cannot open {printable(str(self.repo))}: {exc.strerror}") from None
         try:
-            made = _mkdir_at(top, fmt.HITL_DIR)
+            _mkdir_at(top, fmt.HITL_DIR)
             try:
                 hitl = os.open(fmt.HITL_DIR, flags, dir_fd=top)
             except OSError as exc:
@@ -225,9 +232,12 @@ class Asker:
                 os.close(hitl)
         finally:
             os.close(top)
-        if made:
-            with contextlib.suppress(OSError, ConcurrentWrite), RepoDir(self.repo) as rd:
-                rd.replace(rd.spot(self.repo / fmt.HITL_DIR / ".gitignore"), None, fmt.GITIGNORE)
+        # Whenever it is missing (a `.hitl` made by hand or by an older hitl, or one whose
+        # `.gitignore` was removed), never over one that is there: created with no-replace.
+        ignore = self.repo / fmt.HITL_DIR / ".gitignore"
+        if not os.path.lexists(ignore):
+            with contextlib.suppress(OSError, HitlError), RepoDir(self.repo) as rd:
+                rd.replace(rd.spot(ignore), None, fmt.GITIGNORE)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -274,27 +284,46 @@ class Asker:
     def deliver(self, ask_id: str) -> fmt.Ask | None:
         """The ask once its answer is handed to the agent: an answered ask is marked delivered
         (the operator's app then shows the loop got it). None when there is no such ask."""
+        return self._deliver(ask_id)[0]
+
+    def _deliver(self, ask_id: str) -> tuple[fmt.Ask | None, bool]:
+        """`deliver`, and whether this call is the one that marked it delivered (of two calls
+        at once, one is)."""
         for _ in range(5):
             got = self.read(ask_id)
             if got is None:
-                return None
+                return None, False
             ask, data = got
             if ask.status != "answered":
-                return ask
+                return ask, False
             try:
                 new = fmt.delivered_bytes(data, datetime.now(UTC))
             except fmt.AskFormatError:
-                return ask  # answered, but not as hitl writes it: handed over, left as it is
+                return ask, False  # answered, but not as hitl writes it: left as it is
             try:
                 with RepoDir(self.repo) as rd:
                     rd.replace(rd.spot(self.path_of(ask_id)), data, new)
             except ConcurrentWrite:
                 continue  # changed meanwhile (an undo, another agent): read it again
             except (OSError, HitlError):
-                return ask
-            return fmt.parse(new)
+                return ask, False
+            return fmt.parse(new), True
         got = self.read(ask_id)
-        return None if got is None else got[0]
+        return (None if got is None else got[0]), False
+
+    def settle(self, ask_id: str) -> Verdict | None:
+        """The verdict of a permission ask's answer for one call, marking it delivered; None
+        when it is not answered, or when it is an Allow once that another call (an identical
+        request at the same moment) took first: Allow once allows one call. A Deny or an Allow
+        always holds for every call that waited on it."""
+        ask, mine = self._deliver(ask_id)
+        if ask is None or ask.status == "open" or ask.answer is None:
+            return None
+        verdict = self.verdict(ask)
+        once = verdict.allow and ask.answer.get("always") is not True
+        if once and not mine and ask.status == "delivered":
+            return None  # another call took it
+        return verdict
 
     def result(self, ask: fmt.Ask | None, given: str) -> dict[str, Any]:
         """`check_answer`'s JSON for `ask` (None: unknown)."""
@@ -366,19 +395,24 @@ class Asker:
         one for this request, or a new one filed now)."""
         name, data, use_id = self._checked_request(tool, tool_input, tool_use_id)
         sha = fmt.input_sha(data)
-        # An answer for this request not yet handed over comes first (an "Allow always" one
-        # too: handed over now, it is not used again once its grant is revoked).
+        granted = grantfile.find(self.repo, name, sha) is not None
         open_one: str | None = None
         for ask, _ in sorted(self._read_all(), key=lambda a: a[0].asked or _EPOCH):
             if ask.kind != "permission" or ask.tool != name or fmt.input_sha(ask.input) != sha:
                 continue
+            if granted:
+                # The Allow always answers that made the grant are handed over by it: none is
+                # left to allow one more call once the grant is revoked.
+                if ask.status == "answered" and (ask.answer or {}).get("always") is True:
+                    self._deliver(ask.id)
+                continue
             if ask.status == "answered":
-                delivered = self.deliver(ask.id)
-                if delivered is not None and delivered.status == "delivered":
+                delivered, mine = self._deliver(ask.id)
+                if mine and delivered is not None:
                     return self.verdict(delivered), ask.id
             elif ask.status == "open" and open_one is None:
                 open_one = ask.id
-        if grantfile.find(self.repo, name, sha) is not None:
+        if granted:
             return Verdict(True), ""
         if open_one is not None:
             return None, open_one

@@ -168,11 +168,14 @@ def build(asker: Asker, approve_wait: float) -> MCPServer[Any]:
             got = await asker.wait(
                 ask_id, approve_wait, anyio.sleep, await progress(ctx, ask_id, approve_wait)
             )
-            delivered = asker.deliver(ask_id) if got is not None and got.status != "open" else None
-            if delivered is not None and delivered.status != "open":
-                verdict = asker.verdict(delivered)
-            else:
-                verdict = asker.unanswered(ask_id)
+            if got is not None and got.status != "open":
+                verdict = asker.settle(ask_id)
+                if verdict is None:  # an Allow once another identical call took: ask again
+                    try:
+                        verdict, ask_id = asker.approve_at_once(tool_name, input, tool_use_id)
+                    except HitlError as exc:
+                        return _error(str(exc))
+            verdict = verdict or asker.unanswered(ask_id)
         return _result(verdict.to_json(input))
 
     return server

@@ -61,6 +61,9 @@ commands:
   hitl escalate ...       (agents) write BLOCKED.md, notify a human, exit 2
   hitl guard [PATH]       (loop runners) exit 2 while the repository is blocked;
                           --then CMD...: run the agent CLI CMD only while not blocked
+  hitl mcp [REPO]         (agents over MCP: Claude Code, Codex, Cursor) the server through
+                          which they ask; --print-config claude|codex|cursor
+  hitl grants [PATH...]   the "Allow always" answers to permission prompts (--revoke ID)
 
 Each PATH is a repository, or a folder whose sub-folders (to depth 2) are repositories.
 With no PATH: the 'repos' of the config file, else the current directory.

@@ -224,8 +224,9 @@ def _revoke(wanted: str, found: list[tuple[Path, str, Any]], as_json: bool, oper
     matches = [(repo, label, g) for repo, label, g in found if g.id == wanted.strip()]
     if not matches:
         raise UsageError(f"no grant {wanted!r} (see 'hitl grants')")
-    if len(matches) > 1:
-        raise HitlError(f"{wanted} is in {len(matches)} repositories; name one as PATH")
+    repos = {repo for repo, _label, _g in matches}
+    if len(repos) > 1:
+        raise HitlError(f"{wanted} is in {len(repos)} repositories; name one as PATH")
     repo, label, grant = matches[0]
     done = revoke(repo, label, grant, operator)
     if as_json:

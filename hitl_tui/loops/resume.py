@@ -102,6 +102,10 @@ def _acted(
         names = {getattr(s, "name", None) for s in given}
         local = [s for s in default_sources() if s.name not in names]
         book = ResumeBook.for_state([*given, *local])
+    # A change no loop reads (a grant revoked): nothing the loop does is a sign.
+    acts_on = getattr(book._source(getattr(entry, "block_source", "")), "loop_acts_on", None)
+    if acts_on is not None and not acts_on(getattr(entry, "block_id", "")):
+        return None
     record = book.get(entry.id)
     if record is not None and record.entry != entry.id:
         record = None

@@ -131,6 +131,7 @@ class LocalFormat(Protocol):
     def resume_signs(self, block: Block, plan: Plan) -> dict[str, Any]: ...
     def resumed(self, waiting: AnswerWaiting) -> str | None: ...
     def resume_dirs(self, waiting: AnswerWaiting) -> list[Path]: ...
+    def loop_acts_on(self, block_id: str) -> bool: ...
 
 
 class Source:
@@ -257,6 +258,12 @@ class Source:
         """Folders whose file events may show that the loop acted on `waiting` (watched,
         non-recursively, only while the record is open). Default: none."""
         return []
+
+    def loop_acts_on(self, block_id: str) -> bool:
+        """Whether a loop acts on what was journaled for `block_id`, so that a commit after it
+        makes `hitl undo` refuse. Default: yes (every answer); no for a change only the
+        operator's side reads (a revoked grant, `sources.asks`)."""
+        return True
 
     # -- remote backends -----------------------------------------------------------------------
 

@@ -49,8 +49,9 @@ _WARNED: set[str] = set()
 
 
 def _micros(when: datetime) -> int:
-    """Microseconds since the epoch, exactly (a float would drift by one now and then)."""
-    return (when - EPOCH) // _US
+    """Microseconds since the epoch, exactly (a float would drift by one now and then); a time
+    before the epoch (a file's or an agent's) counts from the epoch, as the file can hold it."""
+    return max((when - EPOCH) // _US, 0)
 
 
 def _when(micros: int) -> datetime:

@@ -94,6 +94,9 @@ _ORDER = (
 )
 
 
+_EPOCH = datetime.fromtimestamp(0, UTC)
+
+
 class AskFormatError(ValueError):
     """The bytes are not an ask file hitl can read or change; one line saying why."""
 
@@ -164,14 +167,17 @@ def _texts(data: dict[str, Any], key: str, problems: list[str]) -> tuple[str, ..
 
 
 def parse_time(value: object) -> datetime | None:
-    """An ISO time with its zone, as hitl writes them; None for anything else."""
+    """An ISO time with its zone, as hitl writes them; None for anything else, and for a time
+    before 1970 or one that is no time in UTC (year 10000): an agent may write any."""
     if not isinstance(value, str) or len(value) > 64:
         return None
     try:
         when = datetime.fromisoformat(value)
-    except ValueError:
+        when = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+        when.astimezone(UTC)
+    except (ValueError, OverflowError):
         return None
-    return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    return when if when >= _EPOCH else None
 
 
 def parse(data: bytes) -> Ask:

@@ -114,19 +114,21 @@ def find(repo: Path, tool: str, sha: str) -> Grant | None:
 
 
 def with_grant(data: bytes | None, grant: dict[str, Any]) -> bytes:
-    """The file's bytes with `grant` as a new last line (in the file's own line ending)."""
+    """The file's bytes with `grant` as a new last line (in the file's own line ending: its
+    first line's, so a file whose last line has no ending keeps CRLF too)."""
     old = data or b""
-    ending = b"\r\n" if old.endswith(b"\r\n") else b"\n"
+    first = old.find(b"\n")
+    ending = b"\r\n" if first > 0 and old[first - 1 : first] == b"\r" else b"\n"
     if old and not old.endswith(b"\n"):
         old += ending
     return old + orjson.dumps(grant) + ending
 
 
 def without(data: bytes, grant: Grant) -> bytes:
-    """The file's bytes with `grant`'s line removed (the first line equal to it)."""
-    index = data.find(grant.line)
-    while index not in (-1, 0) and data[index - 1 : index] != b"\n":
-        index = data.find(grant.line, index + 1)
-    if index == -1:
-        return data
-    return data[:index] + data[index + len(grant.line) :]
+    """The file's bytes with every line of `grant`'s id removed (a copy of its line would go
+    on granting); every other byte kept."""
+    return b"".join(
+        line
+        for line in data.splitlines(keepends=True)
+        if not any(g.id == grant.id for g in read_grants(line))
+    )

@@ -120,8 +120,12 @@ class AskSource(Source):
     # -- where blocks live -----------------------------------------------------------------
 
     def watch_dirs(self, repo: Path) -> list[Path]:
-        dirs = [repo / fmt.HITL_DIR, grantfile.asks_dir(repo)]
-        return [d for d in dirs if os.path.isdir(d) and not os.path.islink(d)]
+        # One watch per repository at most: the asks' folder; until it exists, `.hitl/` (to
+        # see it made there); until that exists, the root (which loopkit watches anyway).
+        for folder in (grantfile.asks_dir(repo), repo / fmt.HITL_DIR):
+            if os.path.isdir(folder) and not os.path.islink(folder):
+                return [folder]
+        return []
 
     def block_files(self, repo: Path) -> list[Path]:
         folder = grantfile.asks_dir(repo)
@@ -154,15 +158,23 @@ class AskSource(Source):
             return None
         stem = path.name[: -len(".json")]
         block_id = f"{label}/{stem}"
+        if os.path.islink(path):
+            # hitl never reads its own files through a symlink (the agent's side does not
+            # either): one planted here, dangling or leading anywhere, is shown, never followed.
+            why = "it is a symlink (hitl reads asks only as files)"
+            return self._unreadable(repo, path, block_id, why)
         try:
             read = fsio.read_file(path, limit=fmt.MAX_FILE)
         except (FileNotFoundError, NotADirectoryError):
             return None
         except IsADirectoryError:
-            return self._unreadable(repo, path, block_id, "it is a folder")
+            # Something that is no regular file: a folder, a FIFO, a device (said as it is).
+            why = fsio.why_not_a_file(path) or "it is not a regular file"
+            return self._unreadable(repo, path, block_id, why)
         except OSError as exc:
-            if exc.errno == errno.ENXIO:
-                return self._unreadable(repo, path, block_id, "it is not a regular file")
+            if exc.errno == errno.ENXIO:  # a socket
+                why = fsio.why_not_a_file(path) or "it is not a regular file"
+                return self._unreadable(repo, path, block_id, why)
             return self._unreadable(repo, path, block_id, exc.strerror or str(exc))
         if read.truncated:
             return self._unreadable(
@@ -305,10 +317,17 @@ class AskSource(Source):
             raise HitlError(f"{block.id}: the ask cannot be read: {exc}") from None
         if ask.status != "open":
             raise StaleError(f"{block.id}: the ask was already answered")
+        if ask.answer is not None or ask.delivered is not None:
+            # An open ask holds no answer as hitl writes it: one put there by hand would be
+            # the one read (JSON's last key wins), whatever the operator answers.
+            raise HitlError(f"{block.id}: the ask already holds an answer it was not given here")
         decision = self.decision_text(block, answer)
         if not decision:
             raise UsageError("the answer text is empty")
-        fmt.bounded(decision, fmt.LIMITS["answer"], "the answer")
+        try:
+            fmt.bounded(decision, fmt.LIMITS["answer"], "the answer")
+        except fmt.AskFormatError as exc:
+            raise UsageError(f"{block.id}: {exc}") from None
         when = answer.when.astimezone(UTC).isoformat()
         choice = answer.choice
         record: dict[str, Any] = {
@@ -385,3 +404,8 @@ class AskSource(Source):
 
     def resume_dirs(self, waiting: AnswerWaiting) -> list[Path]:
         return [Path(waiting.path).parent]
+
+    def loop_acts_on(self, block_id: str) -> bool:
+        """A revoked grant (`shop/grant-...`) is no answer a loop acts on: a commit after it
+        does not stop `hitl undo` putting it back."""
+        return not grantfile.GRANT_ID_RE.match(block_id.rsplit("/", 1)[-1])
