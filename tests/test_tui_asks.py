@@ -14,7 +14,7 @@ from hitl_tui.agent.asking import Asker
 from tests.support.pilot import select, settle, static_text
 from tests.tui_support import SIZE, make_app
 
-HEREDOC = "cat > notes.txt <<'EOF'\nfirst line\n[b]not markup[/b]\nEOF\nrm -rf build/"
+HEREDOC = "cat > notes.txt <<'EOF'\nfirst line\n[b]not markup[/b]\nEOF\nrm -rf build/\n"
 
 
 def repo(root: Path) -> Path:
@@ -80,7 +80,7 @@ async def test_a_permission_prompt_shows_its_command_line_by_line_and_deny_reach
         # The exact input (JSON, what a grant is of), then the command as it will run.
         assert '"command": "cat > notes.txt' in context
         assert "command, line by line:\n│ cat > notes.txt <<'EOF'\n│ first line\n" in context
-        assert "│ [b]not markup[/b]\n│ EOF\n│ rm -rf build/" in context
+        assert context.endswith("│ [b]not markup[/b]\n│ EOF\n│ rm -rf build/")  # no "│ " after
         # A tool call has no "Attempted" (no "(none given)" pane to read past).
         assert not pane(app, "#attempted").display
         shown = choices(app)

@@ -100,7 +100,8 @@ def multiline_fields(tool_input: dict[str, Any]) -> str:
     content) as the tool gets them, line by line: in JSON they are one line of `\\n`s. Empty
     when there are none."""
     parts = [
-        f"\n\n{key}, line by line:\n" + "\n".join(f"│ {line}" for line in value.split("\n"))
+        f"\n\n{key}, line by line:\n"
+        + "\n".join(f"│ {line}" for line in value.removesuffix("\n").split("\n"))
         for key, value in tool_input.items()
         if isinstance(value, str) and "\n" in value.rstrip("\n")
     ]
