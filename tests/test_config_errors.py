@@ -225,7 +225,8 @@ CONFIG_CASES = [
     (
         "unknown = 1",
         "unknown key 'unknown' "
-        "(known: bell, github, journal_keep, keys, loop, notify, operator, remote, repos, sla)",
+        "(known: bell, github, journal_keep, keys, loop, mcp, notify, operator, remote, repos, "
+        "sla)",
     ),
 ]
 
