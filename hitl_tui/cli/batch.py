@@ -41,8 +41,8 @@ three; --json prints one array, an object per block: id, status (written, refuse
 skipped; with --dry-run: ready, choose or refused, and the plan), reason, entry. The
 [[loop]] restarts start together (4 at a time), after every block is written.
 exit codes (many blocks): 0 every block written, 3 any refused or skipped (the others are
-written), 2 bad input (nothing written). With --text and words after TARGET that are all
-folders, TARGET PATH... keeps its meaning (one block, looked for there).
+written), 2 bad input (nothing written). With --text, words after TARGET that are all
+folders keep their meaning when TARGET is found in them (TARGET PATH...: one block).
 """
 
 
@@ -71,6 +71,12 @@ def wants_batch(args: argparse.Namespace) -> bool:
     if args.text is None or len(words) < 2:
         return False
     return not all(os.path.isdir(w) for w in words[1:])
+
+
+def may_be_ids(args: argparse.Namespace) -> bool:
+    """`TARGET PATH... --text` whose TARGET is in none of the PATHs: the words may all be
+    blocks (`hitl answer shop store --text ...`, both repositories here), a batch."""
+    return args.text is not None and args.expect is None and len(_words(args)) > 1
 
 
 def _words(args: argparse.Namespace) -> list[str]:

@@ -349,6 +349,8 @@ def cmd_answer(args: argparse.Namespace) -> int:
     try:
         inbox, block = resolve(args, inbox)
     except UsageError:
+        if batch_cli.may_be_ids(args):  # `hitl answer shop store --text ...`: two blocks
+            return batch_cli.run_answer(args)
         if not args.expect or any(b.fingerprint == args.expect for b in inbox.blocks.values()):
             raise
         # The script read this block with `list`; no block has those bytes now: it is gone.
