@@ -23,7 +23,7 @@ from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.journal.batches import grouped
 from hitl_tui.loops.commands import Loop
 from hitl_tui.loops.resume import ResumeBook
-from hitl_tui.model import Choice, UsageError
+from hitl_tui.model import Choice, HitlError, UsageError
 
 KEEP = "Keep invoices, detach them from the workspace"
 FILES = ("BLOCKED.md", "PROMPT.md", "IMPLEMENTATION_PLAN.md")
@@ -212,3 +212,21 @@ def test_restarts_start_together_bounded(fleet, tmp_path: Path) -> None:
     billing = [i.ran for i in done.items if i.block.id.startswith("billing/")]
     assert billing[0] is billing[1]
     assert restart_all([], [loop], book) == []
+
+
+def test_an_answer_sent_to_another_machine_keeps_its_batch(fleet) -> None:
+    """A remote backend (ssh) journals its answer from `remote_fields` once sent: the batch
+    id goes with it (it was dropped: the entry was alone in the history)."""
+    from dataclasses import replace
+
+    inbox = _inbox(fleet)
+    batch = plan_batch(inbox, [inbox.resolve("shop")], How(option=KEEP))
+    plan = replace(batch.items[0].plan, changes=(), expect={})
+    fields = journal.remote_fields(plan)
+    assert fields["batch"] == batch.id
+    entry_id = journal.record_prepared(fields, "sent to far", {"host": "far", "entry": "x"})
+    (entry,) = journal.history()
+    assert entry.id == entry_id and entry.batch == batch.id
+    assert journal.batch_entries(batch.id) == [entry]
+    with pytest.raises(HitlError):
+        journal.record_prepared({**fields, "batch": ["not", "text"]}, "s", {})
