@@ -247,3 +247,44 @@ def test_restarts_start_together_not_one_after_another(ws: Path, tmp_path: Path)
     assert sorted(p.name for p in marks.iterdir()) == ["billing", "mall", "shop", "store"]
     assert "failed" not in result.stdout + result.stderr
     assert result.stdout.count(": restarted: ") == 4  # billing's two tasks: one restart
+
+
+def _git(repo: Path, *args: str) -> str:
+    ident = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    done = subprocess.run(
+        ["git", *ident, *args], cwd=repo, capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def test_undo_batch_refuses_the_answer_a_loop_committed_on_force_undoes_it(
+    tmp_path: Path, fixtures_dir: Path
+) -> None:
+    """Real git repositories: after the batch, the loop of `store` commits its work. `hitl
+    undo BATCH` undoes shop and mall, refuses store naming the commit (exit 3); --force
+    undoes it too."""
+    ws = tmp_path / "ws"
+    for name in LOOPKIT:
+        shutil.copytree(fixtures_dir / "loopkit-shop", ws / name)
+        _git(ws / name, "init", "-q", "-b", "main")
+        _git(ws / name, "add", "-A")
+        _git(ws / name, "commit", "-q", "-m", "start")
+    before = disk(ws)
+    assert hitl("answer", *LOOPKIT, "--option", KEEP, cwd=ws).returncode == 0
+    (batch,) = {e.batch for e in journal.history()}
+    (ws / "store" / "work.txt").write_text("the loop's work\n")
+    _git(ws / "store", "add", "-A")
+    _git(ws / "store", "commit", "-q", "-m", "store: keep invoices")
+    head = _git(ws / "store", "rev-parse", "HEAD")
+    refused = hitl("undo", batch, cwd=ws)
+    assert refused.returncode == 3, refused.stderr
+    assert "store: refused: refused to undo" in refused.stdout
+    assert f"the loop has acted on this answer (commit {head[:7]}" in refused.stdout
+    assert "2 undone, 1 refused" in refused.stdout
+    assert not (ws / "store" / "BLOCKED.md").exists()
+    for name in ("shop", "mall"):
+        assert (ws / name / "BLOCKED.md").read_bytes() == before[f"{name}/BLOCKED.md"]
+    forced = hitl("undo", batch, "--force", cwd=ws)
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    assert (ws / "store" / "BLOCKED.md").read_bytes() == before["store/BLOCKED.md"]
+    assert "1 undone, 0 refused" in forced.stdout
