@@ -79,8 +79,10 @@ def test_ids_with_option_across_sources_exit_3_names_the_skipped(ws: Path) -> No
     assert len({e.batch for e in entries.values()}) == 1
 
 
-def test_ids_every_one_written_exit_0_and_history_one_line(ws: Path) -> None:
-    result = hitl("answer", *LOOPKIT, "--option", KEEP, "--note", "legal asked", cwd=ws)
+def test_ids_every_one_written_exit_0_and_history_one_line(ws: Path, tmp_path: Path) -> None:
+    """From another folder, the PATH to look in named after the ids (a folder that is no
+    repository), as `hitl answer ID ... PATH` takes it for one block."""
+    result = hitl("answer", *LOOPKIT, "--option", KEEP, "--note", "legal asked", ws, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert all(answered_loopkit(ws, n, "legal asked") for n in LOOPKIT)
     assert "3 written" in result.stdout and "hitl undo batch-" in result.stdout
