@@ -230,3 +230,23 @@ def test_an_answer_sent_to_another_machine_keeps_its_batch(fleet) -> None:
     assert journal.batch_entries(batch.id) == [entry]
     with pytest.raises(HitlError):
         journal.record_prepared({**fields, "batch": ["not", "text"]}, "s", {})
+
+
+def test_the_bench_runs_and_prints_its_rows() -> None:
+    """bench/batch_bench.py, one trial: its four rows against the issue's targets (the
+    figures are judged when it is run alone; here only that it runs and measures them)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, str(root / "bench" / "batch_bench.py"), "--trials", "1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    for row in ("11a.", "11b.", "11c.", "11d."):
+        assert row in done.stdout, done.stdout
+    assert done.stdout.count(" ms  <= ") == 4
