@@ -250,3 +250,17 @@ def test_the_bench_runs_and_prints_its_rows() -> None:
     for row in ("11a.", "11b.", "11c.", "11d."):
         assert row in done.stdout, done.stdout
     assert done.stdout.count(" ms  <= ") == 4
+
+
+def test_a_choose_reason_keeps_agent_text_short(fleet) -> None:
+    """A block whose agent listed 20 options of 10,000 characters each: the reason is one
+    short line (it held every byte of them)."""
+    from dataclasses import replace
+
+    inbox = _inbox(fleet)
+    shop = inbox.resolve("shop")
+    huge = tuple(Choice(str(i), f"option {i} " + "x\n" * 5000) for i in range(20))
+    batch = plan_batch(inbox, [replace(shop, choices=huge)], How(option="y" * 5000))
+    (item,) = batch.items
+    assert item.status == "choose" and "\n" not in item.reason
+    assert len(item.reason) < 1000 and "and 12 more" in item.reason
