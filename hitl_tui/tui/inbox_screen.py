@@ -34,7 +34,7 @@ from textual.worker import Worker, WorkerState
 
 from hitl_tui.answers.service import restart_for, source_for, write_answer
 from hitl_tui.inbox.inbox import Delta, Inbox, key_of
-from hitl_tui.inbox.view import GROUP_OF, GROUPS, ORDERS, RowOrder, ViewSpec, row_of
+from hitl_tui.inbox.view import GROUPS, ORDERS, RowOrder, ViewSpec, row_of
 from hitl_tui.loops import notices
 from hitl_tui.loops.commands import Loop
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
@@ -363,8 +363,10 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Screen)
         group = table.current_group
         if group is not None:
             noun = "block" if group.count == 1 else "blocks"
-            what = "folded: Enter or Space shows them" if group.folded else "Enter or Space folds"
-            return printable(f"{group.name or '(none)'}: {group.count} {noun} ({what}).")
+            what = "folded: Enter shows them" if group.folded else "Enter folds"
+            return printable(
+                f"{group.name or '(none)'}: {group.count} {noun} ({what}; Space marks them)."
+            )
         if table.current is not None or not table.blocks:
             return ""
         spec = self.rows.spec
@@ -446,8 +448,39 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Screen)
         self._set_view(self.rows.spec.next_order())
 
     def action_cycle_group(self) -> None:
-        """`v`: no grouping, by repo, by source."""
+        """`v`: no grouping, by repo, by source, by state, by question."""
         self._set_view(self.rows.spec.next_group())
+
+    # -- marks: Space, M, Esc; a choice key or o then answers every marked block -------------
+
+    def _markable(self, rk: str) -> bool:
+        """A block can be marked; an answer waiting for its loop cannot."""
+        block = self.rows.blocks.get(rk)
+        return block is not None and waiting_of(block) is None
+
+    def action_mark(self) -> None:
+        """`Space`: mark or unmark the highlighted block; on a group's header row, every block
+        of the group (unmarked when all of them were marked)."""
+        table = self.blocklist
+        group = table.current_group
+        if group is not None:
+            rks = {rk for rk in self.rows.members(group.name) if self._markable(rk)}
+            if not rks:
+                return
+            table.set_marks(rks, not rks <= self.rows.marked)
+        else:
+            block = table.current
+            if block is None or self._is_waiting_row(block):
+                return
+            rk = row_of(block)
+            table.set_marks({rk}, rk not in self.rows.marked)
+        self._render_header()
+
+    def action_clear_marks(self) -> None:
+        """`Esc`: no block marked any more."""
+        if self.rows.marked:
+            self.blocklist.clear_marks()
+            self._render_header()
 
     def action_next_new(self, step: int) -> None:
         """`n` / `N`: the next / previous block not seen yet, in list order, wrapping."""
@@ -459,8 +492,7 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Screen)
             self.notify("No new blocks.", timeout=3)
             return
         if not table.select(rk):  # in a folded group: unfold it
-            spec = self.rows.spec
-            group = GROUP_OF[spec.group](self.rows.blocks[rk]) if spec.group else None
+            group = self.rows.group_of(self.rows.blocks[rk])
             if group is not None and group in self.rows.folded:
                 table.relist(lambda: self.rows.toggle_fold(group))
             table.select(rk)

@@ -1,0 +1,77 @@
+"""Answer each question once, in the app (issue 26): marks (Space, Esc, M), grouping by
+question, and one answer previewed and written for every marked block. Driven by keys;
+asserting what the list, the header and the screens show, and the files on disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import Static
+
+from hitl_tui.tui.widgets import BlockList
+from tests.support import batch_fleet
+from tests.support.pilot import select, settle
+from tests.tui_support import NOW, SIZE, make_app
+
+
+def _fleet(tmp_path: Path, **kw) -> list[Path]:
+    return batch_fleet.build(tmp_path, NOW.timestamp(), **kw)
+
+
+def _header(app) -> str:
+    return str(app.query_one("#topbar", Static).content)
+
+
+def _rows(app) -> list[str]:
+    """Each drawn row's text, as the list shows it (the first cell: the marks)."""
+    table = app.query_one(BlockList)
+    return [table.render_line(y).text for y in range(len(table.drawn))]
+
+
+def _marked_ids(app) -> set[str]:
+    table = app.query_one(BlockList)
+    return {table.blocks[rk].id for rk in table.rows.marked}
+
+
+def _row_of(app, block_id: str) -> str:
+    return next(r for r in _rows(app) if r[1:].startswith(block_id + " "))
+
+
+async def test_space_marks_esc_clears_and_the_header_counts_marks_the_filter_hides(tmp_path):
+    app = make_app(_fleet(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await select(pilot, app, "node-1")
+        await pilot.press("space")
+        await select(pilot, app, "db-1")
+        await pilot.press("space")
+        assert _marked_ids(app) == {"node-1", "db-1"}
+        assert _row_of(app, "node-1").startswith("✓")
+        assert _row_of(app, "db-1").startswith("✓")
+        assert not _row_of(app, "node-2").startswith("✓")
+        assert "· 2 marked" in _header(app)
+        # Space again unmarks.
+        await pilot.press("space")
+        assert _marked_ids(app) == {"node-1"}
+        assert not _row_of(app, "db-1").startswith("✓")
+        await pilot.press("space")
+        # A filter that hides one: the marks stay, the header says how many are hidden.
+        await pilot.press("slash", *"db", "enter")
+        await pilot.pause()
+        assert [r[1:5] for r in _rows(app)] == ["db-1", "db-2"]
+        assert "· 2 marked (1 hidden by the filter)" in _header(app)
+        assert _marked_ids(app) == {"node-1", "db-1"}
+        # Another order, a grouping: the marks stay.
+        await pilot.press("s", "v")
+        await pilot.pause()
+        assert _marked_ids(app) == {"node-1", "db-1"}
+        # Cleared filter: both shown marked again; Esc clears every mark.
+        await pilot.press("slash", "escape")
+        await pilot.pause()
+        assert _row_of(app, "node-1").startswith("✓")
+        assert "· 2 marked ·" in _header(app) or _header(app).endswith("· 2 marked")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert _marked_ids(app) == set()
+        assert "marked" not in _header(app)
+        assert not any(r.startswith("✓") for r in _rows(app))
