@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import Static
+from textual.widgets import Static, TextArea
 
+from hitl_tui.cli import commands as cli
+from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen
 from hitl_tui.tui.widgets import BlockList
-from tests.support import batch_fleet
+from tests.support import batch_fleet, until
 from tests.support.pilot import select, settle
 from tests.tui_support import NOW, SIZE, make_app
 
@@ -75,3 +77,30 @@ async def test_space_marks_esc_clears_and_the_header_counts_marks_the_filter_hid
         assert _marked_ids(app) == set()
         assert "marked" not in _header(app)
         assert not any(r.startswith("✓") for r in _rows(app))
+
+
+# -- p: reuse an earlier answer -------------------------------------------------------------
+
+
+async def test_p_offers_another_repos_decision_as_own_words_never_as_a_draft(tmp_path):
+    """svc's tasks list no "Node 22": p offers node-1's decision (its option's text, not its
+    label and consequence) in the own-words box, titled with where it comes from."""
+    repos = _fleet(tmp_path, node=1, db=0, tasks=1)
+    assert cli.main(["answer", str(repos[0]), "--choice", "B"]) == 0
+    app = make_app(repos)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await until(pilot, lambda: app.asked.index is not None, what="the memory of answers")
+        await select(pilot, app, "svc/T-001")
+        await pilot.press("p")
+        await until(pilot, lambda: isinstance(app.screen, TextAnswerScreen), what="the text box")
+        title = str(app.screen.query_one("#answer-title", Static).content)
+        assert "from the answer given in node-1" in title, title
+        assert "your draft" not in title
+        assert not app.screen.query("#discard")
+        text = app.screen.query_one("#answer-1", TextArea).text
+        assert text == "Node 22", text
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: isinstance(app.screen, PreviewScreen), what="the preview")
+        assert app.screen.plan.answer.choice is None
+        assert app.screen.plan.answer.texts == ("Node 22",)

@@ -186,10 +186,15 @@ def matching_choice(block: Block, earlier: Earlier) -> Choice | None:
 
 def prefill(block: Block, choice: Choice | None, earlier: Earlier) -> tuple[str, ...]:
     """What the text box for `choice` (None: own words) starts with: the earlier answer's
-    texts (one per question when they fit, else joined), else what it answered."""
+    texts (one per question when they fit, else joined). In own words (no choice of this
+    block matched), an earlier choice comes as its decision, the option's text (with its
+    texts), never its label and consequence: those were the other block's."""
     box = text_box(block, choice)
     # Journal text is shown made printable, as every pane is (a TextArea passes escapes on).
-    texts = [t for t in earlier.texts if t.strip()] or [earlier.answered]
+    texts = [t for t in earlier.texts if t.strip()]
+    if choice is None and earlier.choice_option:
+        texts = ["\n\n".join([earlier.choice_option, *texts])]
+    texts = texts or [earlier.answered]
     texts = [printable(t, keep_newlines=True) for t in texts]
     count = len(box.questions)
     if len(texts) == count:
@@ -224,13 +229,20 @@ def reuse(screen: InboxScreen, app: App, asked: Asked) -> None:
     app.push_screen(ReuseScreen(block, found, screen.clock()), picked)
 
 
+def origin(earlier: Earlier, now: datetime) -> str:
+    """What the text box's title says of reused text: whose answer it was, where and when."""
+    return f"from the answer given in {printable(earlier.repo_name)} {_ago(earlier.time, now)}"
+
+
 def use(screen: InboxScreen, block: Block, earlier: Earlier) -> None:
-    """Open the preview of `earlier` on `block` (through the text box when it needs words)."""
+    """Open the preview of `earlier` on `block` (through the text box when it needs words,
+    titled with where the words come from: never as the operator's draft)."""
     choice = matching_choice(block, earlier)
     if choice is not None and not choice.needs_text:
         screen._preview(block, screen._answer(choice))
     else:
-        screen._ask_text(block, choice, prefill=prefill(block, choice, earlier))
+        found = origin(earlier, screen.clock())
+        screen._ask_text(block, choice, prefill=prefill(block, choice, earlier), origin=found)
 
 
 class ReuseScreen(ModalScreen[int | None]):

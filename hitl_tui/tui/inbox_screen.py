@@ -575,11 +575,15 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Screen)
         return Answer(choice=choice, texts=texts, operator=self.operator, when=self.clock())
 
     def _ask_text(
-        self, block: Block, choice: Choice | None, prefill: tuple[str, ...] | None = None
+        self,
+        block: Block,
+        choice: Choice | None,
+        prefill: tuple[str, ...] | None = None,
+        origin: str | None = None,
     ) -> None:
         """The text box for `choice` (None: own words), from `prefill` (an earlier answer
-        reused) or its draft if one is kept; Esc keeps what was typed as a draft, a discard
-        drops it, Continue goes to the preview."""
+        reused: `origin` says whose, in the title) or its draft if one is kept; Esc keeps what
+        was typed as a draft, a discard drops it, Continue goes to the preview."""
         box = text_box(block, choice)
         draft = prefill if prefill is not None else self.drafts.get(box)
 
@@ -598,7 +602,7 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Screen)
                 return
             self._preview(block, self._answer(choice, typed.texts))
 
-        screen = TextAnswerScreen(block, box.questions, box.defaults, box.title, draft)
+        screen = TextAnswerScreen(block, box.questions, box.defaults, box.title, draft, origin)
         self.app.push_screen(screen, done)
 
     def _preview(self, block: Block, answer: Answer) -> None:

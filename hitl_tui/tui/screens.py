@@ -385,13 +385,20 @@ class TextAnswerScreen(ModalScreen[Typed | None]):
         defaults: list[str],
         title: str,
         draft: tuple[str, ...] | None = None,
+        origin: str | None = None,
     ) -> None:
         super().__init__()
         self.block = block
         self.prompts = prompts
         self.defaults = defaults
         self.draft = draft
-        self.title_text = title + (" (your draft)" if draft else "")
+        #: Where the text in the boxes came from when it is not the operator's draft (an
+        #: earlier answer reused with `p`, maybe in another repository): the title says so.
+        self.origin = origin
+        if origin is not None:
+            self.title_text = f"{title} — {origin}"
+        else:
+            self.title_text = title + (" (your draft)" if draft else "")
         self._last_box: TextArea | None = None
 
     def compose(self) -> ComposeResult:
@@ -408,7 +415,7 @@ class TextAnswerScreen(ModalScreen[Typed | None]):
                 yield TextArea(shown, id=f"answer-{index}", classes="answer-text", soft_wrap=True)
             yield Static("", id="answer-error", markup=False)
             with Horizontal(id="answer-buttons"):
-                if self.draft:
+                if self.draft and self.origin is None:
                     yield Button("Discard draft", id="discard", variant="error")
                 yield Button("Editor (Ctrl+E)", id="editor")
                 yield Button("Back (Esc)", id="cancel")
