@@ -16,8 +16,19 @@ Similar, precisely. Two questions are compared as hitl shows them in one line
    words. Questions that share fewer than two tokens score 0 (unless both are one token).
    When both name numbers and not the same ones, the score is halved: numbers carry what a
    question is specifically about ("step 3" is not "step 5", "01" is not "02").
-   Two questions equal once normalised score 1.0: always similar.
-4. Similar (`similar`): score >= THRESHOLD.
+4. Literals (`literals`): numbers with their sign, comparison operators and paths, read from
+   the text before it is normalised (normalising drops the marks that tell `>= 2` from
+   `<= 2`, `-1` from `1`, `./build` from `/build`). When both questions name numbers, or both
+   operators, or both paths, and not the same ones, they score 0, equal words or not:
+   numbers, operators and paths that differ make questions different (`literals_differ`).
+   A kind only one of them names does not (a re-ask adds "/verify rejected B again").
+   Two questions equal once normalised, with literals that do not differ, score 1.0.
+5. Similar (`similar`): score >= THRESHOLD.
+
+The same question (`same_question`, `question_groups`): two blocks whose one-line questions
+are similar under this one rule, literals included. Asked again (`AnswerIndex`) uses it too;
+the app's "mark the same question" and "by question", and `hitl answer --similar`, call
+`same_question` and `question_groups`.
 
 The threshold was measured on a labelled set of 60 question pairs, 31 similar and 29 not
 (tests/data/similar_pairs.json: re-worded re-asks, the same block escalated again, agenticloop
@@ -56,9 +67,11 @@ import os
 import re
 import threading
 import unicodedata
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import chain
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hitl_tui.model import Block
@@ -97,6 +110,54 @@ STOP_WORDS = frozenset(_STOP.split())
 _MARKS = re.compile(r"[`*_~#>\[\]]+")
 _NON_WORD = re.compile(r"[^\w]+")
 _SUFFIXES = ("ing", "ed", "es", "s", "e")
+
+
+#: A number, with its sign when one stands before it (not a dash inside a word: `step-3`).
+_NUMBER = re.compile(r"(?<![\w.])[-+\u2212]?\d+(?:[.,]\d+)*|\d+(?:[.,]\d+)*")
+#: A comparison operator between two operands (`x >= 2`, `a!=b`); an arrow is none.
+_OPERATOR = re.compile(
+    r"(?<=[\w)\]`'\"])\s*(===|!==|==|!=|>=|<=|=>|->|<-|[<>=\u2264\u2265\u2260])\s*"
+    r"(?=[\w(\[`'\"+\-.~/\u2212])"
+)
+#: A path: a word with a slash in it, or one beginning with `/`, `./`, `../` or `~/`.
+_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.\-/~]*|[\w.\-~]+/[\w.\-/~]*")
+_ANY_LITERAL = re.compile(r"[\d/<>=\u2264\u2265\u2260]")
+_ARROWS = frozenset({"=>", "->", "<-"})
+
+
+def literals(text: str) -> frozenset[str]:
+    """The numbers (with their sign), comparison operators and paths of `text`, as written
+    (NFKC, case folded): `"Is >= 2 ok for ./build?"` gives `{">=", "2", "./build"}`. Two
+    questions whose literals differ are different questions."""
+    text = unicodedata.normalize("NFKC", text[:MAX_CHARS]).casefold()
+    if not _ANY_LITERAL.search(text):
+        return frozenset()
+    found: set[str] = set()
+    for match in _PATH.finditer(text):
+        path = match.group().rstrip(".")
+        if path.strip("/.~"):  # a lone "/" or "./" is punctuation, not a path
+            found.add("path:" + path)
+    rest = _PATH.sub(" ", text)
+    for match in _OPERATOR.finditer(rest):
+        if match.group(1) not in _ARROWS:
+            found.add("op:" + match.group(1))
+    for match in _NUMBER.finditer(rest):
+        number = match.group().replace("\u2212", "-").lstrip("+")
+        found.add("num:" + number)
+    return frozenset(found)
+
+
+def literals_differ(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether two questions' `literals` make them different questions: of a kind (numbers,
+    operators, paths) that both name, not the same ones."""
+    if a == b:
+        return False
+    for kind in ("num:", "op:", "path:"):
+        mine = {x for x in a if x.startswith(kind)}
+        theirs = {x for x in b if x.startswith(kind)}
+        if mine and theirs and mine != theirs:
+            return True
+    return False
 
 
 def normalise(text: str) -> str:
@@ -140,7 +201,10 @@ def score_tokens(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def score(a: str, b: str) -> float:
-    """How similar two questions are, 0 to 1 (1.0: equal once normalised)."""
+    """How similar two questions are, 0 to 1 (1.0: equal once normalised and the same
+    literals; 0: literals that differ)."""
+    if literals_differ(literals(a), literals(b)):
+        return 0.0
     na, nb = normalise(a), normalise(b)
     if na and na == nb:
         return 1.0
@@ -149,6 +213,113 @@ def score(a: str, b: str) -> float:
 
 def similar(a: str, b: str, threshold: float = THRESHOLD) -> bool:
     return score(a, b) >= threshold
+
+
+# -- the same question, between open blocks ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """A block's question as compared, computed once."""
+
+    normal: str
+    tokens: frozenset[str]
+    literals: frozenset[str]
+
+
+#: Questions as compared, by their text (the app groups the same blocks again and again).
+_ASKED: dict[str, _Asked] = {}
+_ASKED_MAX = 50_000
+
+
+def _asked(block: Block) -> _Asked:
+    question = block.one_line_question(300)
+    found = _ASKED.get(question)
+    if found is None:
+        normal = normalise(question)
+        found = _Asked(normal, tokens(normal), literals(question))
+        if len(_ASKED) >= _ASKED_MAX:
+            _ASKED.clear()
+        _ASKED[question] = found
+    return found
+
+
+def _same(a: _Asked, b: _Asked, threshold: float = THRESHOLD) -> bool:
+    if not a.normal or not b.normal or literals_differ(a.literals, b.literals):
+        return False
+    if a.normal == b.normal:
+        return True
+    return score_tokens(a.tokens, b.tokens) >= threshold
+
+
+def same_question(a: Block, b: Block) -> bool:
+    """Whether two blocks ask the same question, whatever their repository or source: their
+    one-line questions (`Block.one_line_question(300)`, what the journal records) are similar
+    (`score` >= THRESHOLD), and numbers, operators and paths that both name do not differ
+    (`>= 2` is not `<= 2`, `-1` not `1`, `./build` not `/build`). The one rule of "the same
+    question": the app's mark-the-same-question and by-question grouping, `hitl answer
+    --similar`, and asked again (`AnswerIndex`) all use it. A block with no words to compare
+    asks nothing the same as another. Symmetric; not transitive (see `question_groups`)."""
+    return _same(_asked(a), _asked(b))
+
+
+#: Blocks of one question-group candidate list that are scored, at most, per block.
+GROUP_CANDIDATES = 400
+
+
+def question_groups(blocks: Iterable[Block]) -> list[list[Block]]:
+    """The groups of two or more blocks asking the same question (`same_question`), each in
+    the order given, the groups in the order of their first block. A block is in one group at
+    most: each block joins the group of the first earlier block ("the group's question",
+    its first) it asks the same question as, else it begins a group (so a group's every
+    block asks the same question as its first; no chain of near ones drifts). Blocks equal
+    once normalised are grouped at once; the others are compared only with the groups'
+    first blocks that share two words with them (an inverted index, counted in C), not pair
+    by pair: 5,000 blocks group in about 50 ms once their questions are read (each question
+    is read once and kept, by its text), about 110 ms the first time
+    (tests/test_similar.py). Bounded: a block is compared with GROUP_CANDIDATES groups at
+    most, and a word's first MAX_POSTINGS groups."""
+    firsts: list[_Asked] = []
+    members: list[list[Block]] = []
+    exact: dict[tuple[str, frozenset[str]], int] = {}
+    postings: dict[str, list[int]] = {}
+    for block in blocks:
+        asked = _asked(block)
+        if not asked.normal:
+            continue
+        at = exact.get((asked.normal, asked.literals))
+        if at is None:
+            at = _first_same(asked, firsts, postings)
+        if at is None:
+            at = len(firsts)
+            firsts.append(asked)
+            members.append([])
+            for token in asked.tokens:
+                postings.setdefault(token, []).append(at)
+        exact.setdefault((asked.normal, asked.literals), at)
+        members[at].append(block)
+    return [group for group in members if len(group) > 1]
+
+
+def _first_same(asked: _Asked, firsts: list[_Asked], postings: dict[str, list[int]]) -> int | None:
+    """The earliest group whose first block asks the same question as `asked` (None: none)."""
+    # Counted in C (Counter over the chained postings): the groups sharing a word.
+    counts = Counter(chain.from_iterable(postings.get(t, ())[:MAX_POSTINGS] for t in asked.tokens))
+    mine = len(asked.tokens)
+    lone = mine == 1
+    wanted = sorted(at for at, n in counts.items() if n >= 2 or lone)
+    for at in wanted[:GROUP_CANDIDATES]:
+        # The score from the count of shared words alone first (no set is built): only
+        # those it lets through are compared whole (literals, numbers).
+        common = counts[at]
+        theirs = len(firsts[at].tokens)
+        if common < 2 and not (mine == theirs == 1):
+            continue
+        if (common / (mine + theirs - common) + common / min(mine, theirs)) / 2 < THRESHOLD:
+            continue
+        if _same(asked, firsts[at]):
+            return at
+    return None
 
 
 # -- the answers of the journal ----------------------------------------------------------------
@@ -188,6 +359,7 @@ class _Item:
     question: str
     normal: str
     tokens: frozenset[str]
+    literals: frozenset[str]
     answered: str
     choice_key: str | None
     choice_option: str | None
@@ -230,6 +402,7 @@ def _item(entry: Entry) -> _Item | None:
             question=question,
             normal=normal,
             tokens=tokens(normal),
+            literals=literals(question),
             answered=" ".join(_text(entry.answered).split()),
             choice_key=key,
             choice_option=option,
@@ -298,6 +471,7 @@ def _from_row(row: object) -> _Item | None:
         question=question,
         normal=normal,
         tokens=tokens(normal),
+        literals=literals(question),
         answered=" ".join(_text(row.get("answered")).split()),
         choice_key=_text(key, 40) or None,
         choice_option=_text(option) or None,
@@ -542,6 +716,7 @@ class AnswerIndex:
         question = block.one_line_question(300)
         normal = normalise(question)
         mine = tokens(normal)
+        marks = literals(question)
         earliest = block.since - self.window
         looked = 0
         for item in self._order(self._by_repo.get(repo, [])):
@@ -555,6 +730,8 @@ class AnswerIndex:
             looked += 1
             if looked > MAX_CANDIDATES:
                 break
+            if literals_differ(marks, item.literals):
+                continue
             value = 1.0 if item.normal == normal else score_tokens(mine, item.tokens)
             if value >= self.threshold:
                 return _earlier(item, value, True)
@@ -569,8 +746,10 @@ class AnswerIndex:
 
     def _earlier(self, block: Block) -> list[Earlier]:
         repo = _repo_text(block.repo)
-        normal = normalise(block.one_line_question(300))
+        question = block.one_line_question(300)
+        normal = normalise(question)
         mine = tokens(normal)
+        marks = literals(question)
         counts: dict[int, int] = {}
         for token in list(mine)[:MAX_TOKENS]:
             posting = self._postings.get(token, ())
@@ -585,6 +764,8 @@ class AnswerIndex:
                 continue
             if item.fingerprint == block.fingerprint and item.time > block.since:
                 continue  # the answer of this very block (still listed a moment)
+            if literals_differ(marks, item.literals):
+                continue
             value = 1.0 if item.normal == normal else score_tokens(mine, item.tokens)
             if value >= self.threshold:
                 scored.append(_earlier(item, value, item.repo == repo))
