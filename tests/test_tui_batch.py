@@ -104,3 +104,72 @@ async def test_p_offers_another_repos_decision_as_own_words_never_as_a_draft(tmp
         await until(pilot, lambda: isinstance(app.screen, PreviewScreen), what="the preview")
         assert app.screen.plan.answer.choice is None
         assert app.screen.plan.answer.texts == ("Node 22",)
+
+
+# -- M, and grouping by question ------------------------------------------------------------
+
+
+async def test_M_marks_every_open_block_asking_the_same_question(tmp_path):
+    app = make_app(_fleet(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        # A filter hides the agenticloop tasks: M marks them all the same, and says so.
+        await pilot.press("slash", *"src:loopkit", "enter")
+        await select(pilot, app, "node-2")
+        await pilot.press("M")
+        await pilot.pause()
+        node = {"node-1", "node-2", "node-3", "node-4", "svc/T-001", "svc/T-002"}
+        assert _marked_ids(app) == node
+        assert "· 6 marked (2 hidden by the filter)" in _header(app)
+        for block_id in ("node-1", "node-2", "node-3", "node-4"):
+            assert _row_of(app, block_id).startswith("✓"), _rows(app)
+        assert not _row_of(app, "db-1").startswith("✓")
+        toast = str(list(app._notifications)[-1].message)
+        assert "6 blocks asking this question: 6 newly marked" in toast
+        # The other question: its own two.
+        await select(pilot, app, "db-2")
+        await pilot.press("M")
+        await pilot.pause()
+        assert _marked_ids(app) == node | {"db-1", "db-2"}
+
+
+async def test_v_groups_by_question_and_space_on_a_header_marks_the_group(tmp_path):
+    repos = _fleet(tmp_path)
+    # A question no other block asks.
+    batch_fleet.loopkit(tmp_path, "lone", "## Question\nShould the logo be blue?\n", 0)
+    app = make_app([*repos, tmp_path / "lone"])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        for _ in range(4):
+            await pilot.press("v")
+        await pilot.pause()
+        assert "grouped by question" in _header(app)
+        rows = _rows(app)
+        assert rows[0].startswith(" ▾ Which Node version should CI use? · 6 blocks"), rows
+        assert rows[7].startswith(" ▾ Which DB migration tool should we use? · 2 blocks"), rows
+        assert rows[10].startswith(" ▾ questions asked once · 1 block"), rows
+        assert {r[1:10].strip() for r in rows[1:7]} == {
+            "svc/T-001",
+            "svc/T-002",
+            "node-1",
+            "node-2",
+            "node-3",
+            "node-4",
+        }
+        # Space on the DB header marks its two blocks; the header row counts them.
+        table = app.query_one(BlockList)
+        table.move_cursor(7)
+        await pilot.press("space")
+        await pilot.pause()
+        assert _marked_ids(app) == {"db-1", "db-2"}
+        assert _rows(app)[7].startswith(
+            " ▾ Which DB migration tool should we use? · 2 blocks · 2 marked"
+        )
+        assert _rows(app)[8].startswith("✓db-")
+        assert "· 2 marked" in _header(app)
+        # Space again: all were marked, so all are unmarked; Enter still folds.
+        await pilot.press("space")
+        assert _marked_ids(app) == set()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "(folded)" in _rows(app)[7]

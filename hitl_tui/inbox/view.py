@@ -46,7 +46,7 @@ ORDER_NAMES = {
     "source": "by source",
 }
 #: Groupings, in the order the app cycles them (None: one flat list).
-GROUPS: tuple[str | None, ...] = (None, "repo", "source", "state")
+GROUPS: tuple[str | None, ...] = (None, "repo", "source", "state", "question")
 #: Grouped by question, the group of the blocks whose question no other block asks (last).
 ASKED_ONCE = "questions asked once"
 #: Grouped by question, how much of the shared question a group's header shows.
@@ -281,8 +281,11 @@ class RowOrder:
         for members in question_groups(blocks):
             if len(members) < 2:
                 continue
-            first = min(members, key=sort_key)
-            name = first.one_line_question(QUESTION_CELLS) or "(no question)"
+            # The question itself (not a task's title before it), of the longest blocked.
+            first = " ".join(min(members, key=sort_key).question.split())
+            if len(first) > QUESTION_CELLS:
+                first = first[: QUESTION_CELLS - 1] + "…"
+            name = first or "(no question)"
             base, n = name, 1
             while name in used:
                 n += 1

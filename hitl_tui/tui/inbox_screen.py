@@ -42,6 +42,7 @@ from hitl_tui.state.seen import SeenBook
 from hitl_tui.state.snoozes import SnoozeBook
 from hitl_tui.textio import printable
 from hitl_tui.tui.answer_flow import Drafts, preview_of, text_box
+from hitl_tui.tui.batch_flow import Batches
 from hitl_tui.tui.bindings import bindings
 from hitl_tui.tui.filter_bar import FilterInput
 from hitl_tui.tui.header import READING, HeaderParts, ShowsHeader
@@ -63,7 +64,7 @@ from hitl_tui.tui.waiting import rows_delta, waiting_of
 from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader, Clock, row_key
 
 
-class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Screen):
+class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches, Screen):
     """The app's first screen, under every modal: the inbox shown, and the answer flow."""
 
     #: Every key of the inbox section; quit, help and history switch screens: the app's.
@@ -450,37 +451,6 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Screen)
     def action_cycle_group(self) -> None:
         """`v`: no grouping, by repo, by source, by state, by question."""
         self._set_view(self.rows.spec.next_group())
-
-    # -- marks: Space, M, Esc; a choice key or o then answers every marked block -------------
-
-    def _markable(self, rk: str) -> bool:
-        """A block can be marked; an answer waiting for its loop cannot."""
-        block = self.rows.blocks.get(rk)
-        return block is not None and waiting_of(block) is None
-
-    def action_mark(self) -> None:
-        """`Space`: mark or unmark the highlighted block; on a group's header row, every block
-        of the group (unmarked when all of them were marked)."""
-        table = self.blocklist
-        group = table.current_group
-        if group is not None:
-            rks = {rk for rk in self.rows.members(group.name) if self._markable(rk)}
-            if not rks:
-                return
-            table.set_marks(rks, not rks <= self.rows.marked)
-        else:
-            block = table.current
-            if block is None or self._is_waiting_row(block):
-                return
-            rk = row_of(block)
-            table.set_marks({rk}, rk not in self.rows.marked)
-        self._render_header()
-
-    def action_clear_marks(self) -> None:
-        """`Esc`: no block marked any more."""
-        if self.rows.marked:
-            self.blocklist.clear_marks()
-            self._render_header()
 
     def action_next_new(self, step: int) -> None:
         """`n` / `N`: the next / previous block not seen yet, in list order, wrapping."""
