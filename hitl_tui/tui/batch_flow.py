@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from textual import work
+
 from hitl_tui.inbox.view import RowOrder, row_of
 from hitl_tui.model import Block
 from hitl_tui.tui.header import plural
@@ -41,6 +43,18 @@ class Batches(_Screen):
         def _render_header(self) -> None: ...
 
     # -- marks -------------------------------------------------------------------------------
+
+    def read_questions(self) -> None:
+        """Once the first scan is over, read every block's question for the same-question
+        rule in a thread (`similarity` keeps them by text): the first `M`, or grouping by
+        question, then costs a look-up per block, not a read."""
+        self._read_questions(list(self.rows.blocks.values()))
+
+    @work(thread=True, group="questions", exit_on_error=False, description="_read_questions")
+    def _read_questions(self, blocks: list[Block]) -> None:
+        from hitl_tui.loops.similarity import question_groups
+
+        question_groups(blocks)
 
     def _markable(self, rk: str) -> bool:
         """A block can be marked; an answer waiting for its loop cannot."""
