@@ -174,6 +174,9 @@ class Answer:
     when: datetime = field(default_factory=lambda: datetime.now(UTC))
     #: The decision text as edited in the preview; replaces the generated one.
     decision_override: str | None = None
+    #: The batch this answer is one of (`answers.batch`: many blocks answered at once), its
+    #: journal group id: recorded with the answer's journal entry. None: answered alone.
+    batch: str | None = None
 
     @property
     def date(self) -> str:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from hitl_tui import __version__
 from hitl_tui.cli import agent as agent_cli
+from hitl_tui.cli import batch as batch_cli
 from hitl_tui.cli import journal as journal_cli
 from hitl_tui.cli import loop as loop_cli
 from hitl_tui.cli import mcp as mcp_cli
@@ -49,6 +50,7 @@ commands:
   hitl [PATH...]          open the inbox (the terminal app) on these repositories
   hitl list [PATH...]     print the open blocks (--json for scripts)
   hitl answer TARGET      answer one block with --choice KEY or --text TEXT
+                          (many: ID ID..., --filter QUERY or --similar ID, --option TEXT)
   hitl demo               open the app on a throw-away workspace with sample blocks
   hitl serve [PATH...]    the app in a web browser, on http://127.0.0.1:8000
   hitl undo [ID]          revert the last answer (or the named one), byte for byte
@@ -131,19 +133,26 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         "examples:\n"
         "  hitl answer shop --choice B\n"
         "  hitl answer ~/loops/shop/BLOCKED.md --text 'Keep invoices' --note 'legal asked'\n"
-        "  hitl answer shop --choice 2 --dry-run\n\n"
+        "  hitl answer shop --choice 2 --dry-run\n"
+        "  hitl answer --similar shop --option 'Keep invoices' --dry-run\n\n"
         "exit codes: 0 written, 2 bad usage or input, 3 the block changed or is gone,\n"
-        "1 anything else. Nothing is written unless the exit code is 0.",
+        "1 anything else. Nothing is written unless the exit code is 0.\n\n" + batch_cli.HELP,
         formatter_class=fmt,
     )
-    p.add_argument("target", metavar="TARGET", help="block file, repository, or id")
-    how = p.add_mutually_exclusive_group(required=True)
+    p.add_argument("target", nargs="?", metavar="TARGET", help="block file, repository, or id")
+    # One of --choice, --text (and, for many blocks, --option): checked in cmd_answer.
+    how = p.add_mutually_exclusive_group()
     how.add_argument("--choice", metavar="KEY", help="a choice's label (B) or position (2)")
     how.add_argument(
         "--text",
         metavar="TEXT",
         action="append",
         help="answer in your own words (repeat once per question where a block asks several)",
+    )
+    p.add_argument(
+        "--option",
+        metavar="TEXT",
+        help="(many blocks) in each block, the choice whose text reads TEXT",
     )
     p.add_argument("--note", metavar="TEXT", help="a remark added to the decision and the note")
     p.add_argument(
@@ -170,6 +179,16 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         "--no-restart",
         action="store_true",
         help="do not run the [[loop]] restart of the block's repository after writing",
+    )
+    p.add_argument(
+        "--filter",
+        metavar="QUERY",
+        help="(many blocks) every block 'hitl list --filter QUERY' lists, in the PATHs",
+    )
+    p.add_argument(
+        "--similar",
+        metavar="ID",
+        help="(many blocks) ID and every open block asking the same question",
     )
     add_common(p)
     parsers["answer"] = p
@@ -301,6 +320,11 @@ def cmd_answer(args: argparse.Namespace) -> int:
     from hitl_tui.config import load_config
     from hitl_tui.model import StaleError
 
+    batch_cli.check_how(args)
+    if batch_cli.wants_batch(args):
+        return batch_cli.run_answer(args)
+    if args.target is None:
+        raise UsageError("the following arguments are required: TARGET (see 'hitl answer --help')")
     config = load_config(args.config)
     remote = next((r for r in config.remotes if r.owns(args.target)), None)
     if remote is not None:  # `owner/name#12`: read afresh, answered over its API

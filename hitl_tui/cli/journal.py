@@ -26,6 +26,10 @@ ID is an answer's id from 'hitl history', or any unique part of it (the time, or
 tail such as 3f9a1c), or a block's id from 'hitl list' or a unique suffix of it (svc-one: that
 block's last answer not undone yet); without it, the most recent answer not undone yet.
 
+A batch's id (batch-..., from 'hitl answer' of many blocks or 'hitl history') undoes every
+answer of the batch, each as one answer is undone and each refused on its own (the file or
+what the loop did is named); the others are still undone. Exit 3 when one was refused.
+
 Every file the answer wrote gets back the exact bytes it had before (the block file is written
 again), but only when none of them changed since: otherwise nothing is written and the file
 that moved on is named.
@@ -42,9 +46,13 @@ has acted on the answer (nothing written), 1 anything else.
 HISTORY_EPILOG = """\
 One line per answer, newest first: when (local time), id, who, repository and block, what was
 answered, whether it was undone, and what its loop did since (`[done]  loop waiting`, `loop
-resumed 14:02`, `loop not resumed`: see hitl status). --json prints one array with every recorded
-detail (the block, the answer, each file's old and new sha256, and `loop`: {"state",
-"resumed_at", "how"}, or null when hitl watched no loop for it, or it was undone).
+resumed 14:02`, `loop not resumed`: see hitl status). --json prints one array with every
+recorded detail (the block, the answer, each file's old and new sha256, and `loop`:
+{"state", "resumed_at", "how"}, or null when hitl watched no loop for it, or it was undone).
+
+A batch (many blocks answered at once) is one line: its id, how many blocks, what was
+answered, how many were undone; with --json one object {"batch", "time", "operator",
+"answers", "undone", "entries": [each answer's object, as above]}.
 
 It shows 50 answers a page (-n N; --page 2 the 50 before them; -n 0 every one). The journal
 keeps answers for `journal_keep` in the config (default "90d"): older ones are pruned, with the
@@ -147,6 +155,14 @@ def run_undo(args: argparse.Namespace) -> int:
     if named is not None and not named.strip():
         raise UsageError("--operator is empty")
     operator = named.strip() if named else config.operator_name()
+    from hitl_tui.journal.batches import is_batch_id
+
+    if args.id is not None and is_batch_id(args.id):
+        from hitl_tui.cli.batch import run_undo_batch
+
+        code = run_undo_batch(args, operator, config.remotes)
+        remember_recent(datetime.now(UTC))
+        return code
     message = undo_answer(args.id, operator, config.remotes, force=args.force)
     if args.json:
         from hitl_tui.sources.ssh.wire import PROTOCOL
@@ -171,13 +187,15 @@ def run_history(args: argparse.Namespace) -> int:
         raise UsageError("--page is past any journal")
     size = args.limit
     skip = (args.page - 1) * size
-    # One more than the page: whether there are older ones to point to.
+    # One more than the page: whether there are older ones to point to. A batch (answers
+    # given at once) is one line, where its newest answer stands.
     shown: Iterable[Entry] = journal.newest_first(include_undos=args.all)
     if args.paths:
         shown = filter(repo_matcher(args.paths), shown)
-    entries = list(itertools.islice(shown, skip, skip + size + 1 if size else None))
-    more = bool(size) and len(entries) > size
-    entries = entries[:size] if size else entries
+    groups = list(itertools.islice(journal.grouped(shown), skip, skip + size + 1 if size else None))
+    more = bool(size) and len(groups) > size
+    groups = groups[:size] if size else groups
+    entries = [e for g in groups for e in g.entries]
     again = " ".join(
         ["hitl history"]
         + [shlex.quote(printable(p)) for p in args.paths]
@@ -191,8 +209,8 @@ def run_history(args: argparse.Namespace) -> int:
 
     loops = loop_states(ResumeBook.for_state()) if entries else {}
     if args.json:
-        rows = []
-        for e in entries:
+
+        def row_of(e: Entry) -> dict:
             row = e.to_json()
             record = loops.get(e.id)
             row["loop"] = (
@@ -204,7 +222,9 @@ def run_history(args: argparse.Namespace) -> int:
                     "how": record.how,
                 }
             )
-            rows.append(row)
+            return row
+
+        rows = [row_of(g.newest) if g.batch is None else _batch_json(g, row_of) for g in groups]
         text = json.dumps(rows, ensure_ascii=False, indent=2)
         sys.stdout.write(json_text(text) + "\n")  # undecodable path bytes as \udce9 escapes
         if more:
@@ -220,7 +240,11 @@ def run_history(args: argparse.Namespace) -> int:
                 else "no answers in the journal yet"
             )
         return 0
-    for e in entries:
+    for group in groups:
+        if group.batch is not None:
+            print(printable(_batch_line(group)))
+            continue
+        e = group.newest
         when = e.time.astimezone().strftime("%Y-%m-%d %H:%M")
         if e.undone:
             status = f"undone by {e.undone_operator or '?'} ({e.undone_by})"
@@ -238,3 +262,34 @@ def run_history(args: argparse.Namespace) -> int:
     if more:
         print(f"(older answers: {again}; all of them: --limit 0)")
     return 0
+
+
+def _batch_json(group, row_of: Callable) -> dict:
+    """A batch in `hitl history --json`: one object listing its entries (each as an answer's
+    object), newest first."""
+    newest = group.newest
+    return {
+        "batch": group.batch,
+        "time": newest.time.isoformat(),
+        "operator": newest.operator,
+        "answers": len(group.entries),
+        "undone": sum(1 for e in group.entries if e.undone),
+        "entries": [row_of(e) for e in group.entries],
+    }
+
+
+def _batch_line(group) -> str:
+    """A batch in `hitl history`: when, its id, who, how many blocks (which), what was
+    answered (the first answer's words), and how many were undone."""
+    newest, count = group.newest, len(group.entries)
+    when = newest.time.astimezone().strftime("%Y-%m-%d %H:%M")
+    blocks = ", ".join(e.block_id for e in reversed(group.entries))
+    if len(blocks) > 60:
+        blocks = blocks[:59] + "…"
+    answered = newest.answered if len(newest.answered) <= 60 else newest.answered[:59] + "…"
+    undone = sum(1 for e in group.entries if e.undone)
+    status = "done" if not undone else "undone" if undone == count else f"{undone} undone"
+    return (
+        f"{when}  {group.batch}  {newest.operator}  {count} blocks ({blocks})  {answered}  "
+        f"[{status}]  (hitl undo {group.batch})"
+    )

@@ -11,6 +11,8 @@ modules with one job each, and none of them imports this face:
     files       an entry's files in its repository: their state, putting bytes back
     recovery    finishing or rolling back what a crash interrupted
     undo        reverting an answer
+    batches     answers given at once (a batch id): their entries, the history grouped by
+                batch, and undoing a whole batch (`undo_batch`)
     store       where the records are kept: segments, the open index, retention, paging
     retention   how long closed segments are kept: `journal_keep` of the config
 
@@ -19,6 +21,7 @@ Layer: journal, beside inbox; above sources and state, below agent, loops and an
 
 from __future__ import annotations
 
+from hitl_tui.journal.batches import BatchUndone, batch_entries, grouped, undo_batch
 from hitl_tui.journal.entries import (
     Entry,
     FileStep,
@@ -38,12 +41,15 @@ from hitl_tui.journal.recovery import recover
 from hitl_tui.journal.undo import LoopActed, undo
 
 __all__ = [
+    "BatchUndone",
     "Entry",
     "FileStep",
     "LoopActed",
     "abandon",
+    "batch_entries",
     "begin",
     "commit",
+    "grouped",
     "history",
     "journal_dir",
     "journal_file",
@@ -54,4 +60,5 @@ __all__ = [
     "remote_fields",
     "roll_back",
     "undo",
+    "undo_batch",
 ]

@@ -14,7 +14,8 @@ Everything lives in the operator's state folder, never in a repository:
 
 Records (every one has `v`, `type`, `id`, `time`):
 
-    begin     kind ("answer" | "undo"), undoes, operator, repo, block, answer, summary, files
+    begin     kind ("answer" | "undo"), undoes, operator, repo, block, answer, summary, files,
+              and batch (an answer given with others at once: the batch's id; absent: alone)
     commit    every step was written (by: "apply" | "recovery")
     rollback  every step written was restored to its old bytes (by: "apply" | "recovery")
 
@@ -137,6 +138,9 @@ class Entry:
     #: What a remote backend needs to find the answer where it was sent (another machine's
     #: journal entry: `{"host": ..., "entry": ...}`), as it recorded it; None for the others.
     sent: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    #: The batch the answer was one of (`answers.batch`: `hitl answer ID ID ...`, marks in the
+    #: app), its id; None: answered alone. `hitl undo BATCH` undoes the batch's entries.
+    batch: str | None = None
 
     @property
     def undone(self) -> bool:
@@ -171,6 +175,7 @@ class Entry:
             "undone_time": self.undone_time.isoformat() if self.undone_time else None,
             "undone_operator": self.undone_operator,
             "files": [f.to_record() for f in self.files],
+            "batch": self.batch,
         }
 
 
@@ -335,6 +340,7 @@ def _entry(begin: dict[str, Any], end: dict[str, Any] | None) -> Entry:
         remote=remote,
         not_undoable=not_undoable if isinstance(not_undoable, str) else None,
         sent=block.get("sent") if isinstance(block.get("sent"), dict) else None,
+        batch=begin.get("batch") if isinstance(begin.get("batch"), str) else None,
     )
 
 
@@ -479,6 +485,8 @@ def _begin_record(
         "summary": plan.summary,
         "files": [s.to_record() for s in steps],
     }
+    if answer.batch is not None:
+        record["batch"] = answer.batch
     return record
 
 

@@ -388,7 +388,7 @@ def problem(record: object) -> str | None:
         return None if ok else "bad end record"
     if record.get("kind", "answer") not in ("answer", "undo"):
         return "bad kind"
-    for key in ("undoes", "operator", "summary"):
+    for key in ("undoes", "operator", "summary", "batch"):
         if not _optional(record, key, (str,)):
             return f"bad {key}"
     if not isinstance(record.get("repo"), str) or not record["repo"]:

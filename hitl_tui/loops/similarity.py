@@ -74,6 +74,7 @@ from datetime import datetime, timedelta
 from itertools import chain
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from hitl_tui.loops.literals import literals, literals_differ
 from hitl_tui.model import Block
 
 if TYPE_CHECKING:
@@ -110,54 +111,6 @@ STOP_WORDS = frozenset(_STOP.split())
 _MARKS = re.compile(r"[`*_~#>\[\]]+")
 _NON_WORD = re.compile(r"[^\w]+")
 _SUFFIXES = ("ing", "ed", "es", "s", "e")
-
-
-#: A number, with its sign when one stands before it (not a dash inside a word: `step-3`).
-_NUMBER = re.compile(r"(?<![\w.])[-+\u2212]?\d+(?:[.,]\d+)*|\d+(?:[.,]\d+)*")
-#: A comparison operator between two operands (`x >= 2`, `a!=b`); an arrow is none.
-_OPERATOR = re.compile(
-    r"(?<=[\w)\]`'\"])\s*(===|!==|==|!=|>=|<=|=>|->|<-|[<>=\u2264\u2265\u2260])\s*"
-    r"(?=[\w(\[`'\"+\-.~/\u2212])"
-)
-#: A path: a word with a slash in it, or one beginning with `/`, `./`, `../` or `~/`.
-_PATH = re.compile(r"(?:~|\.{1,2})?/[\w.\-/~]*|[\w.\-~]+/[\w.\-/~]*")
-_ANY_LITERAL = re.compile(r"[\d/<>=\u2264\u2265\u2260]")
-_ARROWS = frozenset({"=>", "->", "<-"})
-
-
-def literals(text: str) -> frozenset[str]:
-    """The numbers (with their sign), comparison operators and paths of `text`, as written
-    (NFKC, case folded): `"Is >= 2 ok for ./build?"` gives `{">=", "2", "./build"}`. Two
-    questions whose literals differ are different questions."""
-    text = unicodedata.normalize("NFKC", text[:MAX_CHARS]).casefold()
-    if not _ANY_LITERAL.search(text):
-        return frozenset()
-    found: set[str] = set()
-    for match in _PATH.finditer(text):
-        path = match.group().rstrip(".")
-        if path.strip("/.~"):  # a lone "/" or "./" is punctuation, not a path
-            found.add("path:" + path)
-    rest = _PATH.sub(" ", text)
-    for match in _OPERATOR.finditer(rest):
-        if match.group(1) not in _ARROWS:
-            found.add("op:" + match.group(1))
-    for match in _NUMBER.finditer(rest):
-        number = match.group().replace("\u2212", "-").lstrip("+")
-        found.add("num:" + number)
-    return frozenset(found)
-
-
-def literals_differ(a: frozenset[str], b: frozenset[str]) -> bool:
-    """Whether two questions' `literals` make them different questions: of a kind (numbers,
-    operators, paths) that both name, not the same ones."""
-    if a == b:
-        return False
-    for kind in ("num:", "op:", "path:"):
-        mine = {x for x in a if x.startswith(kind)}
-        theirs = {x for x in b if x.startswith(kind)}
-        if mine and theirs and mine != theirs:
-            return True
-    return False
 
 
 def normalise(text: str) -> str:
