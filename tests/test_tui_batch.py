@@ -9,7 +9,9 @@ from pathlib import Path
 from textual.widgets import Static, TextArea
 
 from hitl_tui.cli import commands as cli
+from hitl_tui.tui.batch_screens import BatchPreviewScreen, BatchResultScreen
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen
+from hitl_tui.tui.undo_flow import ConfirmUndo
 from hitl_tui.tui.widgets import BlockList
 from tests.support import batch_fleet, until
 from tests.support.pilot import select, settle
@@ -173,3 +175,114 @@ async def test_v_groups_by_question_and_space_on_a_header_marks_the_group(tmp_pa
         await pilot.press("enter")
         await pilot.pause()
         assert "(folded)" in _rows(app)[7]
+
+
+# -- a choice key with marks: the batch preview, apply, the result, undo ---------------------
+
+
+def _files(repos: list[Path]) -> dict[str, bytes]:
+    """Every file of the repos (but .git), by path: what the batch may change."""
+    return {
+        str(f): f.read_bytes()
+        for repo in repos
+        for f in sorted(repo.rglob("*"))
+        if f.is_file() and ".git" not in f.parts
+    }
+
+
+def _static(screen, selector: str) -> str:
+    import io
+
+    from rich.console import Console
+
+    console = Console(width=300, record=True, file=io.StringIO())
+    console.print(screen.query_one(selector, Static).content)
+    return console.export_text()
+
+
+async def test_a_choice_key_with_marks_previews_applies_and_undoes_every_marked_block(tmp_path):
+    """Six blocks ask the Node question: four loopkit repos list "Node 22", one agenticloop task
+    recommends it (its own words for it: "Accept the recommended default: Node 22", picked in
+    the preview), one lists no such option (skipped). One repo's block changes after the
+    preview: refused and named, the others written. Then `u` undoes the whole batch."""
+    repos = _fleet(tmp_path, db=1)
+    before = _files(repos)
+    app = make_app(repos)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await select(pilot, app, "node-1")
+        await pilot.press("M", "2")  # B) Node 22 of node-1, for all six
+        await until(
+            pilot, lambda: isinstance(app.screen, BatchPreviewScreen), what="the batch preview"
+        )
+        screen = app.screen
+        assert "Answer 6 marked blocks with “Node 22”" in _static(screen, "#batch-title")
+        count = _static(screen, "#batch-count")
+        assert "6 blocks: 4 ready · 2 to choose · 0 refused · block 1 of 6" in count, count
+        heads = [_static(screen, f"#head-{i}") for i in range(6)]
+        assert "svc/T-001" in heads[0] and "choose: no option 'Node 22' here" in heads[0]
+        assert "svc/T-002" in heads[1] and "choose:" in heads[1]
+        for i, name in enumerate(("node-1", "node-2", "node-3", "node-4"), 2):
+            assert name in heads[i] and "ready: B) Node 22" in heads[i], heads[i]
+            body = _static(screen, f"#body-{i}")
+            assert "-## Question:" in body or "BLOCKED.md" in body, body
+        # n: the next section; 1 picks T-002's recommended default; s skips T-001.
+        await pilot.press("n")
+        assert "block 2 of 6" in _static(screen, "#batch-count")
+        await pilot.press("1")
+        await pilot.pause()
+        assert "ready: A) Accept the recommended default: Node 22" in _static(screen, "#head-1")
+        await pilot.press("N", "s")
+        await pilot.pause()
+        assert "skipped" in _static(screen, "#head-0")
+        assert "5 ready · 0 to choose · 1 skipped · 0 refused" in _static(screen, "#batch-count")
+        # node-3's loop rewrites its question meanwhile.
+        changed = repos[2] / "BLOCKED.md"
+        changed.write_text(changed.read_text() + "\nAlso: which npm?\n")
+        nothing_yet = _files(repos)
+        assert {k: v for k, v in nothing_yet.items() if v != before.get(k)} == {
+            str(changed): changed.read_bytes()
+        }
+        await pilot.press("y")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, BatchResultScreen),
+            what="the batch result",
+            saw=lambda: (app.screen, [str(n.message) for n in app._notifications]),
+        )
+        result = _static(app.screen, "#result-text")
+        assert "written (4)" in result and "refused (1)" in result and "skipped (1)" in result
+        written = result.split("refused (1)")[0]
+        for name in ("svc/T-002", "node-1", "node-2", "node-4"):
+            assert name in written
+        refused = result.split("refused (1)")[1].split("skipped (1)")[0]
+        assert "node-3" in refused and "BLOCKED.md" in refused, refused
+        assert "svc/T-001" in result.split("skipped (1)")[1]
+        # On disk: the four answered, node-3 as its loop left it, T-001 untouched.
+        for repo in (repos[0], repos[1], repos[3]):
+            assert not (repo / "BLOCKED.md").exists()
+            assert "Node 22" in (repo / "PROMPT.md").read_text()
+        assert changed.read_text().endswith("Also: which npm?\n")
+        tasks = repos[-1] / ".agenticloop" / "tasks"
+        assert (tasks / "T-001.md").read_bytes() == before[str(tasks / "T-001.md")]
+        t2 = (tasks / "T-002.md").read_text()
+        assert "status: blocked" not in t2 and "Node 22" in t2
+        assert not app.inbox_screen.rows.marked
+        # u: the whole batch undone (asked first): every file as it was, node-3's change kept.
+        await pilot.press("u")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmUndo), what="the undo question")
+        assert "Undo the whole batch" in str(app.screen.text)
+        await pilot.press("y")
+        await until(
+            pilot,
+            lambda: isinstance(app.screen, BatchResultScreen) and app.screen.undone,
+            what="the batch undone",
+        )
+        assert "undo of the batch" in _static(app.screen, "#result-text")
+        await settle(pilot, app)
+        after = _files(repos)
+        assert after == {**before, str(changed): changed.read_bytes()}
+        await pilot.press("escape")
+        await pilot.pause()
+        ids = {b.id for b in app.inbox_screen.rows.blocks.values() if b.state == "blocked"}
+        assert {"node-1", "node-2", "node-4", "svc/T-002"} <= ids

@@ -514,6 +514,9 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches
         return True
 
     def action_choose(self, number: int) -> None:
+        if self.rows.marked:  # every marked block (tui/batch_flow.py)
+            self.answer_marked(number)
+            return
         block = self._current()
         if block is None or self._is_waiting_row(block):
             return
@@ -531,6 +534,9 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches
             self._preview(block, self._answer(choice))
 
     def action_own_words(self) -> None:
+        if self.rows.marked:
+            self.answer_marked(None)
+            return
         block = self._current()
         if block is not None and not self._is_waiting_row(block):
             self._ask_text(block, None)

@@ -102,6 +102,23 @@ class Refused(Message):
     message: str
 
 
+@dataclass
+class BatchApplied(Message):
+    """A batch was applied (`answers.batch.apply_batch`): the batch as applied (written,
+    refused, skipped), and what it changed in the inbox."""
+
+    batch: object
+    delta: Delta
+
+
+@dataclass
+class BatchUndone(Message):
+    """A batch was undone: one line per answer (undone, refused with why, skipped)."""
+
+    lines: list[str]
+    delta: Delta
+
+
 class Host(Protocol):
     """What the inbox screen asks of its app (HitlApp), which it cannot import (a cycle)."""
 

@@ -55,7 +55,7 @@ Pin the Node version CI runs.
 
 ## Comments
 - 2026-11-27: Blocked (decision): which version to pin. Checked: ci.yml pins none. \
-Needed: {question} Who can unblock: the maintainer.
+Needed: {question} Who can unblock: the maintainer.{recommended}
 """
 
 
@@ -75,17 +75,20 @@ def agentic(root: Path, name: str, tasks: list[str], mtime: float) -> Path:
     folder = repo / ".agenticloop" / "tasks"
     folder.mkdir(parents=True)
     (repo / ".agenticloop" / "project.md").write_text("# Project\n\nA service.\n")
-    for task in tasks:
+    for number, task in enumerate(tasks):
         path = folder / f"{task}.md"
-        path.write_text(TASK.format(task=task, question=NODE))
+        # Every other task recommends a default: a choice that needs no words.
+        recommended = " Recommended default: Node 22." if number % 2 else ""
+        path.write_text(TASK.format(task=task, question=NODE, recommended=recommended))
         os.utime(path, (mtime, mtime))
     return repo
 
 
 def build(root: Path, now: float, node: int = 4, db: int = 2, tasks: int = 2) -> list[Path]:
     """`node` loopkit repos asking NODE (node-1 ...), `db` asking DB (db-1 ...), and one
-    agenticloop repo (`svc`) with `tasks` tasks asking NODE; each block an hour older than
-    the next, in that order. The repos' paths are returned."""
+    agenticloop repo (`svc`) with `tasks` tasks asking NODE (T-002, T-004 ... recommend a
+    default); each block an hour older than the next, in that order. The repos' paths are
+    returned."""
     repos = []
     age = 3600 * (node + db + tasks + 1)
     for i in range(1, node + 1):
