@@ -286,3 +286,33 @@ async def test_a_choice_key_with_marks_previews_applies_and_undoes_every_marked_
         await pilot.pause()
         ids = {b.id for b in app.inbox_screen.rows.blocks.values() if b.state == "blocked"}
         assert {"node-1", "node-2", "node-4", "svc/T-002"} <= ids
+
+
+async def test_p_maps_to_a_choice_only_when_the_option_texts_fold_equal(tmp_path):
+    """a's answer chose "Node >= 22". In c, "node  >= 22." is that option (case, spaces and a
+    trailing full stop aside): p opens its preview. In b, "Node <= 22" is not (the operator
+    differs): p offers a's decision as own words, from a."""
+
+    def blocked(options: str) -> str:
+        return f"## Question:\n{batch_fleet.NODE}\n\n## Choices:\n{options}"
+
+    a = batch_fleet.loopkit(tmp_path, "a", blocked("- A) Node >= 22\n- B) Node 20\n"), 0)
+    b = batch_fleet.loopkit(tmp_path, "b", blocked("- A) Node <= 22\n- B) Node 20\n"), 0)
+    c = batch_fleet.loopkit(tmp_path, "c", blocked("- A) Node 20\n- B) node  >= 22.\n"), 0)
+    assert cli.main(["answer", str(a), "--choice", "A"]) == 0
+    app = make_app([b, c])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await until(pilot, lambda: app.asked.index is not None, what="the memory of answers")
+        await select(pilot, app, "c")
+        await pilot.press("p")
+        await until(pilot, lambda: isinstance(app.screen, PreviewScreen), what="c's preview")
+        assert app.screen.plan.answer.choice.key == "B"
+        await pilot.press("escape")
+        await select(pilot, app, "b")
+        await pilot.press("p")
+        await until(pilot, lambda: isinstance(app.screen, TextAnswerScreen), what="b's text box")
+        assert "from the answer given in a" in str(
+            app.screen.query_one("#answer-title", Static).content
+        )
+        assert app.screen.query_one("#answer-1", TextArea).text == "Node >= 22"

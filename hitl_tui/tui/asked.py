@@ -26,7 +26,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from hitl_tui.loops.similarity import AnswerIndex, Earlier, journal_stamp, normalise, save_recent
+from hitl_tui.answers.batch import match_option
+from hitl_tui.loops.similarity import AnswerIndex, Earlier, journal_stamp, save_recent
 from hitl_tui.model import Block, Choice
 from hitl_tui.textio import printable
 from hitl_tui.timefmt import age
@@ -172,16 +173,12 @@ def before_text(found: list[Earlier], now: datetime) -> Text:
 
 
 def matching_choice(block: Block, earlier: Earlier) -> Choice | None:
-    """The block's choice that the earlier answer chose: the same key and option, else the
-    same option under another key (the choices were listed in another order). None: none."""
+    """The block's choice that the earlier answer chose: the one whose option text is the same
+    once folded (`batch.match_option`, the rule a batch answers by: case, white space and
+    trailing punctuation aside; `>= 22` is not `<= 22`). None: none, or several."""
     if earlier.choice_option is None:
         return None
-    option = normalise(earlier.choice_option)
-    same = [c for c in block.choices if normalise(c.option) == option]
-    key = (earlier.choice_key or "").casefold()
-    exact = [c for c in same if c.key.casefold() == key]
-    found = exact or same
-    return found[0] if found else None
+    return match_option(block, earlier.choice_option)
 
 
 def prefill(block: Block, choice: Choice | None, earlier: Earlier) -> tuple[str, ...]:
