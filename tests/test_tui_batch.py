@@ -268,6 +268,13 @@ async def test_a_choice_key_with_marks_previews_applies_and_undoes_every_marked_
         t2 = (tasks / "T-002.md").read_text()
         assert "status: blocked" not in t2 and "Node 22" in t2
         assert not app.inbox_screen.rows.marked
+        # The answers' rows, waiting for their loops, listed at once (not at the next look).
+        await settle(pilot, app)
+        rows = app.inbox_screen.rows
+        waiting = sorted(
+            rows.blocks[rk].id for rk in rows.order if rows.blocks[rk].state == "waiting"
+        )
+        assert waiting == ["node-1", "node-2", "node-4", "svc/T-002"]
         # u: the whole batch undone (asked first): every file as it was, node-3's change kept.
         await pilot.press("u")
         await until(pilot, lambda: isinstance(app.screen, ConfirmUndo), what="the undo question")

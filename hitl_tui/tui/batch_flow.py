@@ -61,6 +61,8 @@ class Batches(_Screen):
 
         def _render_header(self) -> None: ...
 
+        def _look_again(self) -> None: ...
+
     # -- marks -------------------------------------------------------------------------------
 
     def read_questions(self) -> None:
@@ -232,7 +234,6 @@ class Batches(_Screen):
         done = apply_batch(self.inbox, batch, restart)
         paths = [i.block.path for i in done.items if isinstance(i.block.path, Path)]
         delta = self.inbox.handle(paths)
-        delta.waiting.extend(self.inbox.check_waiting().waiting)
         self.post_message(BatchApplied(done, delta))
 
     # (Named handlers, not @on: this mixin is no Textual class, so @on would go unseen.)
@@ -241,6 +242,7 @@ class Batches(_Screen):
         self.host.apply_delta(message.delta)
         self.blocklist.clear_marks()
         self._render_header()
+        self._look_again()  # the answers' rows, waiting for their loops, listed now
         self.app.push_screen(BatchResultScreen(batch, self._ask_undo_batch))
 
     # -- undoing a batch ------------------------------------------------------------------

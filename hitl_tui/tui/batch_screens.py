@@ -132,6 +132,7 @@ class BatchPreviewScreen(ModalScreen["Batch | None"]):
     #batch-sections { height: 1fr; border: round $primary 50%; }
     .batch-head { height: auto; background: $panel; margin-top: 1; }
     .batch-head.-current { background: $accent 40%; }
+    #head-0 { margin-top: 0; }
     .batch-body { height: auto; padding: 0 1; }
     #batch-hint { height: auto; color: $text-muted; }
     #batch-buttons { height: 3; align-horizontal: right; }
@@ -239,6 +240,10 @@ class BatchPreviewScreen(ModalScreen["Batch | None"]):
         self.current = (self.current + step) % total
         self._mark_current()
         self._show_count()
+        self.call_after_refresh(self._scroll_to_current)
+
+    def _scroll_to_current(self) -> None:
+        """The current section's head at the top (after a section planned again is laid out)."""
         head = self.query_one(f"#head-{self.current}", Static)
         self.query_one("#batch-sections", VerticalScroll).scroll_to_widget(
             head, animate=False, top=True
@@ -264,7 +269,18 @@ class BatchPreviewScreen(ModalScreen["Batch | None"]):
                 markup=False,
             )
             return
-        self.choose(self.batch, self.current, choices[number - 1])
+        choice = choices[number - 1]
+        if choice.needs_text:  # a batch carries no words for one block's choice
+            self.notify(
+                printable(
+                    f"{choice.key}) {choice.option} asks for your words: s skips "
+                    f"{item.block.id} here; answer it on its own afterwards."
+                ),
+                severity="warning",
+                markup=False,
+            )
+            return
+        self.choose(self.batch, self.current, choice)
 
     def action_skip(self) -> None:
         item = self.batch.items[self.current]

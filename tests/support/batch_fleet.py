@@ -74,7 +74,9 @@ def agentic(root: Path, name: str, tasks: list[str], mtime: float) -> Path:
     (repo / ".git").mkdir(parents=True)
     folder = repo / ".agenticloop" / "tasks"
     folder.mkdir(parents=True)
-    (repo / ".agenticloop" / "project.md").write_text("# Project\n\nA service.\n")
+    (repo / ".agenticloop" / "project.md").write_text(
+        "---\ntask_file_template: .agenticloop/tasks/{taskId}.md\n---\n\n# Project\n"
+    )
     for number, task in enumerate(tasks):
         path = folder / f"{task}.md"
         # Every other task recommends a default: a choice that needs no words.
