@@ -380,6 +380,15 @@ KEYS: tuple[KeySpec, ...] = (
         key_display="/",
     ),
     KeySpec(
+        "history.expand",
+        "space",
+        "expand",
+        "Expand",
+        "history",
+        "on a batch's line: show / hide its answers (Enter too); u there undoes the batch",
+        False,
+    ),
+    KeySpec(
         "history.undo",
         "u",
         "undo",

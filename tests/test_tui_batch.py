@@ -323,3 +323,60 @@ async def test_p_maps_to_a_choice_only_when_the_option_texts_fold_equal(tmp_path
             app.screen.query_one("#answer-title", Static).content
         )
         assert app.screen.query_one("#answer-1", TextArea).text == "Node >= 22"
+
+
+# -- the history: a batch is one line that expands; u there undoes the batch ------------------
+
+
+async def test_the_history_shows_a_batch_as_one_line_that_expands_and_u_undoes_it(tmp_path):
+    from hitl_tui.answers.batch import How, apply_batch, plan_batch
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.workspace import Workspace
+    from hitl_tui.journal.batches import Group
+    from hitl_tui.tui.screens import HistoryScreen
+
+    repos = _fleet(tmp_path, db=1, tasks=0)  # node-1 ... node-4, db-1
+    before = _files(repos)
+    inbox = Inbox(Workspace.discover(repos[:4]))
+    inbox.scan()
+    batch = plan_batch(inbox, inbox.sorted_blocks(), How(option="Node 22", operator="Ada"))
+    assert apply_batch(inbox, batch, restart=False).count("written") == 4
+    assert cli.main(["answer", str(repos[4]), "--choice", "A"]) == 0  # db-1, alone, newest
+    app = make_app(repos)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("h")
+        await until(pilot, lambda: isinstance(app.screen, HistoryScreen), what="the history")
+        screen = app.screen
+        table = screen.table
+        assert [type(r).__name__ for r in screen.shown] == ["Entry", "Group"]
+        assert str(table.get_row_at(1)[2]) == "▸ batch of 4"
+        assert str(table.get_row_at(1)[6]) == batch.id
+        await pilot.press("j", "space")
+        await pilot.pause()
+        assert [str(table.get_row_at(i)[2]) for i in range(len(screen.shown))] == [
+            "db-1",
+            "▾ batch of 4",
+            "  └ node-4",
+            "  └ node-3",
+            "  └ node-2",
+            "  └ node-1",
+        ]
+        await pilot.press("space")  # folded again
+        await pilot.pause()
+        assert len(screen.shown) == 2 and isinstance(screen.current_row, Group)
+        await pilot.press("u")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmUndo), what="the undo question")
+        assert "Undo the whole batch" in app.screen.text and "4 answers" in app.screen.text
+        await pilot.press("y")
+        await until(
+            pilot,
+            lambda: app.screen is screen and str(table.get_row_at(1)[4]) == "undone",
+            what="the batch undone",
+            saw=lambda: [str(c) for c in table.get_row_at(1)],
+        )
+        after = _files(repos)
+        for name in ("node-1", "node-2", "node-3", "node-4"):
+            path = str(tmp_path / name / "BLOCKED.md")
+            assert after[path] == before[path]
+        assert not (repos[4] / "BLOCKED.md").exists()  # db-1's answer, alone, stays

@@ -119,6 +119,16 @@ class BatchUndone(Message):
     delta: Delta
 
 
+@dataclass
+class HistoryUndone(Message):
+    """An answer (or a batch) of the history was undone: the toast, the inbox's change, the
+    new history."""
+
+    message: str
+    delta: Delta
+    entries: list
+
+
 class Host(Protocol):
     """What the inbox screen asks of its app (HitlApp), which it cannot import (a cycle)."""
 
