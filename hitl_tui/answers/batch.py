@@ -238,8 +238,15 @@ def _no_option(block: Block, option: str) -> str:
     same = [c.key for c in block.choices if fold_option(c.option) == wanted]
     if len(same) > 1:
         return f"{block.id}: options {', '.join(same)} all read {option!r}: choose one"
-    listed = "; ".join(f"{c.key}) {c.option}" for c in block.choices[:8]) or "none"
-    return f"{block.id}: no option reads {option!r} (its options: {listed})"
+    listed = "; ".join(f"{c.key}) {_cut(c.option)}" for c in block.choices[:8]) or "none"
+    more = f"; and {len(block.choices) - 8} more" if len(block.choices) > 8 else ""
+    return f"{block.id}: no option reads {_cut(option)!r} (its options: {listed}{more})"
+
+
+def _cut(text: str, width: int = 80) -> str:
+    """Agent text in a reason: one line, `width` characters at most."""
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def apply_batch(inbox: Inbox, batch: Batch, restart: bool = True, replan: bool = False) -> Batch:

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 #: `hitl answer --help`: how to answer many blocks.
 HELP = """\
 many blocks at once (one batch: one line in hitl history, hitl undo BATCH undoes it):
-  hitl answer ID [ID ...] --option TEXT       these blocks
+  hitl answer ID [ID ...] --option TEXT [PATH ...]
+                                              these blocks (a PATH: a folder of repositories)
   hitl answer --filter QUERY --option TEXT [PATH ...]
                                               every block 'hitl list --filter QUERY' lists
   hitl answer --similar ID --option TEXT [PATH ...]
@@ -41,8 +42,8 @@ three; --json prints one array, an object per block: id, status (written, refuse
 skipped; with --dry-run: ready, choose or refused, and the plan), reason, entry. The
 [[loop]] restarts start together (4 at a time), after every block is written.
 exit codes (many blocks): 0 every block written, 3 any refused or skipped (the others are
-written), 2 bad input (nothing written). With --text and words after TARGET that are all
-folders, TARGET PATH... keeps its meaning (one block, looked for there).
+written), 2 bad input (nothing written). With --text, words after TARGET that are all
+folders keep their meaning when TARGET is found in them (TARGET PATH...: one block).
 """
 
 
@@ -71,6 +72,12 @@ def wants_batch(args: argparse.Namespace) -> bool:
     if args.text is None or len(words) < 2:
         return False
     return not all(os.path.isdir(w) for w in words[1:])
+
+
+def may_be_ids(args: argparse.Namespace) -> bool:
+    """`TARGET PATH... --text` whose TARGET is in none of the PATHs: the words may all be
+    blocks (`hitl answer shop store --text ...`, both repositories here), a batch."""
+    return args.text is not None and args.expect is None and len(_words(args)) > 1
 
 
 def _words(args: argparse.Namespace) -> list[str]:
@@ -122,10 +129,15 @@ def _blocks(args: argparse.Namespace, config) -> tuple[Inbox, list[Block]]:
     """The inbox and the blocks the arguments name (UsageError: none, or an unknown id)."""
     if args.filter is not None or args.similar is not None:
         return _found(args, config)
-    ids = _words(args)
+    from hitl_tui.inbox.workspace import is_repo
+
+    words = _words(args)
+    # A folder that is no repository is a PATH to look in (`hitl answer shop api --option X
+    # ~/loops`); every other word is a block: an id, a block file, a repository.
+    args.paths = [w for w in words if os.path.isdir(w) and not is_repo(Path(w))]
+    ids = [w for w in words if w not in args.paths]
     if not ids:
         raise UsageError("name the blocks: ID [ID ...], --filter QUERY or --similar ID")
-    args.paths = []  # every word is a block (`hitl list` ids, block files, repositories)
     config, inbox = open_inbox(args, config)
     print_warnings(inbox)
     extra = _own_repos(inbox, ids)

@@ -135,8 +135,8 @@ def build_parsers() -> dict[str, argparse.ArgumentParser]:
         "  hitl answer ~/loops/shop/BLOCKED.md --text 'Keep invoices' --note 'legal asked'\n"
         "  hitl answer shop --choice 2 --dry-run\n"
         "  hitl answer --similar shop --option 'Keep invoices' --dry-run\n\n"
-        "exit codes: 0 written, 2 bad usage or input, 3 the block changed or is gone,\n"
-        "1 anything else. Nothing is written unless the exit code is 0.\n\n" + batch_cli.HELP,
+        "exit codes (one block): 0 written, 2 bad usage or input, 3 the block changed or is\n"
+        "gone, 1 anything else. Nothing is written unless the exit code is 0.\n\n" + batch_cli.HELP,
         formatter_class=fmt,
     )
     p.add_argument("target", nargs="?", metavar="TARGET", help="block file, repository, or id")
@@ -349,6 +349,8 @@ def cmd_answer(args: argparse.Namespace) -> int:
     try:
         inbox, block = resolve(args, inbox)
     except UsageError:
+        if batch_cli.may_be_ids(args):  # `hitl answer shop store --text ...`: two blocks
+            return batch_cli.run_answer(args)
         if not args.expect or any(b.fingerprint == args.expect for b in inbox.blocks.values()):
             raise
         # The script read this block with `list`; no block has those bytes now: it is gone.

@@ -558,12 +558,15 @@ def remote_fields(plan: Plan) -> dict[str, Any]:
     if plan.changes:
         raise ValueError("a plan that writes files here is journaled by apply_plan")
     record = _begin_record(plan, _now(), "-", None, {})
-    return {
+    fields = {
         "operator": record["operator"],
         "repo": record["repo"],
         "block": {key: record["block"][key] for key in _BLOCK_FIELDS},
         "answer": record["answer"],
     }
+    if "batch" in record:  # one of a batch (`answers.batch`): its entry joins the batch
+        fields["batch"] = record["batch"]
+    return fields
 
 
 def checked_fields(fields: object) -> dict[str, Any] | None:
@@ -600,7 +603,11 @@ def checked_fields(fields: object) -> dict[str, Any] | None:
         and text(answer.get("decision_override"), optional=True)
     ):
         return None
+    batch = fields.get("batch")
+    if batch is not None and not (isinstance(batch, str) and len(batch) <= 100):
+        return None
     return {
+        **({"batch": batch} if batch is not None else {}),
         "operator": fields["operator"],
         "repo": fields["repo"],
         "block": {key: block[key] for key in _BLOCK_FIELDS},
@@ -631,6 +638,7 @@ def record_prepared(fields: object, summary: str, sent: dict[str, Any]) -> str:
         "answer": checked["answer"],
         "summary": summary,
         "files": [],
+        **({"batch": checked["batch"]} if "batch" in checked else {}),
     }
     why = journalstore.problem(record)
     if why is not None:
