@@ -380,3 +380,24 @@ async def test_the_history_shows_a_batch_as_one_line_that_expands_and_u_undoes_i
             path = str(tmp_path / name / "BLOCKED.md")
             assert after[path] == before[path]
         assert not (repos[4] / "BLOCKED.md").exists()  # db-1's answer, alone, stays
+
+
+async def test_agent_markup_in_a_batch_is_shown_as_text(tmp_path):
+    """Options and questions are agent text: in the batch's sections and result they are
+    plain text, never styles or actions."""
+    hostile = "[@click=app.quit]Node[/] 22 [b \x1b]2;title\x07"
+    text = f"## Question:\nWhich [b]Node[/x] version?\n\n## Choices:\n- A) {hostile}\n- B) No\n"
+    repos = [batch_fleet.loopkit(tmp_path, f"h-{i}", text, 0) for i in (1, 2)]
+    app = make_app(repos)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("M", "1")
+        await until(pilot, lambda: isinstance(app.screen, BatchPreviewScreen), what="preview")
+        head = _static(app.screen, "#head-0")
+        assert "ready: A) [@click=app.quit]Node[/] 22 [b" in head and "\x1b" not in head
+        assert "Which [b]Node[/x] version?" in _static(app.screen, "#body-0")
+        await pilot.press("y")
+        await until(pilot, lambda: isinstance(app.screen, BatchResultScreen), what="result")
+        assert "[@click=app.quit]Node[/] 22 [b" in _static(app.screen, "#result-text")
+        assert app.is_running
+        assert not (repos[0] / "BLOCKED.md").exists() and not (repos[1] / "BLOCKED.md").exists()
