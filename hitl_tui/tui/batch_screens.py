@@ -139,6 +139,7 @@ class BatchPreviewScreen(ModalScreen["Batch | None"]):
     #batch-buttons Button { margin-left: 2; }
     BatchPreviewScreen.-short #batch-box { width: 100%; height: 100%; border: none; padding: 0; }
     BatchPreviewScreen.-short #batch-count { margin-bottom: 0; }
+    BatchPreviewScreen.-short #batch-hint { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
     BatchPreviewScreen.-short #batch-buttons { height: 1; }
     BatchPreviewScreen.-short #batch-buttons Button { height: 1; min-width: 0; border: none; }
     BatchPreviewScreen ToastRack { margin-bottom: 6; }
