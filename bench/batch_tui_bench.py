@@ -130,6 +130,17 @@ async def measure(repos: list[Path], trials: int) -> dict:
             )
             await keypress(app, "escape", until=lambda: not rows.marked)
         out["preview"] = previews
+        # Space on a row, grouped by question (the group's header counts the marks).
+        for _ in range(4):
+            await keypress(app, "v", until=lambda: True)
+        await asyncio.sleep(0.5)
+        table.select(target)
+        await asyncio.sleep(0.2)
+        spaces = []
+        for i in range(trials * 2):
+            want = i % 2 == 0
+            spaces.append(await keypress(app, "space", until=lambda w=want: bool(rows.marked) == w))
+        out["space"] = spaces
     return out
 
 
@@ -155,6 +166,11 @@ def main() -> int:
                 f"mark-same-question, {got['marked']} marked of {got['blocks']:,} blocks: "
                 f"{ms(got['mark_same'])} (target <= 100 ms) {verdict}  [run {took:.0f} s]"
             )
+            print(
+                f"Space (mark one), grouped by question: {ms(got['space'])} "
+                f"(target <= 100 ms) {'PASS' if max(got['space']) <= 0.1 else 'FAIL'}"
+            )
+            failed |= max(got["space"]) > 0.1
             slowest = max(got["preview"])
             failed |= slowest > 0.5
             print(

@@ -8,6 +8,7 @@ BLOCKED.md is just text, and escape sequences show as visible symbols.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import ClassVar
 
@@ -264,20 +265,32 @@ class BlockList(ScrollView, can_focus=True):
         self.relist(lambda: self.rows.toggle_fold(group.name))
 
     def set_marks(self, rks: set[str], on: bool) -> None:
-        """Mark (`on`) or unmark the rows `rks`: only their lines are drawn again (grouped, the
-        headers' counts too)."""
+        """Mark (`on`) or unmark the rows `rks`: only their lines are drawn again, and, grouped,
+        the headers of their groups (a cost per row marked, never a pass over the list)."""
         marked = self.rows.marked
+        changed = rks - marked if on else rks & marked
         if on:
-            marked |= rks
+            marked |= changed
         else:
-            marked -= rks
+            marked -= changed
+        if not changed:
+            return
         if self.rows.spec.group:
-            self.relist(lambda: None)
-        elif len(rks) > 20:
+            counts: dict[str, int] = {}
+            for rk in changed:
+                name = self.rows.group_of(self.blocks[rk]) or ""
+                counts[name] = counts.get(name, 0) + (1 if on else -1)
+            for name, step in counts.items():
+                row = self._index.get(f"\0group:{name}")
+                item = self.drawn[row] if row is not None else None
+                if isinstance(item, Group):
+                    self.drawn[row] = replace(item, marked=item.marked + step)
+                    self.refresh_line(row - self.scroll_offset.y)
+        if len(changed) > 20:
             self._lines.clear()
             self.refresh()
         else:
-            for rk in rks:
+            for rk in changed:
                 self.refresh_row(rk)
 
     def clear_marks(self) -> None:
