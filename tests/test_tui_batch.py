@@ -401,3 +401,40 @@ async def test_agent_markup_in_a_batch_is_shown_as_text(tmp_path):
         assert "[@click=app.quit]Node[/] 22 [b" in _static(app.screen, "#result-text")
         assert app.is_running
         assert not (repos[0] / "BLOCKED.md").exists() and not (repos[1] / "BLOCKED.md").exists()
+
+
+async def test_a_batch_restarts_each_loop_once_unless_r_turned_them_off(tmp_path):
+    """With a [[loop]] restart: the preview says the loops restart after; `y` writes the
+    batch and each loop's restart runs once (a line in its repo); with `r` off, none runs."""
+    from hitl_tui.config import Config
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.workspace import Workspace
+    from hitl_tui.loops.commands import Loop
+    from hitl_tui.tui.app import HitlApp
+
+    for run_them in (True, False):
+        root = tmp_path / ("on" if run_them else "off")
+        repos = batch_fleet.build(root, NOW.timestamp(), node=3, db=0, tasks=0)
+        # (Named per repo: batch.restart_all runs one restart per distinct command.)
+        restart = ("sh", "-c", "echo ran >> restarted.log", "sh", "{name}")
+        loop = Loop((str(root / "*"),), restart=restart)
+        config = Config(operator="Ada", bell=False, loops=(loop,))
+        app = HitlApp(Inbox(Workspace.discover(repos)), config=config, watch=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(pilot, app)
+            await pilot.press("M", "2")
+            await until(
+                pilot, lambda a=app: isinstance(a.screen, BatchPreviewScreen), what="preview"
+            )
+            title = _static(app.screen, "#batch-title")
+            assert "then restarts: 3 loops (r: skip)" in title, title
+            if not run_them:
+                await pilot.press("r")
+                assert "restarts skipped (r: run them)" in _static(app.screen, "#batch-title")
+            await pilot.press("y")
+            await until(pilot, lambda a=app: isinstance(a.screen, BatchResultScreen), what="result")
+            await settle(pilot, app)
+        for repo in repos:
+            assert not (repo / "BLOCKED.md").exists()
+            log = repo / "restarted.log"
+            assert (log.read_text() if log.exists() else "") == ("ran\n" if run_them else "")
