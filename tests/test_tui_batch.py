@@ -438,3 +438,39 @@ async def test_a_batch_restarts_each_loop_once_unless_r_turned_them_off(tmp_path
             assert not (repo / "BLOCKED.md").exists()
             log = repo / "restarted.log"
             assert (log.read_text() if log.exists() else "") == ("ran\n" if run_them else "")
+
+
+# -- the domain's side: view.RowOrder's marks and groups by question ---------------------------
+
+
+def test_row_order_marks_survive_specs_and_leave_with_their_block(tmp_path):
+    from hitl_tui.inbox.inbox import Delta, Inbox
+    from hitl_tui.inbox.view import ASKED_ONCE, RowOrder, ViewSpec, key_of, row_of
+    from hitl_tui.inbox.workspace import Workspace
+    from hitl_tui.sources.loopkit.source import LoopkitSource
+
+    inbox = Inbox(Workspace.discover(_fleet(tmp_path)))
+    inbox.scan()
+    blocks = inbox.sorted_blocks()
+    rows = RowOrder(blocks, now=NOW)
+    by_id = {b.id: b for b in blocks}
+    rows.marked |= {row_of(by_id["node-1"]), row_of(by_id["db-1"])}
+    rows.set_spec(ViewSpec().with_query("db"), now=NOW)
+    assert rows.marked_hidden(NOW) == 1 and len(rows.marked) == 2
+    assert [b.id for b in rows.marked_blocks()] == ["node-1", "db-1"]
+    rows.set_spec(ViewSpec(group="question"), now=NOW)
+    assert rows.marked_hidden(NOW) == 0
+    names = [g.name for g in rows.rows() if not isinstance(g, str)]
+    assert names == ["Which Node version should CI use?", "Which DB migration tool should we use?"]
+    assert rows.members("Which DB migration tool should we use?") == [
+        row_of(by_id["db-1"]),
+        row_of(by_id["db-2"]),
+    ]
+    # node-1 leaves the inbox (answered): its mark goes with it; a lone question arrives.
+    rows.apply(Delta(removed=[key_of(by_id["node-1"])]), None)
+    assert rows.marked == {row_of(by_id["db-1"])}
+    lone = batch_fleet.loopkit(tmp_path, "lone", "## Question\nShould the logo be blue?\n", 0)
+    block = LoopkitSource().parse(lone, lone / "BLOCKED.md", "lone")
+    rows.apply(Delta(added=[block]), None)
+    assert rows.group_of(block) == ASKED_ONCE
+    assert [g.name for g in rows.rows() if not isinstance(g, str)][-1] == ASKED_ONCE
