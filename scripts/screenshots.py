@@ -158,6 +158,34 @@ async def shoot_remote(out: Path) -> Path | None:
     return path
 
 
+async def shoot_batch(out: Path) -> Path:
+    """Six loops asked which Node version CI should use (four loopkit repos, two agenticloop
+    tasks): `M` on one marks all six, `2` (Node 22) opens the preview of the batch."""
+    from tests.support import batch_fleet
+    from tests.tui_support import NOW
+
+    with tempfile.TemporaryDirectory(prefix="hitl-shot-") as tmp:
+        os.environ["HITL_STATE_DIR"] = str(Path(tmp) / "state")
+        root = Path(tmp) / "repos"
+        root.mkdir()
+        app = make_app(batch_fleet.build(root, NOW.timestamp()))
+        async with app.run_test(size=SIZE) as pilot:
+            for _ in range(100):
+                await pilot.pause()
+                if app.loaded:
+                    break
+            await app.workers.wait_for_complete()
+            await pilot.press("v", "v", "v", "v", "j", "j", "M", "2")
+            await app.workers.wait_for_complete()
+            await pilot.pause(0.3)
+            app.clear_notifications()
+            await pilot.press("n", "n")
+            await pilot.pause(0.2)
+            path = out / "batch.svg"
+            app.save_screenshot(filename=path.name, path=str(out))
+    return path
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--png", action="store_true", help="also write PNGs next to the SVGs")
@@ -170,6 +198,7 @@ def main() -> int:
         for name, keys in SHOTS.items()
     ]
     shots.append(("remote", lambda: shoot_remote(args.out)))
+    shots.append(("batch", lambda: shoot_batch(args.out)))
     for name, make in shots:
         if args.only and name != args.only:
             continue

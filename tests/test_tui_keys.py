@@ -13,6 +13,7 @@ from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.keys import IDS, KEYS
 from hitl_tui.tui.app import HitlApp
 from hitl_tui.tui.asked import ReuseScreen
+from hitl_tui.tui.batch_screens import BatchPreviewScreen, BatchResultScreen
 from hitl_tui.tui.bindings import help_text, key_name
 from hitl_tui.tui.filter_bar import FilterInput
 from hitl_tui.tui.grants_screen import ConfirmRevoke, GrantsScreen
@@ -33,6 +34,7 @@ from tests.tui_support import NOW, SIZE, demo_workspace
 SCREENS = (InboxScreen, BlockList, PreviewScreen, TextAnswerScreen, ConfirmDiscard, HelpScreen)
 SCREENS += (HistoryScreen, FilterInput, SnoozeScreen, ReuseScreen, ConfirmUndo)
 SCREENS += (GrantsScreen, ConfirmRevoke)
+SCREENS += (BatchPreviewScreen, BatchResultScreen)
 
 
 def test_every_binding_has_an_id_of_the_key_table() -> None:

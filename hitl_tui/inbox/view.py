@@ -46,7 +46,11 @@ ORDER_NAMES = {
     "source": "by source",
 }
 #: Groupings, in the order the app cycles them (None: one flat list).
-GROUPS: tuple[str | None, ...] = (None, "repo", "source", "state")
+GROUPS: tuple[str | None, ...] = (None, "repo", "source", "state", "question")
+#: Grouped by question, the group of the blocks whose question no other block asks (last).
+ASKED_ONCE = "questions asked once"
+#: Grouped by question, how much of the shared question a group's header shows.
+QUESTION_CELLS = 160
 
 
 #: The state of a row that is an answer waiting for its loop to act on it (`resume.Waiting`),
@@ -151,7 +155,7 @@ class ViewSpec:
         if self.order not in ORDERS:
             raise ValueError(f"no order {self.order!r} (orders: {', '.join(ORDERS)})")
         if self.group not in GROUPS:
-            raise ValueError(f"no grouping {self.group!r} (repo, source or state)")
+            raise ValueError(f"no grouping {self.group!r} (repo, source, state or question)")
 
     def with_query(self, text: str) -> ViewSpec:
         return replace(self, query=Query.parse(text))
@@ -182,6 +186,8 @@ class Group:
     name: str
     count: int
     folded: bool
+    #: How many of its listed blocks are marked.
+    marked: int = 0
 
 
 class RowOrder:
@@ -213,6 +219,11 @@ class RowOrder:
         self._placed: dict[str, tuple[Any, ...]] = {}
         self.order: list[str] = []
         self.folded: set[str] = set()
+        #: The row keys the operator marked (Space, M): a batch answers them together. Kept
+        #: through filters, orders and groupings; a block that leaves the inbox leaves it.
+        self.marked: set[str] = set()
+        #: Grouped by question: row key -> its group's name (None: to be made again).
+        self._questions: dict[str, str] | None = None
         self.hidden_arrivals = 0
         self.hay = Haystacks()
         self._now = now
@@ -238,8 +249,51 @@ class RowOrder:
         query = self.spec.query
         return query.empty or query.matches(block, self.hay.of(rk, block), when)
 
-    def _group(self, block: Block) -> str | None:
-        return GROUP_OF[self.spec.group](block) if self.spec.group else None
+    def group_of(self, block: Block) -> str | None:
+        """The name of the group `block` is listed under (None: not grouped)."""
+        group = self.spec.group
+        if group is None:
+            return None
+        if group == "question":
+            return self._question_of(block)
+        return GROUP_OF[group](block)
+
+    _group = group_of
+
+    def _question_of(self, block: Block) -> str:
+        """Grouped by question: the group of `block` (its shared question, `ASKED_ONCE`, or an
+        answer's state), from the groups made once per change of the blocks."""
+        if block.state in STATE_GROUPS:
+            return STATE_GROUPS[block.state]
+        if self._questions is None:
+            self._questions = self._question_names()
+        return self._questions.get(row_of(block), ASKED_ONCE)
+
+    def _question_names(self) -> dict[str, str]:
+        """Row key -> its group's name, for every block another block asks the same question
+        as (`similarity.question_groups`, the one rule); each name is the group's first
+        question, made unique."""
+        from hitl_tui.loops.similarity import question_groups
+
+        blocks = [b for b in self.blocks.values() if b.state not in STATE_GROUPS]
+        names: dict[str, str] = {}
+        used: set[str] = {ASKED_ONCE, *STATE_GROUPS.values()}
+        for members in question_groups(blocks):
+            if len(members) < 2:
+                continue
+            # The question itself (not a task's title before it), of the longest blocked.
+            first = " ".join(min(members, key=sort_key).question.split())
+            if len(first) > QUESTION_CELLS:
+                first = first[: QUESTION_CELLS - 1] + "…"
+            name = first or "(no question)"
+            base, n = name, 1
+            while name in used:
+                n += 1
+                name = f"{base} ({n})"
+            used.add(name)
+            for block in members:
+                names[row_of(block)] = name
+        return names
 
     def _listed(self, now: datetime | None = None) -> list[str]:
         when = now or self._time()
@@ -249,12 +303,29 @@ class RowOrder:
         groups: dict[str, list[str]] = {}
         for rk in shown:
             groups.setdefault(self._group(self.blocks[rk]) or "", []).append(rk)
+        if self.spec.group == "question":  # the shared questions first, then the others
+            last = (ASKED_ONCE, *STATE_GROUPS.values())
+            names = [g for g in groups if g not in last] + [g for g in last if g in groups]
+            return [rk for name in names for rk in groups[name]]
         return [rk for rows in groups.values() for rk in rows]
 
     @property
     def counts(self) -> tuple[int, int]:
         """(listed, known): what the header says as `12 of 340 blocks`."""
         return len(self.order), len(self.blocks)
+
+    def marked_hidden(self, now: datetime | None = None) -> int:
+        """How many marked blocks the spec does not list (the filter, the snooze side): a pass
+        over the marks, never over every block."""
+        when = now or self._time()
+        return sum(not self.accepts(rk, self.blocks[rk], when) for rk in self.marked)
+
+    def marked_blocks(self) -> list[Block]:
+        """The marked blocks, in sort order (listed or not)."""
+        if not self.marked:
+            return []
+        placed = self._placed
+        return [self.blocks[rk] for rk in sorted(self.marked, key=lambda r: (placed[r], r))]
 
     # -- changing it ---------------------------------------------------------------------------
 
@@ -266,6 +337,8 @@ class RowOrder:
         self._sorted = [rk for _k, rk, _b in rows]
         self._keys = [(k, rk) for k, rk, _b in rows]
         self._placed = {rk: k for k, rk, _b in rows}
+        self.marked &= self.blocks.keys()
+        self._questions = None
         self.order = self._listed()
 
     def set_spec(self, spec: ViewSpec, now: datetime | None = None) -> None:
@@ -304,6 +377,8 @@ class RowOrder:
         row that took its place (None when no later row is left)."""
         before = list(self.order) if keep is not None else self.order
         grouped = bool(self.spec.group)
+        if delta.added or delta.changed or delta.removed:
+            self._questions = None  # grouped by question: the groups are made again
         now = self._time()
         moved = False
         for rk in {row_key(k) for k in delta.removed} & self.blocks.keys():
@@ -357,6 +432,7 @@ class RowOrder:
 
     def _drop(self, rk: str) -> None:
         del self.blocks[rk]
+        self.marked.discard(rk)
         at = bisect.bisect_left(self._keys, (self._placed.pop(rk), rk))
         del self._keys[at]
         del self._sorted[at]
@@ -397,10 +473,13 @@ class RowOrder:
         current: str | None = None
         members: list[str] = []
 
+        marked = self.marked
+
         def close() -> None:
             if current is not None:
                 folded = current in self.folded
-                out.append(Group(current, len(members), folded))
+                picked = sum(rk in marked for rk in members) if marked else 0
+                out.append(Group(current, len(members), folded, picked))
                 if not folded:
                     out.extend(members)
 
@@ -415,6 +494,12 @@ class RowOrder:
 
     def toggle_fold(self, group: str) -> None:
         self.folded ^= {group}
+
+    def members(self, group: str) -> list[str]:
+        """The listed row keys of the group named `group` (folded or not)."""
+        if not self.spec.group:
+            return []
+        return [rk for rk in self.order if self._group(self.blocks[rk]) == group]
 
     def next_where(
         self, start: str | None, step: int, wanted: Callable[[Block], bool]

@@ -58,6 +58,7 @@ WORKER_TASKS = {
     "asked": "Reading the journal's answers (asked again, asked before)",
     "preview": "Preparing the first preview",
     "grants": "Reading the grants",
+    "questions": "Reading the questions (M, grouping by question)",
 }
 
 #: A burst of arrivals ends after this many seconds without a new block ...
@@ -205,6 +206,8 @@ class HitlApp(App[int]):
                 self.run_remote(source)
         # What the first preview needs, built once the list is drawn and the app idle.
         self.set_timer(0.2, self.inbox_screen.prepare_preview)
+        # Each question read once for the same-question rule (M, grouping by question).
+        self.set_timer(0.4, self.inbox_screen.read_questions)
 
     @work(exclusive=True, group="watch", exit_on_error=False, description="run_watcher")
     async def run_watcher(self) -> None:

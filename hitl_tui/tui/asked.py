@@ -26,7 +26,8 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from hitl_tui.loops.similarity import AnswerIndex, Earlier, journal_stamp, normalise, save_recent
+from hitl_tui.answers.batch import match_option
+from hitl_tui.loops.similarity import AnswerIndex, Earlier, journal_stamp, save_recent
 from hitl_tui.model import Block, Choice
 from hitl_tui.textio import printable
 from hitl_tui.timefmt import age
@@ -172,24 +173,25 @@ def before_text(found: list[Earlier], now: datetime) -> Text:
 
 
 def matching_choice(block: Block, earlier: Earlier) -> Choice | None:
-    """The block's choice that the earlier answer chose: the same key and option, else the
-    same option under another key (the choices were listed in another order). None: none."""
+    """The block's choice that the earlier answer chose: the one whose option text is the same
+    once folded (`batch.match_option`, the rule a batch answers by: case, white space and
+    trailing punctuation aside; `>= 22` is not `<= 22`). None: none, or several."""
     if earlier.choice_option is None:
         return None
-    option = normalise(earlier.choice_option)
-    same = [c for c in block.choices if normalise(c.option) == option]
-    key = (earlier.choice_key or "").casefold()
-    exact = [c for c in same if c.key.casefold() == key]
-    found = exact or same
-    return found[0] if found else None
+    return match_option(block, earlier.choice_option)
 
 
 def prefill(block: Block, choice: Choice | None, earlier: Earlier) -> tuple[str, ...]:
     """What the text box for `choice` (None: own words) starts with: the earlier answer's
-    texts (one per question when they fit, else joined), else what it answered."""
+    texts (one per question when they fit, else joined). In own words (no choice of this
+    block matched), an earlier choice comes as its decision, the option's text (with its
+    texts), never its label and consequence: those were the other block's."""
     box = text_box(block, choice)
     # Journal text is shown made printable, as every pane is (a TextArea passes escapes on).
-    texts = [t for t in earlier.texts if t.strip()] or [earlier.answered]
+    texts = [t for t in earlier.texts if t.strip()]
+    if choice is None and earlier.choice_option:
+        texts = ["\n\n".join([earlier.choice_option, *texts])]
+    texts = texts or [earlier.answered]
     texts = [printable(t, keep_newlines=True) for t in texts]
     count = len(box.questions)
     if len(texts) == count:
@@ -224,13 +226,20 @@ def reuse(screen: InboxScreen, app: App, asked: Asked) -> None:
     app.push_screen(ReuseScreen(block, found, screen.clock()), picked)
 
 
+def origin(earlier: Earlier, now: datetime) -> str:
+    """What the text box's title says of reused text: whose answer it was, where and when."""
+    return f"from the answer given in {printable(earlier.repo_name)} {_ago(earlier.time, now)}"
+
+
 def use(screen: InboxScreen, block: Block, earlier: Earlier) -> None:
-    """Open the preview of `earlier` on `block` (through the text box when it needs words)."""
+    """Open the preview of `earlier` on `block` (through the text box when it needs words,
+    titled with where the words come from: never as the operator's draft)."""
     choice = matching_choice(block, earlier)
     if choice is not None and not choice.needs_text:
         screen._preview(block, screen._answer(choice))
     else:
-        screen._ask_text(block, choice, prefill=prefill(block, choice, earlier))
+        found = origin(earlier, screen.clock())
+        screen._ask_text(block, choice, prefill=prefill(block, choice, earlier), origin=found)
 
 
 class ReuseScreen(ModalScreen[int | None]):

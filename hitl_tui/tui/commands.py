@@ -44,6 +44,10 @@ NAMES = {
     "hitl.grants": "Grants: allow-always answers",
     "hitl.help": "Keys",
     "hitl.quit": "Quit",
+    "hitl.group": "Next grouping: none, by repo, by source, by state, by question",
+    "hitl.mark": "Mark / unmark the highlighted block (a group, on its header row)",
+    "hitl.mark-same": "Mark every open block asking the same question",
+    "hitl.clear-marks": "Clear the marks",
 }
 #: Blocks shown before anything is typed (the rest are a search away).
 DISCOVER_BLOCKS = 5

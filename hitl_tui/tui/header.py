@@ -60,6 +60,9 @@ class ViewState:
     waiting: int = 0
     late: int = 0
     failed: int = 0
+    #: Blocks marked for a batch answer, and how many of them the view does not list.
+    marked: int = 0
+    marked_hidden: int = 0
 
 
 #: The states of a remote scope that was read (a "warning" one is named with its message).
@@ -106,6 +109,10 @@ def header_line(parts: HeaderParts, view: ViewState | None = None) -> str:
                 trouble.append(f"{plural(view.failed, 'restart')} failed")
             if trouble:
                 text += f" ({', '.join(trouble)})"
+        if view.marked:
+            text += f" · {view.marked:,} marked"
+            if view.marked_hidden:
+                text += f" ({view.marked_hidden:,} hidden by the filter)"
         if view.hidden:
             text += f" · +{view.hidden} hidden by the filter"
         if view.snoozed and not view.snoozed_view:
@@ -186,6 +193,8 @@ class ShowsHeader(_Screen):
             order=spec.order,
             group=spec.group,
             snoozed_view=spec.snoozed,
+            marked=len(self.rows.marked),
+            marked_hidden=self.rows.marked_hidden() if self.rows.marked else 0,
         )
 
     def _render_header(self) -> None:

@@ -34,7 +34,7 @@ from textual.worker import Worker, WorkerState
 
 from hitl_tui.answers.service import restart_for, source_for, write_answer
 from hitl_tui.inbox.inbox import Delta, Inbox, key_of
-from hitl_tui.inbox.view import GROUP_OF, GROUPS, ORDERS, RowOrder, ViewSpec, row_of
+from hitl_tui.inbox.view import GROUPS, ORDERS, RowOrder, ViewSpec, row_of
 from hitl_tui.loops import notices
 from hitl_tui.loops.commands import Loop
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
@@ -42,6 +42,7 @@ from hitl_tui.state.seen import SeenBook
 from hitl_tui.state.snoozes import SnoozeBook
 from hitl_tui.textio import printable
 from hitl_tui.tui.answer_flow import Drafts, preview_of, text_box
+from hitl_tui.tui.batch_flow import Batches
 from hitl_tui.tui.bindings import bindings
 from hitl_tui.tui.filter_bar import FilterInput
 from hitl_tui.tui.header import READING, HeaderParts, ShowsHeader
@@ -63,7 +64,7 @@ from hitl_tui.tui.waiting import rows_delta, waiting_of
 from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader, Clock, row_key
 
 
-class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Screen):
+class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches, Screen):
     """The app's first screen, under every modal: the inbox shown, and the answer flow."""
 
     #: Every key of the inbox section; quit, help and history switch screens: the app's.
@@ -363,8 +364,10 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Screen)
         group = table.current_group
         if group is not None:
             noun = "block" if group.count == 1 else "blocks"
-            what = "folded: Enter or Space shows them" if group.folded else "Enter or Space folds"
-            return printable(f"{group.name or '(none)'}: {group.count} {noun} ({what}).")
+            what = "folded: Enter shows them" if group.folded else "Enter folds"
+            return printable(
+                f"{group.name or '(none)'}: {group.count} {noun} ({what}; Space marks them)."
+            )
         if table.current is not None or not table.blocks:
             return ""
         spec = self.rows.spec
@@ -446,7 +449,7 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Screen)
         self._set_view(self.rows.spec.next_order())
 
     def action_cycle_group(self) -> None:
-        """`v`: no grouping, by repo, by source."""
+        """`v`: no grouping, by repo, by source, by state, by question."""
         self._set_view(self.rows.spec.next_group())
 
     def action_next_new(self, step: int) -> None:
@@ -459,8 +462,7 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Screen)
             self.notify("No new blocks.", timeout=3)
             return
         if not table.select(rk):  # in a folded group: unfold it
-            spec = self.rows.spec
-            group = GROUP_OF[spec.group](self.rows.blocks[rk]) if spec.group else None
+            group = self.rows.group_of(self.rows.blocks[rk])
             if group is not None and group in self.rows.folded:
                 table.relist(lambda: self.rows.toggle_fold(group))
             table.select(rk)
@@ -512,6 +514,9 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Screen)
         return True
 
     def action_choose(self, number: int) -> None:
+        if self.rows.marked:  # every marked block (tui/batch_flow.py)
+            self.answer_marked(number)
+            return
         block = self._current()
         if block is None or self._is_waiting_row(block):
             return
@@ -529,6 +534,9 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Screen)
             self._preview(block, self._answer(choice))
 
     def action_own_words(self) -> None:
+        if self.rows.marked:
+            self.answer_marked(None)
+            return
         block = self._current()
         if block is not None and not self._is_waiting_row(block):
             self._ask_text(block, None)
@@ -543,11 +551,15 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Screen)
         return Answer(choice=choice, texts=texts, operator=self.operator, when=self.clock())
 
     def _ask_text(
-        self, block: Block, choice: Choice | None, prefill: tuple[str, ...] | None = None
+        self,
+        block: Block,
+        choice: Choice | None,
+        prefill: tuple[str, ...] | None = None,
+        origin: str | None = None,
     ) -> None:
         """The text box for `choice` (None: own words), from `prefill` (an earlier answer
-        reused) or its draft if one is kept; Esc keeps what was typed as a draft, a discard
-        drops it, Continue goes to the preview."""
+        reused: `origin` says whose, in the title) or its draft if one is kept; Esc keeps what
+        was typed as a draft, a discard drops it, Continue goes to the preview."""
         box = text_box(block, choice)
         draft = prefill if prefill is not None else self.drafts.get(box)
 
@@ -566,7 +578,7 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Screen)
                 return
             self._preview(block, self._answer(choice, typed.texts))
 
-        screen = TextAnswerScreen(block, box.questions, box.defaults, box.title, draft)
+        screen = TextAnswerScreen(block, box.questions, box.defaults, box.title, draft, origin)
         self.app.push_screen(screen, done)
 
     def _preview(self, block: Block, answer: Answer) -> None:

@@ -102,6 +102,33 @@ class Refused(Message):
     message: str
 
 
+@dataclass
+class BatchApplied(Message):
+    """A batch was applied (`answers.batch.apply_batch`): the batch as applied (written,
+    refused, skipped), and what it changed in the inbox."""
+
+    batch: object
+    delta: Delta
+
+
+@dataclass
+class BatchUndone(Message):
+    """A batch was undone: one line per answer (undone, refused with why, skipped)."""
+
+    lines: list[str]
+    delta: Delta
+
+
+@dataclass
+class HistoryUndone(Message):
+    """An answer (or a batch) of the history was undone: the toast, the inbox's change, the
+    new history."""
+
+    message: str
+    delta: Delta
+    entries: list
+
+
 class Host(Protocol):
     """What the inbox screen asks of its app (HitlApp), which it cannot import (a cycle)."""
 

@@ -19,7 +19,6 @@ from textual import events, on, work
 from textual.app import ComposeResult, SuspendNotSupported
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Button, DataTable, Footer, Input, Label, Static, TextArea
@@ -31,7 +30,8 @@ from hitl_tui.loops.resume import loop_states
 from hitl_tui.model import Block, HitlError, Plan
 from hitl_tui.textio import printable
 from hitl_tui.tui.bindings import bindings, help_text
-from hitl_tui.tui.messages import Refused
+from hitl_tui.tui.history_batches import BatchHistory, Row, batch_cells, row_id, rows_of
+from hitl_tui.tui.messages import HistoryUndone, Refused
 from hitl_tui.tui.undo_flow import AsksBeforeUndo
 
 
@@ -385,13 +385,20 @@ class TextAnswerScreen(ModalScreen[Typed | None]):
         defaults: list[str],
         title: str,
         draft: tuple[str, ...] | None = None,
+        origin: str | None = None,
     ) -> None:
         super().__init__()
         self.block = block
         self.prompts = prompts
         self.defaults = defaults
         self.draft = draft
-        self.title_text = title + (" (your draft)" if draft else "")
+        #: Where the text in the boxes came from when it is not the operator's draft (an
+        #: earlier answer reused with `p`, maybe in another repository): the title says so.
+        self.origin = origin
+        if origin is not None:
+            self.title_text = f"{title} — {origin}"
+        else:
+            self.title_text = title + (" (your draft)" if draft else "")
         self._last_box: TextArea | None = None
 
     def compose(self) -> ComposeResult:
@@ -408,7 +415,7 @@ class TextAnswerScreen(ModalScreen[Typed | None]):
                 yield TextArea(shown, id=f"answer-{index}", classes="answer-text", soft_wrap=True)
             yield Static("", id="answer-error", markup=False)
             with Horizontal(id="answer-buttons"):
-                if self.draft:
+                if self.draft and self.origin is None:
                     yield Button("Discard draft", id="discard", variant="error")
                 yield Button("Editor (Ctrl+E)", id="editor")
                 yield Button("Back (Esc)", id="cancel")
@@ -530,16 +537,7 @@ def history_text(entry: Entry) -> str:
     return printable(" ".join((*parts, entry.operator))).lower()
 
 
-@dataclass
-class HistoryUndone(Message):
-    """An answer of the history was undone: the toast, the inbox's change, the new history."""
-
-    message: str
-    delta: Delta
-    entries: list[Entry]
-
-
-class HistoryScreen(AsksBeforeUndo, ModalScreen[None]):
+class HistoryScreen(BatchHistory, AsksBeforeUndo, ModalScreen[None]):
     """Every answer given from this machine, newest first: when, who, where, what, undone.
 
     j/k (or the arrows) move the cursor, `/` filters as you type, `u` undoes the highlighted
@@ -578,8 +576,11 @@ class HistoryScreen(AsksBeforeUndo, ModalScreen[None]):
         self.loop_states = (
             {entry: loop_word(r) for entry, r in loop_states(book).items()} if book else {}
         )
-        #: The entries shown, in the table's order (the filter's).
-        self.shown: list[Entry] = []
+        #: The rows shown, in the table's order (the filter's): answers, and a batch's line
+        #: (a `journal.batches.Group`; its answers follow it when it is expanded).
+        self.shown: list[Row] = []
+        #: The batches whose answers are shown under their line (`Space`).
+        self.expanded: set[str] = set()
         self.operator = operator
         #: The inbox re-reads the block an undo put back; `on_change` shows that in the list.
         self.inbox = inbox
@@ -613,24 +614,37 @@ class HistoryScreen(AsksBeforeUndo, ModalScreen[None]):
         return self.query_one("#history-table", DataTable)
 
     @property
-    def current(self) -> Entry | None:
-        """The highlighted answer (None: the list is empty)."""
+    def current_row(self) -> Row | None:
+        """The highlighted row: an answer or a batch's line (None: the list is empty)."""
         row = self.table.cursor_row
         return self.shown[row] if 0 <= row < len(self.shown) else None
+
+    @property
+    def current(self) -> Entry | None:
+        """The highlighted answer (None: the list is empty, or a batch's line is)."""
+        row = self.current_row
+        return row if isinstance(row, Entry) else None
 
     def _fill(self, keep: str | None = None) -> None:
         """The table from `entries` and the filter; the cursor stays on `keep` when shown."""
         words = self.query_one("#history-filter", Input).value.lower().split()
-        self.shown = [e for e in self.entries if all(w in history_text(e) for w in words)]
+        found = [e for e in self.entries if all(w in history_text(e) for w in words)]
+        self.shown = rows_of(found, self.expanded)
         table = self.table
         table.clear()
         for entry in self.shown:
+            if not isinstance(entry, Entry):  # a batch's line
+                table.add_row(*batch_cells(entry, entry.batch in self.expanded))
+                continue
             state = "undone" if entry.undone else entry.status
             loop = "" if entry.undone else self.loop_states.get(entry.id, "")
+            block = printable(entry.block_id)
+            if entry.batch is not None and entry.batch in self.expanded:
+                block = f"  └ {block}"
             table.add_row(
                 Text(entry.time.astimezone().strftime("%Y-%m-%d %H:%M")),
                 Text(printable(entry.operator)),
-                Text(printable(entry.block_id)),
+                Text(block),
                 Text(printable(entry.answered)[:56], overflow="ellipsis", no_wrap=True),
                 Text(state, style="dim" if entry.undone else ""),
                 Text(loop, style="bold" if loop == "not resumed" else ""),
@@ -639,14 +653,19 @@ class HistoryScreen(AsksBeforeUndo, ModalScreen[None]):
         if not self.shown:
             empty = "No answers match the filter." if words else "No answers yet."
             table.add_row(Text(empty), "", "", "", "", "", "")
-        ids = [e.id for e in self.shown]
+        ids = [row_id(e) for e in self.shown]
         if keep in ids:
             table.move_cursor(row=ids.index(keep), animate=False)
 
     @on(Input.Changed, "#history-filter")
     def _filtered(self) -> None:
-        current = self.current
-        self._fill(current.id if current else None)
+        current = self.current_row
+        self._fill(row_id(current) if current else None)
+
+    @on(DataTable.RowSelected, "#history-table")
+    def _selected(self) -> None:
+        """Enter on a batch's line expands it, as Space does."""
+        self.action_expand()
 
     @on(Input.Submitted, "#history-filter")
     def _filter_done(self) -> None:
@@ -668,6 +687,10 @@ class HistoryScreen(AsksBeforeUndo, ModalScreen[None]):
         self.dismiss(None)
 
     def action_undo(self) -> None:
+        row = self.current_row
+        if row is not None and not isinstance(row, Entry):  # a batch's line: all of it
+            self.ask_undo_batch(row)
+            return
         entry = self.current
         if entry is None:
             self.notify("No answer is highlighted.", severity="warning")
@@ -725,9 +748,9 @@ class HistoryScreen(AsksBeforeUndo, ModalScreen[None]):
         message.stop()
         if self.on_change is not None:
             self.on_change(message.delta)
-        current = self.current
+        current = self.current_row
         self.entries = message.entries
-        self._fill(current.id if current else None)
+        self._fill(row_id(current) if current else None)
         self.notify(one_line(message.message), title="Undone", markup=False)
 
     @on(Refused)

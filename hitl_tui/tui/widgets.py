@@ -8,6 +8,7 @@ BLOCKED.md is just text, and escape sequences show as visible symbols.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import ClassVar
 
@@ -52,7 +53,7 @@ class BlockList(ScrollView, can_focus=True):
     when a filter, an order or a grouping changes while it is still listed.
 
     What is listed is the domain's `view.RowOrder` (`rows`, with its `ViewSpec`); grouped, a
-    header row per group (`view.Group`) comes before its blocks, and Enter, Space or a click on
+    header row per group (`view.Group`) comes before its blocks, and Enter or a click on
     it folds the group. A block the operator has not highlighted yet (`is_new`) has a mark in
     the first column; its age is amber, then red, past the `[sla]` times.
     """
@@ -76,6 +77,8 @@ class BlockList(ScrollView, can_focus=True):
     BlockList > .blocklist--warn { color: $warning; }
     BlockList > .blocklist--alert { color: $error; text-style: bold; }
     BlockList > .blocklist--group { color: $text; background: $panel; text-style: bold; }
+    BlockList > .blocklist--marked { background: $secondary 35%; }
+    BlockList > .blocklist--mark { color: $secondary-lighten-2; text-style: bold; }
     """
     COMPONENT_CLASSES: ClassVar = {
         "blocklist--cursor",
@@ -87,6 +90,8 @@ class BlockList(ScrollView, can_focus=True):
         "blocklist--warn",
         "blocklist--alert",
         "blocklist--group",
+        "blocklist--marked",
+        "blocklist--mark",
     }
     BINDINGS: ClassVar = bindings("list")
     #: (title, width) of the fixed columns; the question takes the rest. The block column
@@ -106,6 +111,9 @@ class BlockList(ScrollView, can_focus=True):
     NEW_MARK = "●"
     #: The mark of a block that asks again what was answered (`similar`; tui/asked.py).
     AGAIN_MARK = "↻"
+    #: The mark of a block the operator marked (Space, M) for a batch answer: it wins over
+    #: the others, and the row's background is tinted.
+    MARKED_MARK = "✓"
 
     cursor_row: reactive[int] = reactive(0, always_update=False)
 
@@ -256,6 +264,38 @@ class BlockList(ScrollView, can_focus=True):
     def toggle_fold(self, group: Group) -> None:
         self.relist(lambda: self.rows.toggle_fold(group.name))
 
+    def set_marks(self, rks: set[str], on: bool) -> None:
+        """Mark (`on`) or unmark the rows `rks`: only their lines are drawn again, and, grouped,
+        the headers of their groups (a cost per row marked, never a pass over the list)."""
+        marked = self.rows.marked
+        changed = rks - marked if on else rks & marked
+        if on:
+            marked |= changed
+        else:
+            marked -= changed
+        if not changed:
+            return
+        if self.rows.spec.group:
+            counts: dict[str, int] = {}
+            for rk in changed:
+                name = self.rows.group_of(self.blocks[rk]) or ""
+                counts[name] = counts.get(name, 0) + (1 if on else -1)
+            for name, step in counts.items():
+                row = self._index.get(f"\0group:{name}")
+                item = self.drawn[row] if row is not None else None
+                if isinstance(item, Group):
+                    self.drawn[row] = replace(item, marked=item.marked + step)
+                    self.refresh_line(row - self.scroll_offset.y)
+        if len(changed) > 20:
+            self._lines.clear()
+            self.refresh()
+        else:
+            for rk in changed:
+                self.refresh_row(rk)
+
+    def clear_marks(self) -> None:
+        self.set_marks(set(self.rows.marked), False)
+
     def refresh_ages(self) -> None:
         self._lines.clear()
         self.refresh()
@@ -317,7 +357,7 @@ class BlockList(ScrollView, can_focus=True):
         self._move(len(self.drawn) - 1)
 
     def action_fold(self) -> None:
-        """Enter or Space on a group's header row folds or unfolds the group."""
+        """Enter on a group's header row folds or unfolds the group."""
         group = self.current_group
         if group is not None:
             self.toggle_fold(group)
@@ -411,10 +451,11 @@ class BlockList(ScrollView, can_focus=True):
         block = self.blocks[item]
         new = self.is_new is not None and self.is_new(block)
         again = self.is_asked is not None and self.is_asked(block)
-        cache_key = (item, width, selected, self.has_focus, new, again)
+        marked = item in self.rows.marked
+        cache_key = (item, width, selected, self.has_focus, new, again, marked)
         strip = self._lines.get(cache_key)
         if strip is None:
-            strip = self._render_row(block, width, selected, new, again)
+            strip = self._render_row(block, width, selected, new, again, marked)
             if len(self._lines) > 2000:
                 self._lines.clear()
             self._lines[cache_key] = strip
@@ -427,14 +468,24 @@ class BlockList(ScrollView, can_focus=True):
         sign = "▸" if group.folded else "▾"
         noun = "block" if group.count == 1 else "blocks"
         text = f" {sign} {printable(group.name) or '(none)'} · {group.count} {noun}"
+        if group.marked:
+            text += f" · {group.marked} marked"
         if group.folded:
             text += " (folded)"
         return Strip([Segment(_fit(text, width), style)]).adjust_cell_length(width, style)
 
     def _render_row(
-        self, block: Block, width: int, selected: bool, new: bool = False, again: bool = False
+        self,
+        block: Block,
+        width: int,
+        selected: bool,
+        new: bool = False,
+        again: bool = False,
+        marked: bool = False,
     ) -> Strip:
         base = self.rich_style
+        if marked:
+            base = base + self.get_component_rich_style("blocklist--marked")
         if selected:
             base = base + self.get_component_rich_style("blocklist--cursor")
         state, state_style = _state(block), Style()
@@ -467,6 +518,9 @@ class BlockList(ScrollView, can_focus=True):
             kind = "blocklist--new" if new else "blocklist--warn"
             mark_style = base if selected else base + self.get_component_rich_style(kind)
             mark = Segment(self.AGAIN_MARK, mark_style)
+        if marked:
+            marking = self.get_component_rich_style("blocklist--mark")
+            mark = Segment(self.MARKED_MARK, base if selected else base + marking)
         cells = [
             printable(block.id),
             age(block.since, now).rjust(4),
