@@ -214,6 +214,23 @@ def test_restarts_start_together_bounded(fleet, tmp_path: Path) -> None:
     assert restart_all([], [loop], book) == []
 
 
+def test_a_restart_with_no_placeholder_runs_in_each_repository(fleet, tmp_path: Path) -> None:
+    """`./run.sh` names no repository: it runs in each block's own folder, so a batch over
+    three repositories restarts three loops (one distinct command text restarted only one)."""
+    loop = Loop(match=(str(tmp_path / "*"),), restart=("/bin/sh", "-c", "touch restarted.log"))
+    book = ResumeBook.for_state()
+    inbox = _inbox(fleet)
+    inbox.use_resumes(book, [loop])
+    blocks = [b for b in inbox.blocks.values() if b.source == "loopkit"]
+    done = apply_batch(inbox, plan_batch(inbox, blocks, How(option=KEEP)), restart=True)
+    assert done.count("written") == 3
+    assert sorted(p.name for p in fleet.values() if (p / "restarted.log").exists()) == [
+        "mall",
+        "shop",
+        "store",
+    ]
+
+
 def test_an_answer_sent_to_another_machine_keeps_its_batch(fleet) -> None:
     """A remote backend (ssh) journals its answer from `remote_fields` once sent: the batch
     id goes with it (it was dropped: the entry was alone in the history)."""

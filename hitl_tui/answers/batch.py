@@ -307,8 +307,11 @@ def restart_all(
             continue
         planned = service.restart_for(loops, block)
         command = planned.command if planned is not None else None
-        # One run per loop and command as filled in; a refused one (no command) per block.
-        key = (str(id(loop)), command if command is not None else f"refused {block.id}")
+        # One run per loop, repository and command as filled in (a restart runs in its
+        # block's repository: `./run.sh` in three repos is three runs); a refused one (no
+        # command) per block.
+        refused = f"refused {block.id}"
+        key = (str(id(loop)), f"{block.repo}\0{command if command is not None else refused}")
         wanted.setdefault(key, []).append(at)
         first.setdefault(key, (block, loop))
     results = list(answered)
