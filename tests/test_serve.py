@@ -641,6 +641,9 @@ def test_the_page_calls_no_one(loops: Path, serve, tmp_path: Path):
 
     # (In tmp_path: Chromium's helpers may still write there as the test ends.)
     asyncio.run(open_page(f"http://127.0.0.1:{port}/?token={TOKEN}", tmp_path / "chromium", drive))
+    # The icon needs no token: a browser asks for it on a refusal's page too.
+    status, headers = get_raw(f"http://127.0.0.1:{port}/favicon.ico")
+    assert (status, headers["Content-Type"]) == (200, "image/svg+xml")
     assert served.stop() == (0, "hitl: stopped\n")
     requests = seen["requests"]
     assert isinstance(requests, dict)
