@@ -3,7 +3,8 @@
 The CLI contract (the URL line, the refusal of a non-loopback address, the warning, Ctrl+C,
 the page's guards) runs everywhere. The end-to-end test drives Debian's headless Chromium over
 the DevTools protocol (aiohttp's websocket client, which textual-serve brings): the page loads,
-the block's question is in xterm.js's screen, two keys answer it, and the files change on disk.
+the block's question is in xterm.js's screen, two keys answer it, and the files change on disk;
+and every request the page makes (the DevTools protocol's Network events) goes to this server.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -366,10 +368,12 @@ def chromium() -> str | None:
 class Browser:
     """One headless Chromium page, driven over the DevTools protocol."""
 
-    def __init__(self, ws, session: str | None, ids: itertools.count) -> None:
+    def __init__(self, ws, session: str | None, ids: itertools.count, events: list) -> None:
         self.ws = ws
         self.session = session  # None: the browser itself
         self.ids = ids
+        #: Every DevTools event read so far (the page's requests among them), in order.
+        self.events = events
 
     async def call(self, method: str, **params) -> dict:
         number = next(self.ids)
@@ -383,6 +387,8 @@ class Browser:
                 if "error" in reply:
                     raise AssertionError(f"{method}: {reply['error']}")
                 return reply.get("result", {})
+            if "method" in reply:
+                self.events.append(reply)
 
     async def screen(self) -> str:
         result = await self.call("Runtime.evaluate", expression=SCREEN_TEXT, returnByValue=True)
@@ -439,14 +445,15 @@ async def open_page(url: str, profile: Path, drive) -> None:
             aiohttp.ClientSession() as http,
             http.ws_connect(f"ws://127.0.0.1:{port}{path}", max_msg_size=0) as ws,
         ):
-            ids = itertools.count(1)
-            browser = Browser(ws, None, ids)
+            ids, events = itertools.count(1), []
+            browser = Browser(ws, None, ids, events)
             target = await browser.call("Target.createTarget", url="about:blank")
             attached = await browser.call(
                 "Target.attachToTarget", targetId=target["targetId"], flatten=True
             )
-            page = Browser(ws, attached["sessionId"], ids)
+            page = Browser(ws, attached["sessionId"], ids, events)
             await page.call("Page.enable")
+            await page.call("Network.enable")  # every request the page makes, from the first
             await page.call("Page.addScriptToEvaluateOnNewDocument", source=KEEP_TERMINAL)
             await page.call("Page.navigate", url=url)
             await drive(page)
@@ -542,6 +549,115 @@ def test_a_block_answered_in_the_browser(
     assert seconds < 8, f"Ctrl+C took {seconds:.1f} s with a session open"
     assert apps_running(loops) == []
     assert not ran.exists(), ran.read_text()  # no shell, no editor ran blind behind the page
+
+
+#: The characters on the page's screen that no font the page can use draws: each is drawn with
+#: the terminal's font list on a canvas (xterm.js draws its glyphs the same way), and one that
+#: comes out as the box drawn for a code point no font has (U+10FFFD, private use) is missing.
+MISSING_GLYPHS = """(async () => {
+  const terminal = window.__hitlTerminal, size = 32;
+  const font = `${size}px ${terminal.options.fontFamily}`;
+  await document.fonts.load(font, "hitl");
+  const canvas = document.createElement("canvas");
+  canvas.width = 4 * size;
+  canvas.height = 2 * size;
+  const context = canvas.getContext("2d", {willReadFrequently: true});
+  const drawn = (character) => {
+    context.clearRect(0, 0, canvas.width, canvas.height);
+    context.font = font;
+    context.fillStyle = "#000";
+    context.fillText(character, size / 2, 1.5 * size);
+    return context.getImageData(0, 0, canvas.width, canvas.height).data.join();
+  };
+  const box = drawn("\\u{10FFFD}");
+  const buffer = terminal.buffer.active, seen = new Set();
+  for (let i = 0; i < buffer.length; i++) {
+    for (const character of buffer.getLine(i).translateToString(true)) { seen.add(character); }
+  }
+  return [...seen].filter((c) => c.trim() && drawn(c) === box).join("");
+})()"""
+
+
+def requests_of(events: list[dict]) -> dict[str, dict]:
+    """The page's requests by id: url, status (None before a response), failed (the error),
+    ended; and its websockets' addresses (`ws:` ids)."""
+    found: dict[str, dict] = {}
+    for event in events:
+        params = event.get("params", {})
+        method = event["method"]
+        if method == "Network.requestWillBeSent":
+            found[params["requestId"]] = {
+                "url": params["request"]["url"],
+                "status": None,
+                "failed": None,
+                "ended": False,
+            }
+        elif method == "Network.webSocketCreated":
+            found["ws:" + params["requestId"]] = {
+                "url": params["url"],
+                "status": None,
+                "failed": None,
+                "ended": True,
+            }
+        elif method == "Network.responseReceived" and params["requestId"] in found:
+            found[params["requestId"]]["status"] = params["response"]["status"]
+        elif method == "Network.loadingFinished" and params["requestId"] in found:
+            found[params["requestId"]]["ended"] = True
+        elif method == "Network.loadingFailed" and params["requestId"] in found:
+            found[params["requestId"]].update(failed=params["errorText"], ended=True)
+    return found
+
+
+@pytest.mark.skipif(chromium() is None, reason="no chromium (apt-get install chromium)")
+def test_the_page_calls_no_one(loops: Path, serve, tmp_path: Path):
+    """Offline, the page is whole: every request it makes (its font and its icon included) goes
+    to this server and gets its file, none leaves the machine (a font of fonts.googleapis.com
+    did), and every character on its screen, the palette's included, has a glyph."""
+    port = free_port()
+    served = serve("--port", port, loops, cwd=tmp_path)
+    served.first_line()
+    seen: dict[str, object] = {}
+
+    async def drive(page: Browser) -> None:
+        await page.wait_for("1 block in 1 repo")
+        await page.call("Runtime.evaluate", expression="window.__hitlTerminal.focus()")
+        await page.press("p", ctrl=True)
+        seen["palette"] = await page.wait_for("Search for commands")
+        result = await page.call(
+            "Runtime.evaluate", expression=MISSING_GLYPHS, awaitPromise=True, returnByValue=True
+        )
+        seen["missing"] = result["result"].get("value")
+        # Until the browser has asked for the page's icon (after the page loaded) and every
+        # request has its answer.
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            found = requests_of(page.events)
+            icon = any(urlsplit(r["url"]).path.startswith("/favicon") for r in found.values())
+            if icon and all(r["ended"] for r in found.values()):
+                break
+            await page.call("Runtime.evaluate", expression="0")  # reads the events meanwhile
+            await asyncio.sleep(0.1)
+        seen["requests"] = requests_of(page.events)
+
+    # (In tmp_path: Chromium's helpers may still write there as the test ends.)
+    asyncio.run(open_page(f"http://127.0.0.1:{port}/?token={TOKEN}", tmp_path / "chromium", drive))
+    # The icon needs no token: a browser asks for it on a refusal's page too.
+    status, headers = get_raw(f"http://127.0.0.1:{port}/favicon.ico")
+    assert (status, headers["Content-Type"]) == (200, "image/svg+xml")
+    assert served.stop() == (0, "hitl: stopped\n")
+    requests = seen["requests"]
+    assert isinstance(requests, dict)
+    shown = "\n".join(f"{r['url']} {r['status']} {r['failed'] or ''}" for r in requests.values())
+    here = (f"http://127.0.0.1:{port}/", f"ws://127.0.0.1:{port}/")
+    assert all(r["url"].startswith(here) for r in requests.values()), shown
+    assert all(r["failed"] is None for r in requests.values()), shown
+    assert all(r["status"] < 400 for r in requests.values() if r["status"] is not None), shown
+    paths = {urlsplit(r["url"]).path: r["status"] for r in requests.values()}
+    assert paths.get("/favicon.ico") == 200, shown
+    # The terminal's own font, from this server: the screen is drawn in it, not a stand-in.
+    fonts = [path for path, status in paths.items() if "/fonts/" in path and status == 200]
+    assert any("RobotoMono" in path for path in fonts), shown
+    assert seen["missing"] == "", f"no glyph for {seen['missing']!r} on:\n{seen['palette']}"
 
 
 # -- the guards, request by request (no server process) ----------------------------------------

@@ -10,6 +10,10 @@ open in the same browser driving the app). And they need the server's token (`?t
 address it prints; the page's websocket is `/ws/TOKEN`): another user of this machine reaches
 127.0.0.1 too. No cookie holds it: a browser sends a cookie of 127.0.0.1 to every port there,
 another user's server included.
+
+The page calls no other machine (offline it is whole): hitl's own copy of textual-serve's page
+(serve_page/) takes its font from textual-serve's static folder rather than Google's, and this
+server answers /favicon.ico.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import shlex
 import signal
 import socket
 import sys
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -42,6 +47,8 @@ TOKEN_SHAPE = re.compile(r"[A-Za-z0-9_-]{16,256}\Z")
 SERVED_BY_ENV = "HITL_SERVED_BY"
 #: The driver textual-serve sets in the same environment: only a session app heeds SERVED_BY_ENV.
 WEB_DRIVER = "textual.drivers.web_driver:WebDriver"
+#: hitl's page (textual-serve's, calling no other machine) and its icon.
+PAGE_FOLDER = Path(__file__).with_name("serve_page")
 #: prctl(2)'s option: the signal this process gets when the thread that started it ends.
 PR_SET_PDEATHSIG = 1
 
@@ -259,7 +266,9 @@ def _server_class():
         def __init__(
             self, command: str, host: str, port: int, what: str, loopback: bool, token: str
         ) -> None:
-            super().__init__(command, host=host, port=port, title="hitl")
+            super().__init__(
+                command, host=host, port=port, title="hitl", templates_path=PAGE_FOLDER
+            )
             self.what = what
             self.token = token
             #: The running sessions (their websocket handlers), ended first on stop.
@@ -343,6 +352,13 @@ def _server_class():
             finally:
                 self.sessions.discard(task)
 
+        async def handle_favicon(self, request: web.Request) -> web.StreamResponse:
+            """The tab's icon (no token: like /static, it tells nothing). A browser asks for
+            it on every page of this server, a refusal included."""
+            return web.FileResponse(
+                PAGE_FOLDER / "favicon.svg", headers={"Content-Type": "image/svg+xml"}
+            )
+
         async def handle_download(self, request: web.Request) -> web.StreamResponse:
             self._checked(request)
             return await super().handle_download(request)
@@ -354,6 +370,7 @@ def _server_class():
             """Listen, say where on one line, serve until SIGINT or SIGTERM."""
             app = await self._make_app()
             app.router.add_get("/ws/{token}", self.handle_websocket)
+            app.router.add_get("/favicon.ico", self.handle_favicon)
             runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=5)
             await runner.setup()
             try:

@@ -22,6 +22,7 @@ from typing import ClassVar
 
 from textual import on, work
 from textual.app import App
+from textual.command import CommandPalette
 from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
@@ -40,7 +41,7 @@ from hitl_tui.state.seen import SeenBook
 from hitl_tui.state.snoozes import SnoozeBook
 from hitl_tui.textio import printable
 from hitl_tui.tui.asked import Asked
-from hitl_tui.tui.commands import HitlCommands
+from hitl_tui.tui.commands import HitlCommands, HitlPalette
 from hitl_tui.tui.inbox_screen import InboxScreen
 from hitl_tui.tui.messages import ScanBatch, ScanDone
 from hitl_tui.tui.screens import HelpScreen, HistoryScreen
@@ -441,6 +442,12 @@ class HitlApp(App[int]):
         self.notify(printable(text), title="Error", severity="error", markup=False, timeout=30)
 
     # -- switching screens: help, history, grants (the inbox screen is the default) ------------
+
+    def action_command_palette(self) -> None:
+        """Ctrl+P: Textual's palette, with its search icon as the browser of `hitl serve` can
+        draw it (HitlPalette)."""
+        if self.use_command_palette and not isinstance(self.screen, CommandPalette):
+            self.push_screen(HitlPalette(id="--command-palette"))
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.config.keys))

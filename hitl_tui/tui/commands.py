@@ -21,7 +21,7 @@ from functools import partial
 from typing import Any
 
 from textual.actions import parse
-from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider, SearchIcon
 from textual.content import Content
 from textual.fuzzy import Matcher
 
@@ -206,3 +206,17 @@ class HitlCommands(Provider):
         for score, _, block in heapq.nlargest(BLOCK_HITS, scored):
             name, help, command = self._go_to(block)
             yield Hit(score, _shown(matcher.highlight(name), help), command, text=name)
+
+
+#: The palette's search icon in a browser: Textual's 🔎 is an emoji, which the page's font
+#: (Roboto Mono) lacks, and a browser with no emoji font (a server's, offline) drew a box.
+WEB_SEARCH_ICON = ">"
+
+
+class HitlPalette(CommandPalette):
+    """Textual's command palette; served to a browser (`hitl serve`), its icon is one the
+    page's font has. In a terminal it is Textual's own."""
+
+    def on_mount(self) -> None:
+        if self.app.is_web:
+            self.query_one(SearchIcon).icon = WEB_SEARCH_ICON
