@@ -447,12 +447,13 @@ def test_row_order_marks_survive_specs_and_leave_with_their_block(tmp_path):
     from hitl_tui.inbox.inbox import Delta, Inbox
     from hitl_tui.inbox.view import ASKED_ONCE, RowOrder, ViewSpec, key_of, row_of
     from hitl_tui.inbox.workspace import Workspace
+    from hitl_tui.loops.similarity import question_groups
     from hitl_tui.sources.loopkit.source import LoopkitSource
 
     inbox = Inbox(Workspace.discover(_fleet(tmp_path)))
     inbox.scan()
     blocks = inbox.sorted_blocks()
-    rows = RowOrder(blocks, now=NOW)
+    rows = RowOrder(blocks, now=NOW, questions=question_groups)
     by_id = {b.id: b for b in blocks}
     rows.marked |= {row_of(by_id["node-1"]), row_of(by_id["db-1"])}
     rows.set_spec(ViewSpec().with_query("db"), now=NOW)

@@ -208,8 +208,13 @@ class RowOrder:
         snoozes: SnoozeRule | None = None,
         now: datetime | None = None,
         clock: Callable[[], datetime] | None = None,
+        questions: Callable[[list[Block]], list[list[Block]]] | None = None,
     ) -> None:
         self.spec = spec or ViewSpec()
+        #: How blocks asking the same question are grouped ("by question"): the app hands in
+        #: `loops.similarity.question_groups`, the one rule (it sits above the inbox). None:
+        #: every block is asked once.
+        self._question_groups = questions
         self.snoozes: SnoozeRule = snoozes or Snoozed()
         self.blocks: dict[str, Block] = {}
         #: Every row key in sort order (listed or not); `order` is a subsequence of it.
@@ -271,14 +276,13 @@ class RowOrder:
 
     def _question_names(self) -> dict[str, str]:
         """Row key -> its group's name, for every block another block asks the same question
-        as (`similarity.question_groups`, the one rule); each name is the group's first
-        question, made unique."""
-        from hitl_tui.loops.similarity import question_groups
-
+        as (the `questions` rule handed in: `similarity.question_groups`); each name is the
+        group's first question, made unique."""
         blocks = [b for b in self.blocks.values() if b.state not in STATE_GROUPS]
         names: dict[str, str] = {}
         used: set[str] = {ASKED_ONCE, *STATE_GROUPS.values()}
-        for members in question_groups(blocks):
+        groups = self._question_groups(blocks) if self._question_groups is not None else []
+        for members in groups:
             if len(members) < 2:
                 continue
             # The question itself (not a task's title before it), of the longest blocked.

@@ -61,7 +61,7 @@ class Batches(_Screen):
 
         def _render_header(self) -> None: ...
 
-        def _look_again(self) -> None: ...
+        def _look_again(self) -> object: ...
 
     # -- marks -------------------------------------------------------------------------------
 
@@ -277,7 +277,7 @@ class Batches(_Screen):
         delta = self.inbox.handle([i.block.path for i in written if isinstance(i.block.path, Path)])
         undone = {r.entry for r in results if r.status == "undone"}
         for item in written:
-            if item.entry in undone:  # its row waiting for the loop goes
+            if item.entry is not None and item.entry in undone:  # its waiting row goes
                 delta.removed.append((item.block.source, row_path(item.entry)))
         lines = [f"{r.status} {r.block_id}: {r.message}" for r in results]
         self.post_message(BatchUndone(lines, delta))

@@ -155,7 +155,7 @@ class BatchPreviewScreen(ModalScreen["Batch | None"]):
         restart: str | None = None,
     ) -> None:
         super().__init__()
-        self.batch = batch
+        self.planned = batch
         self.title_text = title
         #: The option text every block is matched by (None: own words for all).
         self.option = option
@@ -174,7 +174,7 @@ class BatchPreviewScreen(ModalScreen["Batch | None"]):
             yield Static(id="batch-title")
             yield Static(id="batch-count")
             with VerticalScroll(id="batch-sections", can_focus=False):
-                for index in range(len(self.batch.items)):
+                for index in range(len(self.planned.items)):
                     yield Static(id=f"head-{index}", classes="batch-head")
                     yield Static(id=f"body-{index}", classes="batch-body")
             yield Static(
@@ -200,32 +200,32 @@ class BatchPreviewScreen(ModalScreen["Batch | None"]):
 
     def _fill(self) -> None:
         self.query_one("#batch-title", Static).update(Content(printable(self.title_line())))
-        for index in range(len(self.batch.items)):
+        for index in range(len(self.planned.items)):
             self._fill_section(index)
         self._show_count()
         self._mark_current()
 
     def _fill_section(self, index: int) -> None:
-        item = self.batch.items[index]
-        total = len(self.batch.items)
+        item = self.planned.items[index]
+        total = len(self.planned.items)
         self.query_one(f"#head-{index}", Static).update(head_text(index, total, item, self.option))
         self.query_one(f"#body-{index}", Static).update(body_text(item))
 
     def _show_count(self) -> None:
-        line = count_line(self.batch)
-        line += f" · block {self.current + 1} of {len(self.batch.items)}"
+        line = count_line(self.planned)
+        line += f" · block {self.current + 1} of {len(self.planned.items)}"
         self.query_one("#batch-count", Static).update(Content(line))
-        ready = counts(self.batch).get("ready", 0)
+        ready = counts(self.planned).get("ready", 0)
         self.query_one("#apply", Button).label = f"Apply {ready} (y)"
 
     def _mark_current(self) -> None:
-        for index in range(len(self.batch.items)):
+        for index in range(len(self.planned.items)):
             head = self.query_one(f"#head-{index}", Static)
             head.set_class(index == self.current, "-current")
 
     def update(self, batch: Batch, index: int | None = None) -> None:
         """The batch as planned again (a choice picked or a block skipped)."""
-        self.batch = batch
+        self.planned = batch
         if index is None:
             self._fill()
             return
@@ -235,7 +235,7 @@ class BatchPreviewScreen(ModalScreen["Batch | None"]):
     # -- keys --------------------------------------------------------------------------------
 
     def action_next_section(self, step: int) -> None:
-        total = len(self.batch.items)
+        total = len(self.planned.items)
         if not total:
             return
         self.current = (self.current + step) % total
@@ -254,7 +254,7 @@ class BatchPreviewScreen(ModalScreen["Batch | None"]):
         self.query_one("#batch-sections", VerticalScroll).scroll_relative(y=lines, animate=False)
 
     def action_pick(self, number: int) -> None:
-        item = self.batch.items[self.current]
+        item = self.planned.items[self.current]
         if item.status not in ("choose", "ready", "skipped"):
             self.notify(
                 printable(f"{item.block.id} is refused: {item.reason or ''}"),
@@ -281,12 +281,12 @@ class BatchPreviewScreen(ModalScreen["Batch | None"]):
                 markup=False,
             )
             return
-        self.choose(self.batch, self.current, choice)
+        self.choose(self.planned, self.current, choice)
 
     def action_skip(self) -> None:
-        item = self.batch.items[self.current]
+        item = self.planned.items[self.current]
         if item.status in ("choose", "ready"):
-            self.choose(self.batch, self.current, None)
+            self.choose(self.planned, self.current, None)
 
     def action_toggle_restart(self) -> None:
         if self.restart is None:
@@ -297,7 +297,7 @@ class BatchPreviewScreen(ModalScreen["Batch | None"]):
 
     @on(Button.Pressed, "#apply")
     def action_apply(self) -> None:
-        if not counts(self.batch).get("ready"):
+        if not counts(self.planned).get("ready"):
             self.notify(
                 "Nothing is ready to write: pick a choice (1-9) for a block, or Esc.",
                 severity="warning",
@@ -311,7 +311,7 @@ class BatchPreviewScreen(ModalScreen["Batch | None"]):
                 severity="warning",
             )
             return
-        self.dismiss(self.batch)
+        self.dismiss(self.planned)
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
@@ -361,30 +361,30 @@ class BatchResultScreen(ModalScreen[None]):
 
     def __init__(self, batch: Batch, undo: Callable[[Batch], None]) -> None:
         super().__init__()
-        self.batch = batch
+        self.planned = batch
         #: Asked to undo the batch (it asks first, then undoes in a worker: `undone`).
         self.undo = undo
         self.undone: list[str] | None = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="result-box") as box:
-            box.border_title = f"Batch {self.batch.id}"
-            yield Static(result_text(self.batch), id="result-text")
+            box.border_title = f"Batch {self.planned.id}"
+            yield Static(result_text(self.planned), id="result-text")
             yield Static("u undo the whole batch · Esc close", id="result-hint", markup=False)
 
     def show_undone(self, lines: list[str]) -> None:
         self.undone = lines
-        self.query_one("#result-text", Static).update(result_text(self.batch, lines))
+        self.query_one("#result-text", Static).update(result_text(self.planned, lines))
         self.query_one("#result-hint", Static).update("Esc close")
 
     def action_undo(self) -> None:
         if self.undone is not None:
             self.notify("This batch was undone already.", markup=False)
             return
-        if not any(i.status == "written" for i in self.batch.items):
+        if not any(i.status == "written" for i in self.planned.items):
             self.notify("Nothing of this batch was written: nothing to undo.", markup=False)
             return
-        self.undo(self.batch)
+        self.undo(self.planned)
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -37,6 +37,7 @@ from hitl_tui.inbox.inbox import Delta, Inbox, key_of
 from hitl_tui.inbox.view import GROUPS, ORDERS, RowOrder, ViewSpec, row_of
 from hitl_tui.loops import notices
 from hitl_tui.loops.commands import Loop
+from hitl_tui.loops.similarity import question_groups
 from hitl_tui.model import Answer, Block, Choice, HitlError, Plan, StaleError
 from hitl_tui.state.seen import SeenBook
 from hitl_tui.state.snoozes import SnoozeBook
@@ -107,7 +108,9 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches
             order=order if order in ORDERS else ORDERS[0],
             group=group if group in GROUPS else None,
         )
-        self.rows = RowOrder(spec=spec, snoozes=self.snoozes, clock=clock)
+        self.rows = RowOrder(
+            spec=spec, snoozes=self.snoozes, clock=clock, questions=question_groups
+        )
         #: Row keys of the blocks snoozed when last looked (to see whose snooze ran out).
         self._asleep: set[str] = set()
         #: The header's counts of the inbox, as of its last change.

@@ -15,6 +15,7 @@ from textual.message import Message
 from textual.worker import Worker
 
 from hitl_tui.answers import service
+from hitl_tui.answers.batch import Batch
 from hitl_tui.inbox.inbox import Delta
 from hitl_tui.loops import notices
 from hitl_tui.loops.commands import Ran
@@ -107,7 +108,7 @@ class BatchApplied(Message):
     """A batch was applied (`answers.batch.apply_batch`): the batch as applied (written,
     refused, skipped), and what it changed in the inbox."""
 
-    batch: object
+    batch: Batch
     delta: Delta
 
 

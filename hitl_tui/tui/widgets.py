@@ -283,7 +283,7 @@ class BlockList(ScrollView, can_focus=True):
             for name, step in counts.items():
                 row = self._index.get(f"\0group:{name}")
                 item = self.drawn[row] if row is not None else None
-                if isinstance(item, Group):
+                if row is not None and isinstance(item, Group):
                     self.drawn[row] = replace(item, marked=item.marked + step)
                     self.refresh_line(row - self.scroll_offset.y)
         if len(changed) > 20:
