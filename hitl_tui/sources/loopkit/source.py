@@ -76,7 +76,7 @@ _KNOWN = {
 #: a `---` header): `Category: credentials`, `**Category:** credentials`, `block_category: x`.
 _CATEGORY_LINE = re.compile(
     r"^\s*(?:[-*+]\s+)?(?:\*\*|__)?(?:block[ _-]?)?category(?:\*\*|__)?\s*:\s*(?:\*\*|__)?"
-    r"\s*(.*?)\s*$",
+    r"(.*)",  # the value, spaces and all: `.*?` before `\s*$` is quadratic on a padded line
     re.IGNORECASE,
 )
 #: A declared category is shown and filtered on as written, cut to this many characters.
