@@ -9,7 +9,7 @@ getting one of them wrong). The order is fixed by the seed's contract (FORMATS.m
 3. notify through `LOOPKIT_HITL_CHANNEL`; any failure there is one line on stderr, never fatal;
 4. exit 2, the code the loop runner treats as "blocked".
 
-The canonical file and its read-back checks are loopkit knowledge (`sources/loopkit_render.py`);
+The canonical file and its read-back checks are loopkit knowledge (`sources/loopkit/render.py`);
 the channels are in `notify.py`. Nothing here imports Textual; httpx is imported only when a
 channel needs it.
 """
