@@ -885,3 +885,55 @@ def test_scrub_masks_each_secret_part_of_a_webhook() -> None:
     # Plain words of the path are not secrets, and stay readable.
     assert scrub("see services at hooks.slack.com", [hook]) == "see services at hooks.slack.com"
     assert scrub("123456%3aSECRET-TOKEN-abc and SECRET-TOKEN-abc", [TOKEN]) == "*** and ***"
+
+
+# -- the category (issue 27, item 9) ------------------------------------------------------------
+
+WITH_CATEGORY = EXPECTED.replace(b"# Blocked\n\n", b"# Blocked\n\nCategory: credentials\n\n", 1)
+
+
+def test_a_category_is_written_under_the_title_and_read_back_by_hitl(
+    repo: Path, chat: FakeChat
+) -> None:
+    env = clean_env(LOOPKIT_HITL_CHANNEL="slack", LOOPKIT_HITL_SLACK_WEBHOOK=chat.url)
+    result = run([*ARGS, "--category", "Credentials"], repo, env)
+    assert result.returncode == 2, result.stderr
+    # One `Category:` line under the title: the seed's four sections stay as they were.
+    assert (repo / "BLOCKED.md").read_bytes() == WITH_CATEGORY
+    assert [json.loads(r.body)["text"].splitlines()[1:] for r in chat.requests] == [MESSAGE_TAIL]
+    listed = subprocess.run(
+        [sys.executable, "-m", "hitl_tui", "list", "--json", str(repo)],
+        env=clean_env(),
+        capture_output=True,
+        timeout=30,
+    )
+    assert listed.returncode == 0, listed.stderr
+    [block] = json.loads(listed.stdout)
+    assert (block["source"], block["category"]) == ("loopkit", "credentials")
+    assert block["question"] == QUESTION and [c["key"] for c in block["choices"]] == list("ABC")
+
+
+def test_a_drafts_category_section_is_kept_and_category_overrides_it(repo: Path) -> None:
+    draft = EXPECTED + b"\n## Category\n- Credentials\n"
+    result = run(["--from-file", "-"], repo, stdin=draft)
+    assert result.returncode == 2 and result.stderr == b""  # not left out as an extra section
+    assert (repo / "BLOCKED.md").read_bytes() == WITH_CATEGORY
+    result = run(["--from-file", "-", "--category", "contract", "--replace"], repo, stdin=draft)
+    assert result.returncode == 2, result.stderr
+    written = (repo / "BLOCKED.md").read_bytes()
+    assert written == WITH_CATEGORY.replace(b"credentials", b"contract")
+    assert parse_blocked(written.decode())[0]["category"] == "contract"
+
+
+@pytest.mark.parametrize(
+    "category", ["", "two\nlines", "**bold**", "# heading", "a" * 41, "cred: entials"]
+)
+def test_a_category_that_is_no_short_name_writes_nothing(repo: Path, category: str) -> None:
+    result = run([*ARGS, "--category", category], repo)
+    assert result.returncode == 1
+    assert sorted(os.listdir(repo)) == [".git"]
+    assert result.stderr.decode() == (
+        "hitl: --category must be a short name (letters, digits, '-', at most 40 characters), "
+        "like: transient, credentials, contract, review-exhausted, review-unknown, "
+        "merge-conflict, ci-failure, tooling-failure, no-artifact, no-progress\n"
+    )

@@ -323,3 +323,48 @@ def test_an_answer_sent_by_the_command_is_journaled(setup, fake):
             "github",
         )
     ]
+
+
+def test_cat_filters_every_format_alike(setup, fake):
+    """Issue 27, item 9: `cat:credentials` finds a loopkit block that declares it (written by
+    `hitl escalate --category`), an agenticloop task, a GitHub issue; the asks carry theirs;
+    and a term that finds none names the blocks that carry no category, by format."""
+    import shutil
+
+    from hitl_tui.agent.asking import Asker
+
+    work, config = setup
+    fixtures = Path(__file__).resolve().parent / "fixtures"
+    shutil.copytree(fixtures / "agenticloop-billing", work / "billing")
+    shutil.copytree(fixtures / "loopkit-shop", work / "plain")  # declares no category
+    for repo in ("billing", "plain", "keys"):
+        (work / repo / ".git").mkdir(parents=True)
+    escalated = hitl(
+        "escalate", "--question", "Where is STRIPE_KEY?", "--context", "Billing needs it.",
+        "--attempted", "Looked in .env", "--choice", "Add it — you do", "--choice", "Mock it",
+        "--category", "credentials", cwd=work / "keys",
+    )  # fmt: skip
+    assert escalated.returncode == 2, escalated.stderr
+    Asker(work / "plain").ask("Which database?", ["Postgres", "SQLite"], "We need one.", ["docs"])
+    Asker(work / "plain").ask_permission("Bash", {"command": "rm -rf build/"})
+
+    def found(query: str) -> tuple[list[tuple[str, str]], str]:
+        result = hitl("list", "--json", "--config", config, "--filter", query, work, cwd=work)
+        assert result.returncode == 0, result.stderr
+        return sorted((b["source"], b["id"]) for b in json.loads(result.stdout)), result.stderr
+
+    assert found("cat:credentials") == (
+        [("agenticloop", "billing/T-009"), ("github", "acme/shop#12"), ("loopkit", "keys")],
+        "",
+    )
+    assert found("cat:contract") == ([("agenticloop", "billing/T-007")], "")
+    [(source, _id)], said = found("cat:question")
+    assert (source, said) == ("ask", "")
+    [(source, _id)], said = found("cat:permission")
+    assert (source, said) == ("ask", "")
+    # The needs_context task, the issue without a loop comment, the undeclared BLOCKED.md.
+    assert found("cat:review-exhausted") == (
+        [],
+        'hitl: cat: loopkit blocks carry no category unless BLOCKED.md says "Category: NAME" '
+        "(1 here); 1 agenticloop, 1 github blocks carry none either\n",
+    )

@@ -57,6 +57,7 @@ CANONICAL_FIELDS = {
         Choice("C", "Refuse deletion while invoices exist", "no data loss; support ticket."),
     ],
     "extra": [],
+    "category": None,
 }
 
 NO_SECTIONS = (
@@ -105,6 +106,7 @@ def test_heading_level_case_colon_and_blank_line(level, case, colon, blank):
         "attempted": ["asked in chat"],
         "choices": [Choice("A", "Yes", "risky"), Choice("B", "No", "late")],
         "extra": [],
+        "category": None,
     }
 
 
@@ -198,6 +200,75 @@ def test_block_extra_on_a_parsed_file(tmp_path: Path):
     block = LoopkitSource().parse(tmp_path, tmp_path / "BLOCKED.md", "r")
     assert block is not None
     assert block.extra == (Section("Risk", "high"),)
+
+
+# -- a declared category (issue 27, item 9) ----------------------------------------------------
+
+QUESTION_AND_CHOICES = "## Question:\nWhere is the Stripe key?\n\n## Choices:\n- A) Add it\n"
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        "# Blocked\n\nCategory: credentials\n\n",  # what `hitl escalate --category` writes
+        "# Blocked\nCATEGORY:credentials\n",
+        "**Category:** credentials\n\n",  # no title, bold label
+        "# Blocked\n\n**Category**: `Credentials`\n\n",
+        "- category: credentials\n",
+        "---\nblock_category: credentials\n---\n\n",  # agenticloop's key, in a header
+        "# Blocked\n\nBlock category: credentials\n\n",
+        "# Blocked\n\n## Category:\ncredentials\n\n",  # a section of its own
+        "## category\n\n- Credentials\n\n",
+        "### Category: credentials\n",  # the value on the heading line
+        "# Blocked\n\n## **Block category**\n\n  credentials  \n\n",
+    ],
+)
+def test_a_declared_category_is_read_in_every_spelling(head: str):
+    fields = parse(head + QUESTION_AND_CHOICES)
+    assert fields["category"] == "credentials"
+    assert fields["question"] == "Where is the Stripe key?"
+    assert fields["choices"] == [Choice("A", "Add it", None)]
+    assert fields["extra"] == []  # the category is no extra section to show
+    # After the four sections, as a section of its own, too.
+    tail = parse(QUESTION_AND_CHOICES + "\n## Category\ncredentials\n")
+    assert (tail["category"], tail["choices"]) == ("credentials", [Choice("A", "Add it", None)])
+
+
+@pytest.mark.parametrize(
+    ("declared", "category"),
+    [
+        ("Merge conflict", "merge-conflict"),  # a documented one, in its own spelling
+        ("CI_failure", "ci-failure"),
+        ("missing STRIPE key (billing)", "missing STRIPE key (billing)"),  # others as written
+        ("x" * 60, "x" * 39 + "…"),
+        ("[red]markup[/red]", "[red]markup[/red]"),  # agent text stays literal
+    ],
+)
+def test_a_declared_category_is_normalised_or_kept_as_written(declared: str, category: str):
+    assert parse(f"Category: {declared}\n" + QUESTION_AND_CHOICES)["category"] == category
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        CANONICAL,
+        # Only before the first section: a Context line about a category is the agent's prose.
+        "## Question\nQ?\n## Context\nCategory: credentials, said the old ticket.\n",
+        "Category:\n" + QUESTION_AND_CHOICES,  # named, but empty
+        "```\nCategory: credentials\n```\n" + QUESTION_AND_CHOICES,
+    ],
+)
+def test_no_declared_category_is_none(text: str):
+    assert parse(text)["category"] is None
+
+
+def test_a_block_carries_its_declared_category(tmp_path: Path):
+    (tmp_path / "BLOCKED.md").write_text("Category: Credentials\r\n" + QUESTION_AND_CHOICES)
+    block = LoopkitSource().parse(tmp_path, tmp_path / "BLOCKED.md", "shop")
+    assert block is not None and block.category == "credentials"
+    # Prose with only a category: still the whole text is the question, and the category kept.
+    fields, problems = parse_blocked("Category: contract\nShould we ship?\n")
+    assert (fields["category"], problems) == ("contract", [NO_SECTIONS])
 
 
 # -- bullets ------------------------------------------------------------------------------------
@@ -358,6 +429,7 @@ def test_no_sections_whole_text_is_the_question():
         "attempted": [],
         "choices": [],
         "extra": [],
+        "category": None,
     }
     assert problems == [NO_SECTIONS]
 

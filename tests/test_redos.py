@@ -52,3 +52,11 @@ def test_headings_with_words_after_the_known_name() -> None:
     )
     assert (fields["question"], fields["context"], problems) == ("Q?", "C.", [])
     assert [(c.key, c.option, c.consequence) for c in fields["choices"]] == [("A", "x", "y")]
+
+
+def test_a_padded_category_line_parses_at_once() -> None:
+    """Issue 27, item 9: `Category: x<30,000 spaces>y` took 8 s with a lazy value before `\\s*$`."""
+    started = time.perf_counter()
+    fields, _ = parse_blocked("Category: x" + " " * 30_000 + "y\n## Question\nQ?\n")
+    assert time.perf_counter() - started < 1
+    assert fields["category"] == "x y" and fields["question"] == "Q?"

@@ -141,3 +141,30 @@ def test_every_block_snoozed_still_says_how_many_are_set_aside(shop: Path) -> No
     listing = run_hitl("list", shop)
     assert listing.stdout == b"no blocks match in 1 repo\n"
     assert listing.stderr == b"hitl: 1 snoozed not listed (--all lists them)\n"
+
+
+def test_cat_that_finds_none_says_loopkit_blocks_carry_none_unless_declared(shop: Path) -> None:
+    """Issue 27, item 9: `cat:credentials` over a loopkit block that declares no category and
+    an ask (category `question`) lists none, and says why on stderr, for --json too."""
+    from hitl_tui.agent.asking import Asker
+
+    Asker(shop).ask("Which database?", ["Postgres", "SQLite"], "We need one.", ["read docs"])
+    note = (
+        'hitl: cat: loopkit blocks carry no category unless BLOCKED.md says "Category: NAME" '
+        "(1 here)\n"
+    )
+    done = run_hitl("list", shop, "--filter", "cat:credentials")
+    assert (done.returncode, done.stdout) == (0, b"no blocks match in 1 repo\n")
+    assert done.stderr.decode() == note
+    done = run_hitl("list", "--json", shop, "--filter", "cat:credentials")
+    assert (done.stdout, done.stderr.decode()) == (b"[]\n", note)
+    # The ask carries its category; a term that finds a block, or excludes, says nothing more.
+    done = run_hitl("list", "--json", shop, "--filter", "cat:question")
+    assert [b["source"] for b in json.loads(done.stdout)] == ["ask"] and done.stderr == b""
+    done = run_hitl("list", "--json", shop, "--filter=-cat:credentials")
+    assert len(json.loads(done.stdout)) == 2 and done.stderr == b""
+    # Declared, the loopkit block is found and the note goes.
+    blocked = shop / "BLOCKED.md"
+    blocked.write_text("Category: credentials\n" + blocked.read_text())
+    done = run_hitl("list", "--json", shop, "--filter", "cat:credentials")
+    assert [b["id"] for b in json.loads(done.stdout)] == ["shop"] and done.stderr == b""

@@ -405,3 +405,32 @@ async def test_a_snoozed_block_that_changes_comes_back_new(tmp_path: Path) -> No
         assert app.screen.seen.is_new(rewritten)
         row = _ids(table).index("mobile")
         assert table.render_line(row).text.startswith(BlockList.NEW_MARK + "mobile")
+
+
+async def test_cat_that_finds_none_says_loopkit_blocks_carry_none_unless_declared(
+    tmp_path: Path,
+) -> None:
+    """Issue 27, item 9: in the filter bar, one line, as the operator types; a BLOCKED.md that
+    declares its category is found by it."""
+    root = demo_workspace(tmp_path)
+    mobile = root / "mobile" / "BLOCKED.md"
+    mobile.write_text("Category: credentials\n" + mobile.read_text())
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        table = app.query_one(BlockList)
+        problems = app.query_one("#filter-problems", Static)
+        await pilot.press("slash", *"cat:credentials")
+        assert _ids(table) == ["mobile"] and not problems.display
+        await pilot.press(*"x")
+        assert _ids(table) == []
+        # shop, api, docs declare none; billing/T-012 is a needs_context task.
+        assert problems.display and str(problems.content) == (
+            'cat: loopkit blocks carry no category unless BLOCKED.md says "Category: NAME" '
+            "(3 here); 1 agenticloop block carries none either"
+        )
+        assert not any(n.severity == "error" for n in app._notifications)
+        await pilot.press("backspace")
+        assert _ids(table) == ["mobile"] and not problems.display
+        await pilot.press("escape")
+        assert not problems.display and len(table.order) == 6

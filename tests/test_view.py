@@ -278,3 +278,48 @@ def test_answers_waiting_for_their_loop_come_after_every_block_in_every_order() 
     grouped = RowOrder(blocks, ViewSpec(group="state"))
     heads = [(r.name, r.count) for r in grouped.rows() if isinstance(r, Group)]
     assert heads == [("not resumed", 1), ("open", 2), ("waiting for the loop", 1)]
+
+
+LOOPKIT_NONE = 'loopkit blocks carry no category unless BLOCKED.md says "Category: NAME"'
+
+
+def test_a_cat_term_that_finds_none_says_which_blocks_carry_no_category() -> None:
+    """Issue 27, item 9: `cat:` does not silently match nothing where a format's blocks carry
+    no category unless they declare one."""
+    from hitl_tui.inbox.query import Query, category_note
+    from hitl_tui.inbox.view import Snoozed, ViewSpec
+
+    hints = {"loopkit": 'BLOCKED.md says "Category: NAME"'}
+
+    def note(text: str, blocks=FLEET) -> str | None:
+        return category_note(Query.parse(text), blocks, hints.get)
+
+    # FLEET: shop contract, pay-1 credentials; pay-2 (needs_context) and docs carry none.
+    assert note("cat:permission") == (
+        f"cat: {LOOPKIT_NONE} (1 here); 1 agenticloop block carries none either"
+    )
+    loopkit_only = [b for b in FLEET if b.id != "docs"]
+    assert note("cat:permission", loopkit_only) == f"cat: {LOOPKIT_NONE} (1 here)"
+    agentic_only = [b for b in FLEET if b.id != "pay-2"]
+    assert note("cat:permission", agentic_only) == "cat: 1 agenticloop block carries no category"
+    # A cat: term that matches a block, a negated one, none at all, or a fleet whose every
+    # block has a category: nothing to say.
+    assert note("cat:cred") is None and note("cat:cred repo:shop") is None
+    assert note("-cat:permission") is None and note("permission") is None
+    assert note("cat:permission", [b for b in FLEET if b.category]) is None
+    # Two cat: terms: one that finds none is enough.
+    assert note("cat:cred cat:permission") is not None
+    # The list's: the blocks on its side of a snooze, the answers waiting for their loops aside.
+    from dataclasses import replace
+
+    class Aside(Snoozed):
+        def snoozed(self, block, now):
+            return block.id == "pay-2"
+
+    rows = RowOrder(agentic_only, ViewSpec().with_query("cat:permission"), Aside(), now=NOW)
+    assert rows.category_note(hints.get) == "cat: 1 agenticloop block carries no category"
+    waiting = replace(block("w", 5), state="waiting", path="waiting:1")
+    rows = RowOrder([*loopkit_only, waiting], ViewSpec().with_query("cat:x"), Aside(), now=NOW)
+    assert rows.category_note(hints.get) is None
+    rows.set_spec(ViewSpec(snoozed=True).with_query("cat:x"))
+    assert rows.category_note(hints.get) == f"cat: {LOOPKIT_NONE} (1 here)"

@@ -9,7 +9,7 @@ getting one of them wrong). The order is fixed by the seed's contract (FORMATS.m
 3. notify through `LOOPKIT_HITL_CHANNEL`; any failure there is one line on stderr, never fatal;
 4. exit 2, the code the loop runner treats as "blocked".
 
-The canonical file and its read-back checks are loopkit knowledge (`sources/loopkit_render.py`);
+The canonical file and its read-back checks are loopkit knowledge (`sources/loopkit/render.py`);
 the channels are in `notify.py`. Nothing here imports Textual; httpx is imported only when a
 channel needs it.
 """
@@ -29,8 +29,15 @@ from hitl_tui import fsio
 from hitl_tui.agent import channels as notify
 from hitl_tui.answers.repofs import ConcurrentWrite, RepoDir
 from hitl_tui.model import MAX_PARSE_BYTES, Choice, HitlError
+from hitl_tui.sources.agentic_common import CATEGORIES
 from hitl_tui.sources.loopkit.render import Escalation, markdown_trouble, read_back_trouble, render
-from hitl_tui.sources.loopkit.source import BLOCKED, SEPARATORS, parse_blocked
+from hitl_tui.sources.loopkit.source import (
+    BLOCKED,
+    CATEGORY_MAX,
+    SEPARATORS,
+    normalise_category,
+    parse_blocked,
+)
 from hitl_tui.textio import one_line, printable
 
 #: Exit code after BLOCKED.md is written, whatever the channel did: the runner's "blocked".
@@ -43,6 +50,8 @@ LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 FIELD_LIMIT = 600
 
 _LABEL = re.compile(r"^\(?[A-Za-z]\)\s+")
+#: What `--category` takes: a short name, letters, digits, `-`, `_` or spaces.
+_CATEGORY = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _-]*")
 
 
 class EscalationError(HitlError):
@@ -81,6 +90,7 @@ def from_args(
     context: str | None,
     attempted: list[str] | None,
     choices: list[str] | None,
+    category: str | None = None,
 ) -> Escalation:
     """An Escalation from command-line values; raises EscalationError when they are invalid."""
     question = (question or "").strip()
@@ -93,11 +103,28 @@ def from_args(
         attempted or [],
         parsed,
         names=("--question", "--context", "--attempted", "--choice"),
+        category=check_category(category),
     )
 
 
-def from_draft(text: str) -> tuple[Escalation, list[str]]:
-    """An Escalation from a markdown draft, parsed the way hitl reads BLOCKED.md.
+def check_category(value: str | None) -> str | None:
+    """`--category`, as BLOCKED.md will carry it (a documented one in its own spelling:
+    `Credentials` is `credentials`); None when not given. EscalationError when it is no short
+    name."""
+    if value is None:
+        return None
+    value = value.strip()
+    if not _CATEGORY.fullmatch(value) or len(value) > CATEGORY_MAX:
+        raise EscalationError(
+            f"--category must be a short name (letters, digits, '-', at most {CATEGORY_MAX} "
+            f"characters), like: {', '.join(CATEGORIES)}"
+        )
+    return normalise_category(value)
+
+
+def from_draft(text: str, category: str | None = None) -> tuple[Escalation, list[str]]:
+    """An Escalation from a markdown draft, parsed the way hitl reads BLOCKED.md; `category`
+    (`--category`) wins over one the draft declares.
 
     Returns the escalation and the titles of sections the draft had beyond the four (they are
     not part of the canonical file, so they are left out).
@@ -123,6 +150,7 @@ def from_draft(text: str) -> tuple[Escalation, list[str]]:
         list(fields["attempted"]),
         choices,
         names=("the Question section", "the Context section", "the Attempted section", "Choices"),
+        category=check_category(category) if category is not None else fields["category"],
     )
     return escalation, [s.title for s in fields["extra"]]
 
@@ -133,6 +161,7 @@ def _build(
     attempted: list[str],
     choices: list[tuple[str, str | None]],
     names: tuple[str, str, str, str],
+    category: str | None = None,
 ) -> Escalation:
     q_name, c_name, a_name, ch_name = names
     if not question:
@@ -157,7 +186,7 @@ def _build(
         if not option:
             raise EscalationError(f"choice {i + 1} is empty")
         made.append(Choice(LABELS[i], option, consequence or None))
-    escalation = Escalation(question, context, items, tuple(made))
+    escalation = Escalation(question, context, items, tuple(made), category)
     for name, value in ((q_name, question), (c_name, context)):
         trouble = markdown_trouble(value)
         if trouble:

@@ -20,6 +20,9 @@ The question must be one line; context and at least one --attempted are required
 least two --choice, each 'option — consequence' (split on an em dash, an en dash, ' -- ',
 ' - ' or ': '). Choices are labelled A), B), C)... in the order given.
 
+--category NAME says what kind of block it is (credentials, contract, transient, ...: the
+operator filters with cat:NAME); it is written as a 'Category: NAME' line under the title.
+
 Instead of the flags, --from-file FILE (or '-' for standard input) reads the same content as
 a markdown draft with '## Question:', '## Context:', '## Attempted:' and '## Choices:'.
 
@@ -105,6 +108,11 @@ def build_escalate() -> argparse.ArgumentParser:
         action="append",
         help="one way out and what it costs (repeat; at least two)",
     )
+    p.add_argument(
+        "--category",
+        metavar="NAME",
+        help="what kind of block, for the operator's cat: filter (credentials, contract, ...)",
+    )
     p.add_argument("--from-file", metavar="FILE", help="read a markdown draft ('-': stdin)")
     p.add_argument(
         "--repo", metavar="PATH", help="the repository (default: git top level of the cwd)"
@@ -136,9 +144,11 @@ def _escalate(args: argparse.Namespace) -> int:
                 "give either --from-file or --question/--context/--attempted/--choice, not both"
             )
         draft = escalate.read_draft(args.from_file)
-        esc, ignored = escalate.from_draft(draft)
+        esc, ignored = escalate.from_draft(draft, args.category)
     else:
-        esc = escalate.from_args(args.question, args.context, args.attempted, args.choice)
+        esc = escalate.from_args(
+            args.question, args.context, args.attempted, args.choice, args.category
+        )
         ignored = []
     repo = Path(args.repo) if args.repo else escalate.find_repo(Path.cwd())
     outcome = escalate.escalate(esc, repo, os.environ, replace=args.replace)

@@ -227,6 +227,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     if args.watch:
         return _watch(args)
+    from hitl_tui.inbox.query import category_note
     from hitl_tui.inbox.view import listed
     from hitl_tui.state.snoozes import SnoozeBook
     from hitl_tui.textio import json_encoder, printable
@@ -247,6 +248,13 @@ def _list(args: argparse.Namespace) -> int:
         aside = sum(1 for b in inbox.blocks.values() if snoozes.snoozed(b, now))
         if aside:
             print(f"hitl: {aside} snoozed not listed (--all lists them)", file=sys.stderr)
+    note = category_note(
+        spec.query,
+        (b for b in inbox.blocks.values() if args.all or not snoozes.snoozed(b, now)),
+        lambda name: getattr(inbox.source_named(name), "category_hint", None),
+    )
+    if note:  # on stderr, like the snoozed count: `cat:` found none where blocks carry none
+        print(f"hitl: {printable(note)}", file=sys.stderr)
     if args.json:
         # One element per line, each through orjson, or json's C encoder for what orjson
         # refuses (a path of undecodable bytes: lone surrogates, written as `\udce9` escapes,

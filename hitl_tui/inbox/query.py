@@ -22,7 +22,7 @@ Domain code: no Textual.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -158,6 +158,43 @@ def _age_term(value: str, negated: bool, problems: list[str]) -> Term | None:
     if op == "=":
         return Term(value, "age", negated, longer=bound, shorter=bound + timedelta(minutes=1))
     return Term(value, "age", negated, longer=bound)
+
+
+def category_note(
+    query: Query, blocks: Iterable[Block], hint_of: Callable[[str], str | None]
+) -> str | None:
+    """One line for the filter's feedback when a `cat:` term matches none of `blocks` (the
+    blocks the view chooses from) and some of them carry no category: how many, of which
+    formats, and how a block of a format declares one (`hint_of(source)`, `Source.
+    category_hint`): `cat: loopkit blocks carry no category unless BLOCKED.md says ... (3
+    here)`. None otherwise (no such term, a block matches it, or every block has one)."""
+    wanted = {t for t in query.terms if t.field == "cat" and not t.negated}
+    if not wanted:
+        return None
+    found = set()
+    bare: dict[str, int] = {}
+    for block in blocks:
+        if block.category is None:
+            bare[block.source] = bare.get(block.source, 0) + 1
+            continue
+        category = block.category.casefold()
+        found.update(t for t in wanted if t.text in category)
+    if not bare or len(found) == len(wanted):
+        return None
+    # The formats whose blocks could declare one first: the line says how, then the rest.
+    hinted = [(source, hint_of(source)) for source in sorted(bare)]
+    said = [
+        f"{source} blocks carry no category unless {hint} ({bare[source]} here)"
+        for source, hint in hinted
+        if hint
+    ]
+    rest = [source for source, hint in hinted if not hint]
+    if rest:
+        total = sum(bare[source] for source in rest)
+        counts = ", ".join(f"{bare[source]} {source}" for source in rest)
+        verb = "block carries" if total == 1 else "blocks carry"
+        said.append(f"{counts} {verb} {'none either' if said else 'no category'}")
+    return "cat: " + "; ".join(said)
 
 
 def haystack(block: Block) -> str:

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
-from hitl_tui.inbox.query import Haystacks, Query
+from hitl_tui.inbox.query import Haystacks, Query, category_note
 from hitl_tui.model import Block
 
 #: (source name, block file) identifies a block across re-reads; a remote block's "file" is its
@@ -312,6 +312,19 @@ class RowOrder:
             names = [g for g in groups if g not in last] + [g for g in last if g in groups]
             return [rk for name in names for rk in groups[name]]
         return [rk for rows in groups.values() for rk in rows]
+
+    def category_note(self, hint_of: Callable[[str], str | None]) -> str | None:
+        """`query.category_note` over the blocks on the spec's side of a snooze (the answers
+        waiting for their loops aside: they are rows, not blocks)."""
+        if not any(t.field == "cat" for t in self.spec.query.terms):
+            return None
+        when = self._time()
+        blocks = (
+            b
+            for b in self.blocks.values()
+            if b.state not in STATE_GROUPS and self.snoozes.snoozed(b, when) == self.spec.snoozed
+        )
+        return category_note(self.spec.query, blocks, hint_of)
 
     @property
     def counts(self) -> tuple[int, int]:

@@ -146,6 +146,10 @@ class Source:
     #: Its blocks live elsewhere: an answer is sent (`send`), never written to local files, and
     #: a block's `repo` and `path` are names and URLs, not folders and files.
     remote: ClassVar[bool] = False
+    #: How a block of this backend declares its category, when its blocks carry none unless
+    #: they do (loopkit's BLOCKED.md): the filter's note on a `cat:` that matches nothing says
+    #: it. None: its blocks carry theirs, or none that the agent could declare.
+    category_hint: ClassVar[str | None] = None
     #: An answer can be undone byte for byte (`hitl undo`); see `why_not_undoable`.
     undoable: ClassVar[bool] = True
     #: Where a remote backend journals what it sent (`RecordSent`); set by `registry.

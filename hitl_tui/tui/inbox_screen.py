@@ -412,7 +412,11 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches
             else:
                 self.show_current()
             self._render_header()
-        shown = "; ".join(spec.query.problems)
+        # `cat:` that finds none where some formats' blocks carry no category says so.
+        note = self.rows.category_note(
+            lambda name: getattr(self.inbox.source_named(name), "category_hint", None)
+        )
+        shown = "; ".join([*spec.query.problems, *([note] if note else [])])
         problems.update(shown)
         problems.set_class(bool(shown), "shown")
 

@@ -27,6 +27,8 @@ class Escalation:
     context: str
     attempted: tuple[str, ...]
     choices: tuple[Choice, ...]
+    #: Declared on a `Category:` line under the title (the four sections stay the seed's).
+    category: str | None = None
 
 
 def markdown_trouble(text: str) -> str | None:
@@ -52,6 +54,8 @@ def read_back_trouble(esc: Escalation, data: bytes) -> str | None:
         return "the context would not read back as written; reword it"
     if tuple(fields["attempted"]) != esc.attempted:
         return "an attempted item would not read back as written; reword it"
+    if fields["category"] != esc.category:
+        return "the category would not read back as written; reword it"
     got = tuple(fields["choices"])
     for i, want in enumerate(esc.choices):
         if i >= len(got) or got[i] != want:
@@ -66,8 +70,12 @@ def read_back_trouble(esc: Escalation, data: bytes) -> str | None:
 
 
 def render(esc: Escalation) -> bytes:
-    """The canonical BLOCKED.md (FORMATS.md §1.1): four sections, choices `- A) option — ...`."""
-    lines = ["# Blocked", "", "## Question:", esc.question, "", "## Context:", esc.context, ""]
+    """The canonical BLOCKED.md (FORMATS.md §1.1): four sections, choices `- A) option — ...`,
+    and a given category on a `Category:` line under the title (not a fifth section)."""
+    lines = ["# Blocked", ""]
+    if esc.category:
+        lines += [f"Category: {esc.category}", ""]
+    lines += ["## Question:", esc.question, "", "## Context:", esc.context, ""]
     lines.append("## Attempted:")
     lines += [f"- {item}" for item in esc.attempted]
     lines += ["", "## Choices:"]

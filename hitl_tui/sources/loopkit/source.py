@@ -31,6 +31,7 @@ from hitl_tui.model import (
     UsageError,
     fingerprint,
 )
+from hitl_tui.sources.agentic_common import CATEGORIES
 from hitl_tui.sources.base import AnswerWaiting, Source
 from hitl_tui.sources.loopkit import gitref
 from hitl_tui.textio import BOM, TextDoc, heading_of, normalise_heading, one_line
@@ -67,7 +68,19 @@ _KNOWN = {
     "attempts": "attempted",
     "choices": "choices",
     "options": "choices",
+    "category": "category",
+    "block category": "category",
+    "block_category": "category",
 }
+#: A category declared on a line of its own before the first section (under the title, or in
+#: a `---` header): `Category: credentials`, `**Category:** credentials`, `block_category: x`.
+_CATEGORY_LINE = re.compile(
+    r"^\s*(?:[-*+]\s+)?(?:\*\*|__)?(?:block[ _-]?)?category(?:\*\*|__)?\s*:\s*(?:\*\*|__)?"
+    r"(.*)",  # the value, spaces and all: `.*?` before `\s*$` is quadratic on a padded line
+    re.IGNORECASE,
+)
+#: A declared category is shown and filtered on as written, cut to this many characters.
+CATEGORY_MAX = 40
 
 
 @dataclass
@@ -194,6 +207,7 @@ def parse_blocked(text: str) -> tuple[dict[str, Any], list[str]]:
     parsed = _split_sections(text)
     problems: list[str] = []
     known = parsed.sections
+    category = _category(parsed)
     if not known:
         question = text.strip()
         if parsed.title and not parsed.extra:
@@ -213,6 +227,7 @@ def parse_blocked(text: str) -> tuple[dict[str, Any], list[str]]:
             "attempted": [],
             "choices": [],
             "extra": [],
+            "category": category,
         }, problems
     question = known.get("question", "").strip()
     if not question:
@@ -229,13 +244,49 @@ def parse_blocked(text: str) -> tuple[dict[str, Any], list[str]]:
         "attempted": _items(known.get("attempted", "")),
         "choices": parse_choices(known.get("choices", "")),
         "extra": parsed.extra,
+        "category": category,
     }, problems
+
+
+def _category(parsed: _Parsed) -> str | None:
+    """The category the file declares, if any: a `Category` section (or heading with its value,
+    `## Category: credentials`), else a `Category:` line before the first section. Taken out of
+    the sections, so that a file with only a category and prose still reads as prose."""
+    body = parsed.sections.pop("category", None)
+    lines = body.splitlines() if body is not None else []
+    if body is None:
+        fence = False
+        for line in parsed.preamble:
+            if line.strip().startswith(("```", "~~~")):
+                fence = not fence
+            m = None if fence else _CATEGORY_LINE.match(line)
+            if m:
+                lines = [m.group(1)]
+                break
+    for line in lines:
+        m = _BULLET.match(line)
+        value = one_line(line[m.end() :] if m else line).strip("*_`\"' ")
+        if value:
+            return normalise_category(value)
+    return None
+
+
+def normalise_category(value: str) -> str:
+    """A declared category as blocks carry it: a documented one (FORMATS.md §2.2) in its own
+    spelling whatever the case, spaces or underscores (`Merge conflict`: `merge-conflict`);
+    any other as written, on one line, cut to CATEGORY_MAX characters."""
+    value = one_line(value)
+    slug = re.sub(r"[\s_]+", "-", value.casefold())
+    if slug in CATEGORIES:
+        return slug
+    return value if len(value) <= CATEGORY_MAX else value[: CATEGORY_MAX - 1] + "…"
 
 
 class LoopkitSource(Source):
     """BLOCKED.md at each repository's root."""
 
     name = "loopkit"
+    category_hint = 'BLOCKED.md says "Category: NAME"'
 
     def watch_dirs(self, repo: Path) -> list[Path]:
         return [repo]
@@ -295,6 +346,7 @@ class LoopkitSource(Source):
             extra=tuple(fields["extra"]),
             problems=tuple(problems),
             truncated=read.truncated,
+            category=fields["category"],
         )
 
     def _unreadable(self, repo: Path, path: Path, label: str, reason: str) -> Block:
