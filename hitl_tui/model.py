@@ -119,6 +119,34 @@ class Block:
     def repo_name(self) -> str:
         return self.repo.name if isinstance(self.repo, Path) else str(self.repo)
 
+    @classmethod
+    def shown_only(
+        cls,
+        id: str,
+        source: str,
+        repo: Path,
+        path: Path,
+        question: str,
+        problem: str,
+        **fields: Any,
+    ) -> Block:
+        """A block that can only be shown, never answered (a file that could not be read, a
+        header that does not parse): no choices, `problem` above its panes; `fields` sets any
+        other field (its text, fingerprint, time)."""
+        shown: dict[str, Any] = {
+            "state": "blocked",
+            "context": "",
+            "attempted": (),
+            "choices": (),
+            "since": datetime.now(UTC),
+            "fingerprint": "unreadable",
+            "raw": "",
+            "answerable": False,
+            "problems": (problem,),
+        }
+        shown.update(fields)
+        return cls(id=id, source=source, repo=repo, path=path, question=question, **shown)
+
     def one_line_question(self, width: int = 200) -> str:
         """The block in one line, as the list shows it: its source's summary when it gives one
         (an agenticloop task: its title, then what is needed), else the question."""

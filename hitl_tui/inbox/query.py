@@ -171,7 +171,7 @@ def category_note(
     wanted = {t for t in query.terms if t.field == "cat" and not t.negated}
     if not wanted:
         return None
-    found = set()
+    found: set[Term] = set()
     bare: dict[str, int] = {}
     for block in blocks:
         if block.category is None:

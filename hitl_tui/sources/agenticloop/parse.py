@@ -615,21 +615,17 @@ def broken(
     problem: str,
     read: fsio.FileRead | None,
 ) -> Block:
-    return Block(
-        id=f"{label}/{task_id}",
-        source=NAME,
-        repo=repo,
-        path=path,
-        state="blocked",
-        question=f"({task_id}: {problem})",
+    return Block.shown_only(
+        f"{label}/{task_id}",
+        NAME,
+        repo,
+        path,
+        f"({task_id}: {problem})",
+        problem,
         context="Fix the file by hand; hitl answers a task only when its header parses.",
-        attempted=(),
-        choices=(),
         since=read.mtime if read else datetime.now(UTC),
         fingerprint=read.fingerprint if read else "unreadable",
         raw=text,
-        problems=(problem,),
         truncated=read.truncated if read else False,
-        answerable=False,
         meta={"task_id": task_id},
     )

@@ -261,21 +261,13 @@ class AskSource(Source):
         )
 
     def _unreadable(self, repo: Path, path: Path, block_id: str, reason: str) -> Block:
-        return Block(
-            id=block_id,
-            source=self.name,
-            repo=repo,
-            path=path,
-            state="blocked",
-            question=f"(this ask could not be read: {reason})",
-            context="",
-            attempted=(),
-            choices=(),
-            since=datetime.now(UTC),
-            fingerprint="unreadable",
-            raw="",
-            answerable=False,
-            problems=(f"{path.name} could not be read: {reason}; remove it by hand.",),
+        return Block.shown_only(
+            block_id,
+            self.name,
+            repo,
+            path,
+            f"(this ask could not be read: {reason})",
+            f"{path.name} could not be read: {reason}; remove it by hand.",
         )
 
     def began(self, block: Block, first_seen: datetime) -> datetime:

@@ -14,7 +14,6 @@ import errno
 import os
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -351,21 +350,13 @@ class LoopkitSource(Source):
 
     def _unreadable(self, repo: Path, path: Path, label: str, reason: str) -> Block:
         reason = reason or "it is not a regular file"
-        return Block(
-            id=label,
-            source=self.name,
-            repo=repo,
-            path=path,
-            state="blocked",
-            question=f"(BLOCKED.md could not be read: {reason})",
-            context="",
-            attempted=(),
-            choices=(),
-            since=datetime.now(UTC),
-            fingerprint="unreadable",
-            raw="",
-            answerable=False,
-            problems=(f"BLOCKED.md could not be read: {reason}.",),
+        return Block.shown_only(
+            label,
+            self.name,
+            repo,
+            path,
+            f"(BLOCKED.md could not be read: {reason})",
+            f"BLOCKED.md could not be read: {reason}.",
         )
 
     # -- answering ---------------------------------------------------------------------------
