@@ -31,7 +31,7 @@ from textual.widgets import Static, TextArea
 from hitl_tui.inbox.inbox import Delta
 from hitl_tui.inbox.view import Group, RowOrder, ViewSpec, row_key, row_of, urgency
 from hitl_tui.keys import keys_for
-from hitl_tui.model import Block
+from hitl_tui.model import Block, Section
 from hitl_tui.sources.agentic_common import CATEGORIES
 from hitl_tui.textio import printable
 from hitl_tui.timefmt import age
@@ -467,11 +467,14 @@ class BlockList(ScrollView, can_focus=True):
             kind = "blocklist--new" if new else "blocklist--warn"
             mark_style = base if selected else base + self.get_component_rich_style(kind)
             mark = Segment(self.AGAIN_MARK, mark_style)
+        question = block.one_line_question(300)
+        if block.notes and block.state not in WAITING_WORDS:  # kept blocked with a note (`w`)
+            question = f"✎ {block.notes[-1][:200]} — {question}"
         cells = [
             printable(block.id),
             age(block.since, now).rjust(4),
             state,
-            printable(block.one_line_question(300)),
+            printable(question),
         ]
         styles = [text_style, age_style, state_style, text_style]
         return self._strip(cells, styles, width, base, mark)
@@ -491,6 +494,8 @@ def _state(block: Block) -> str:
         return printable(getattr(record, "state_words", "restart failed"))
     if block.problems:
         return "raw" if not block.choices else "check"
+    if block.notes:  # replied to and kept blocked (`w`): the loop waits on the operator
+        return "waiting on you"
     if block.state == "needs_context":
         return "needs ctx"
     if block.state == "blocked" and block.category:
@@ -685,8 +690,12 @@ class BlockDetail(Horizontal):
         pane.update(choice_text(block))
         pane.border_title = "The loop" if answered else "Choices"
         extra = self.query_one("#extra", Static)
-        if block.extra:
-            body = "\n\n".join(f"{s.title}\n{s.body}" for s in block.extra)
+        sections = list(block.extra)
+        if block.notes:  # `w`: the operator's notes, the block kept open
+            notes = "\n".join(f"• {n}" for n in block.notes)
+            sections.insert(0, Section("Your notes (kept blocked: waiting on you)", notes))
+        if sections:
+            body = "\n\n".join(f"{s.title}\n{s.body}" for s in sections)
             extra.update(Content(_clip(body, self.PANE_LIMIT)))
             extra.add_class("shown")
         else:

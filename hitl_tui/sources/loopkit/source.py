@@ -40,6 +40,8 @@ PROMPT = "PROMPT.md"
 PLAN = "IMPLEMENTATION_PLAN.md"
 DECISIONS = "Decisions"
 NOTES = "Notes for the next session"
+#: BLOCKED.md's section of the operator's notes on a block that stays open (`plan_note`).
+OPERATOR_NOTES = "Operator notes"
 
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+")
 _CHOICE = re.compile(
@@ -67,6 +69,7 @@ _KNOWN = {
     "attempts": "attempted",
     "choices": "choices",
     "options": "choices",
+    "operator notes": "notes",
 }
 
 
@@ -222,14 +225,17 @@ def parse_blocked(text: str) -> tuple[dict[str, Any], list[str]]:
     title = parsed.title
     if title is not None and normalise_heading(title) == "blocked":
         title = None
-    return {
+    fields = {
         "title": title,
         "question": question,
         "context": known.get("context", "").strip(),
         "attempted": _items(known.get("attempted", "")),
         "choices": parse_choices(known.get("choices", "")),
         "extra": parsed.extra,
-    }, problems
+    }
+    if "notes" in known:  # `## Operator notes` (`plan_note`): the operator's, oldest first
+        fields["notes"] = [one_line(item) for item in _items(known["notes"])]
+    return fields, problems
 
 
 class LoopkitSource(Source):
@@ -295,6 +301,7 @@ class LoopkitSource(Source):
             extra=tuple(fields["extra"]),
             problems=tuple(problems),
             truncated=read.truncated,
+            notes=tuple(fields.get("notes", ())),
         )
 
     def _unreadable(self, repo: Path, path: Path, label: str, reason: str) -> Block:
@@ -371,6 +378,37 @@ class LoopkitSource(Source):
             f"{block.id}: decision added to {PROMPT}, resume note to {PLAN}, {BLOCKED} removed"
         )
         return Plan(block, answer, tuple(changes), expect, summary, hint=restart_hint(repo))
+
+    def plan_note(self, block: Block, note: str, operator: str, when: datetime) -> Plan:
+        """A dated line under BLOCKED.md's `## Operator notes` (made at its end if missing):
+        every other byte kept (line endings, BOM, a missing final newline). BLOCKED.md stays,
+        so the loop stays stopped and reads the note when it resumes."""
+        if not block.answerable:
+            raise HitlError(f"{block.id}: BLOCKED.md cannot be read, so it cannot take a note")
+        text = one_line(note)
+        if not text:
+            raise UsageError("the note is empty")
+        repo = Path(block.repo)
+        blocked = repo / BLOCKED
+        fsio.resolve_for_write(repo, blocked)
+        old = fsio.read_bytes(blocked)
+        if old is None or fingerprint(old) != block.fingerprint:
+            raise StaleError(f"{block.id}: BLOCKED.md changed since it was read")
+        date = when.astimezone(UTC).strftime("%Y-%m-%d")
+        line = f"- {date}, {one_line(operator) or 'operator'}: {text}"
+        new = append_to_section(old, OPERATOR_NOTES, [line])
+        if not old.endswith((b"\n", b"\r")):  # the file ended without a newline: so does it now
+            new = new.removesuffix(TextDoc.from_bytes(old).newline.encode())
+        summary = f"{block.id}: note added under {BLOCKED}'s ## {OPERATOR_NOTES}; it stays blocked"
+        hint = f"{BLOCKED} stays: the loop stays stopped, and reads the note when it resumes"
+        return Plan(
+            block,
+            Answer(note=note, operator=operator, when=when),
+            (FileChange(blocked, old, new),),
+            {blocked: block.fingerprint},
+            summary,
+            hint=hint,
+        )
 
     # -- did the loop resume? ------------------------------------------------------------------
 
