@@ -6,15 +6,16 @@ undoes it; the block stays listed, and no `[[loop]]` restart runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from hitl_tui.answers.service import plan_note, source_for, write_note
 from hitl_tui.model import Block, HitlError, Plan, StaleError
 from hitl_tui.textio import printable
 from hitl_tui.tui.screens import Preview, PreviewScreen, TextAnswerScreen, Typed
 
-if TYPE_CHECKING:
-    from hitl_tui.tui.inbox_screen import InboxScreen
+#: The inbox screen (`inbox_screen.InboxScreen`, which imports this module when `w` is pressed:
+#: named here only as what the flow reads of it, so no import goes back up).
+InboxScreen = Any
 
 
 def ask_note(screen: InboxScreen, block: Block) -> None:
