@@ -327,6 +327,9 @@ async def test_w_asks_for_the_note_previews_it_and_writes_it_the_block_stays(
         assert current is not None and current.id == "shop"  # still listed, still highlighted
         assert current.notes == ("2026-11-29, Ada: adding the secret",)
         assert _state(current) == "waiting on you"
+        assert blocks.is_new is not None and not blocks.is_new(current)  # the note is yours
+        row = blocks.render_line(blocks.cursor_row - blocks.scroll_offset.y).text
+        assert "waiting on you" in row and "✎ 2026-11-29, Ada: adding the secret — " in row
         assert any(n.title == "Noted" for n in app._notifications)
     new = (shop / "BLOCKED.md").read_bytes()
     assert new.startswith(old) and new[len(old) :].endswith(
