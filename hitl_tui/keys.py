@@ -144,6 +144,15 @@ KEYS: tuple[KeySpec, ...] = (
     ),
     KeySpec("hitl.help", "question_mark", "help", "Keys", "inbox", "this help", key_display="?"),
     KeySpec("hitl.own-words", "o", "own_words", "Own words", "inbox", "answer in your own words"),
+    KeySpec(
+        "hitl.note",
+        "w",
+        "note",
+        "Note, keep",
+        "inbox",
+        "reply and keep it blocked: your note where the loop reads it (no restart; u undoes)",
+        False,
+    ),
     KeySpec("hitl.raw", "r", "raw", "Raw file", "inbox", "raw file on / off"),
     KeySpec(
         "hitl.reuse",

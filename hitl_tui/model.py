@@ -112,6 +112,9 @@ class Block:
     #: False when the block can only be shown (a file that could not be read, a header that
     #: does not parse): its planner refuses every answer.
     answerable: bool = True
+    #: The operator's notes on the block, oldest first, each one line (`w`: "Reply and keep
+    #: blocked", `service.write_note`): the block stays open, waiting on the operator.
+    notes: tuple[str, ...] = ()
     #: Facts only this block's own planner reads (frontmatter, notes, ...). Not shown.
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
@@ -187,12 +190,14 @@ class Block:
             "fingerprint": self.fingerprint,
             "problems": list(self.problems),
             "truncated": self.truncated,
+            "notes": list(self.notes),
         }
 
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """What the operator decided. Exactly one of `choice` or `texts` carries the decision."""
+    """What the operator decided. Exactly one of `choice` or `texts` carries the decision; with
+    neither, a `note` alone keeps the block open (`Source.plan_note`)."""
 
     choice: Choice | None = None
     #: The operator's own words: one entry, or one per question for a multi-question block.
@@ -217,6 +222,8 @@ class Answer:
             return self.decision_override
         if self.choice is not None:
             return self.choice.label()
+        if not self.texts and self.note:  # a note that keeps the block open (`plan_note`)
+            return f"note: {self.note}"
         return between.join(self.texts)
 
 

@@ -331,7 +331,18 @@ class Asker:
             return {"status": "unknown", "id": given, "choice": None, "answer": None}
         public = self.public_id(ask.id)
         if ask.status == "open" or ask.answer is None:
-            return {"status": "waiting", "id": public, "choice": None, "answer": None}
+            waiting: dict[str, Any] = {
+                "status": "waiting",
+                "id": public,
+                "choice": None,
+                "answer": None,
+            }
+            if ask.notes:  # the operator's notes while the ask stays open (`hitl note`)
+                waiting["notes"] = [
+                    {k: n.get(k) for k in ("note", "by", "at") if isinstance(n.get(k), str)}
+                    for n in ask.notes
+                ]
+            return waiting
         choice = ask.answer.get("choice")
         text = ask.answer.get("answer")
         return {

@@ -143,7 +143,9 @@ def build(asker: Asker, approve_wait: float) -> MCPServer[Any]:
     async def check_answer(id: str = "") -> CallToolResult:
         """Where an ask stands: {"status": "waiting" | "answered" | "unknown", "id", "choice",
         "answer"}. With no id: the newest ask of this repository. `choice` is the option the
-        operator chose (null for their own words); `answer` is the decision to follow."""
+        operator chose (null for their own words); `answer` is the decision to follow. While
+        waiting, `notes` (when there are any) lists the operator's notes ({"note", "by",
+        "at"}, oldest first): read them, and keep waiting; the ask stays open."""
         try:
             return _result(asker.check(id))
         except HitlError as exc:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,6 +59,43 @@ def plan_answer(inbox: Inbox, block: Block, answer: Answer) -> Plan:
     # After the source's own checks: theirs say more (agenticloop).
     check_own_words(answer, worded or "")
     return plan
+
+
+def plan_note(
+    inbox: Inbox, block: Block, note: str, operator: str, when: datetime | None = None
+) -> Plan:
+    """The exact changes that add the operator's `note` to `block` while it stays open ("Reply
+    and keep blocked": `w` in the app, `hitl note`), planned by its source (`Source.plan_note`)
+    on the block as its file holds it. Raises UsageError for an empty note or a placeholder
+    in it, StaleError when the block changed, HitlError when its source takes no note."""
+    if not note.strip():
+        raise UsageError("the note is empty: type what the loop should know")
+    source = source_for(inbox, block)
+    if cache_was_wrong(inbox, block):
+        raise StaleError(
+            f"{block.id}: the block reads differently in its file than what was shown (a "
+            "stale parse cache, now dropped); review it again"
+        )
+    check_own_words(Answer(note=note))
+    return source.plan_note(as_on_disk(source, block), note, operator, when or now_utc())
+
+
+def write_note(inbox: Inbox, plan: Plan) -> Answered:
+    """Carry out a note's plan (`plan_note`): written and journaled like an answer (so `hitl
+    undo` takes it back byte for byte), or sent for a remote backend. Nothing waits for the
+    loop to resume and no `[[loop]]` restart runs: the block stays open. Raises HitlError."""
+    source = source_for(inbox, plan.block)
+    if source.remote:
+        sent = source.send(plan)
+        return Answered(plan, tuple(sent.lines), sent.entry)
+    from hitl_tui.answers.apply import apply_plan
+
+    written = apply_plan(plan)
+    return Answered(plan, tuple(written.lines), written.entry)
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
 
 
 def check_own_words(answer: Answer, worded: str = "") -> None:

@@ -23,6 +23,7 @@ from hitl_tui.cli import batch as batch_cli
 from hitl_tui.cli import journal as journal_cli
 from hitl_tui.cli import loop as loop_cli
 from hitl_tui.cli import mcp as mcp_cli
+from hitl_tui.cli import note as note_cli
 from hitl_tui.cli import serve as serve_cli
 from hitl_tui.cli import status as status_cli
 from hitl_tui.cli import triage as triage_cli
@@ -55,6 +56,7 @@ commands:
   hitl serve [PATH...]    the app in a web browser, on http://127.0.0.1:8000
   hitl undo [ID]          revert the last answer (or the named one), byte for byte
   hitl history            every answer given, newest first (--json for scripts)
+  hitl note ID TEXT       reply and keep it blocked: your note where the loop reads it
   hitl restart ID         run the [[loop]] restart of the block's repository
   hitl status [PATH...]   per repo: open blocks, answers waiting for the loop, resumed,
                           not resumed (exit 4 when an answer did not resume)
@@ -281,11 +283,15 @@ def _list(args: argparse.Namespace) -> int:
     width = max(len(printable(b.id)) for b in blocks)
     for b in blocks:
         state = "" if b.state == "blocked" else f"[{b.state}] "
+        if b.notes:  # replied to and kept blocked (`hitl note`): it waits on the operator
+            state += "[waiting on you] "
         if args.all and snoozes.snoozed(b, now):
             state = "[snoozed] " + state
         if again(b) is not None:
             state = "↻ asked again: " + state
         question = printable(b.one_line_question())
+        if b.notes:
+            question += printable(f" — your note: {b.notes[-1]}")
         print(f"{printable(b.id):<{width}}  {age(b.since):>4}  {state}{question}")
     return 0
 
@@ -518,6 +524,7 @@ COMMANDS: dict[str, tuple[Build, Run]] = {
     "undo": (journal_cli.build_undo, journal_cli.run_undo),
     "history": (journal_cli.build_history, journal_cli.run_history),
     "restart": (loop_cli.build_restart, loop_cli.run_restart),
+    "note": (note_cli.build_note, note_cli.run_note),
     "status": (status_cli.build_status, status_cli.run_status),
     "snooze": (triage_cli.build_snooze, triage_cli.run_snooze),
     "unsnooze": (triage_cli.build_unsnooze, triage_cli.run_unsnooze),

@@ -127,11 +127,22 @@ class LocalFormat(Protocol):
     def began(self, block: Block, first_seen: datetime) -> datetime: ...
     def plan(self, block: Block, answer: Answer) -> Plan: ...
     def decision_text(self, block: Block, answer: Answer) -> str | None: ...
+    def plan_note(self, block: Block, note: str, operator: str, when: datetime) -> Plan: ...
     def as_planned_from(self, block: Block) -> Block: ...
     def resume_signs(self, block: Block, plan: Plan) -> dict[str, Any]: ...
     def resumed(self, waiting: AnswerWaiting) -> str | None: ...
     def resume_dirs(self, waiting: AnswerWaiting) -> list[Path]: ...
     def loop_acts_on(self, block_id: str) -> bool: ...
+
+
+def keep_answer(block: Block, note: str, operator: str, when: datetime) -> Answer:
+    """The answer that picks `block`'s "keep blocked, add a note" choice (kind `keep`) with
+    `note` as its words: how a backend that lists such a choice (agenticloop, GitHub) plans
+    `Source.plan_note`. UsageError when the block lists none."""
+    keep = next((c for c in block.choices if c.kind == "keep"), None)
+    if keep is None:
+        raise UsageError(f"{block.id}: this block lists no 'keep blocked, add a note' choice")
+    return Answer(choice=keep, texts=(note,), operator=operator, when=when)
 
 
 class Source:
@@ -213,6 +224,16 @@ class Source:
     def plan(self, block: Block, answer: Answer) -> Plan:
         """The exact changes that answer `block`; raises HitlError when it cannot."""
         raise HitlError(f"{block.id}: {self.name} blocks cannot be answered")
+
+    def plan_note(self, block: Block, note: str, operator: str, when: datetime) -> Plan:
+        """The exact changes that add the operator's `note` to `block` while it stays open
+        ("Reply and keep blocked", `w`): written where the loop and the next operator read it,
+        nothing else changed, no restart. Raises HitlError when this backend has no such
+        place (the default)."""
+        raise UsageError(
+            f"{block.id}: {self.title or self.name} blocks take no note that keeps them open; "
+            "answer the block instead"
+        )
 
     def decision_text(self, block: Block, answer: Answer) -> str | None:
         """The text the answer writes, which the operator may edit in the preview (passed back

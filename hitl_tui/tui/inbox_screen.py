@@ -548,6 +548,14 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches
         if block is not None and not self._is_waiting_row(block):
             self._ask_text(block, None)
 
+    def action_note(self) -> None:
+        """`w`: reply and keep it blocked (tui/note_flow.py)."""
+        from hitl_tui.tui.note_flow import ask_note
+
+        block = self._current()
+        if block is not None and not self._is_waiting_row(block):
+            ask_note(self, block)
+
     def action_reuse(self) -> None:
         """`p`: reuse an earlier answer to a similar question (tui/asked.py)."""
         from hitl_tui.tui.asked import reuse

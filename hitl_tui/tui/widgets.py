@@ -32,11 +32,12 @@ from textual.widgets import Static, TextArea
 from hitl_tui.inbox.inbox import Delta
 from hitl_tui.inbox.view import Group, RowOrder, ViewSpec, row_key, row_of, urgency
 from hitl_tui.keys import keys_for
-from hitl_tui.model import Block
+from hitl_tui.model import Block, Section
 from hitl_tui.sources.agentic_common import CATEGORIES
 from hitl_tui.textio import printable
 from hitl_tui.timefmt import age
 from hitl_tui.tui.bindings import bindings
+from hitl_tui.tui.statecol import WAITING_WORDS, state_words
 
 __all__ = ["BlockDetail", "BlockList", "BlockListHeader", "row_key"]
 
@@ -417,9 +418,9 @@ class BlockList(ScrollView, can_focus=True):
             longest = failed = 0
             for block in self.blocks.values():
                 if block.state == "restart-failed":
-                    failed = max(failed, cell_len(_state(block)))
+                    failed = max(failed, cell_len(state_words(block)))
                 else:
-                    longest = max(longest, cell_len(_state(block)))
+                    longest = max(longest, cell_len(state_words(block)))
             cells = min(max(self.FIXED[2][1], longest), self.STATE_MAX)
             self._state_cells = max(cells, min(failed, self.FAILED_MAX))
         return self._state_cells
@@ -488,7 +489,7 @@ class BlockList(ScrollView, can_focus=True):
             base = base + self.get_component_rich_style("blocklist--marked")
         if selected:
             base = base + self.get_component_rich_style("blocklist--cursor")
-        state, state_style = _state(block), Style()
+        state, state_style = state_words(block), Style()
         text_style = Style()
         if block.state == "waiting":  # an answer waiting for its loop: quiet, at the bottom
             state_style = text_style = self.get_component_rich_style("blocklist--dim")
@@ -521,35 +522,17 @@ class BlockList(ScrollView, can_focus=True):
         if marked:
             marking = self.get_component_rich_style("blocklist--mark")
             mark = Segment(self.MARKED_MARK, base if selected else base + marking)
+        question = block.one_line_question(300)
+        if block.notes and block.state not in WAITING_WORDS:  # kept blocked with a note (`w`)
+            question = f"✎ {block.notes[-1][:200]} — {question}"
         cells = [
             printable(block.id),
             age(block.since, now).rjust(4),
             state,
-            printable(block.one_line_question(300)),
+            printable(question),
         ]
         styles = [text_style, age_style, state_style, text_style]
         return self._strip(cells, styles, width, base, mark)
-
-
-#: The state column of an answer waiting for its loop (`tui.waiting`).
-WAITING_WORDS = {"waiting": "waiting", "not-resumed": "not resumed"}
-
-
-def _state(block: Block) -> str:
-    """What the state column says: a problem, `needs ctx`, or a blocked task's category; an
-    answer's row, its state (`restart failed (exit 127)`)."""
-    if block.state in WAITING_WORDS:
-        return WAITING_WORDS[block.state]
-    if block.state == "restart-failed":
-        record = block.meta.get("waiting")
-        return printable(getattr(record, "state_words", "restart failed"))
-    if block.problems:
-        return "raw" if not block.choices else "check"
-    if block.state == "needs_context":
-        return "needs ctx"
-    if block.state == "blocked" and block.category:
-        return printable(block.category)
-    return ""
 
 
 class BlockListHeader(Widget):
@@ -739,8 +722,12 @@ class BlockDetail(Horizontal):
         pane.update(choice_text(block))
         pane.border_title = "The loop" if answered else "Choices"
         extra = self.query_one("#extra", Static)
-        if block.extra:
-            body = "\n\n".join(f"{s.title}\n{s.body}" for s in block.extra)
+        sections = list(block.extra)
+        if block.notes:  # `w`: the operator's notes, the block kept open
+            notes = "\n".join(f"• {n}" for n in block.notes)
+            sections.insert(0, Section("Your notes (kept blocked: waiting on you)", notes))
+        if sections:
+            body = "\n\n".join(f"{s.title}\n{s.body}" for s in sections)
             extra.update(Content(_clip(body, self.PANE_LIMIT)))
             extra.add_class("shown")
         else:

@@ -50,6 +50,8 @@ _HITL_NOTE = re.compile(
     r"^(?:Note from .+? \(still [a-z_]+\)|Answers? from [^:]+|Approved by [^:]+"
     r"|Unblocked by [^:]+): "
 )
+#: hitl's "keep blocked, add a note" note (`writer.decide`, kind keep): the block stays open.
+_KEPT_NOTE = re.compile(r"^Note from .+? \(still [a-z_]+\): ")
 
 
 # -- the header, read as agenticloop reads it -------------------------------------------------
@@ -500,6 +502,8 @@ def task_block(
     problems: list[str] = []
     title = strip_title(body.title, task_id) if body.title else None
     notes = newest_first(body.notes)
+    # The operator's "keep blocked, add a note" notes newer than any other: it waits on them.
+    kept = list(itertools.takewhile(lambda n: _KEPT_NOTE.match(n.text[:300]) is not None, notes))
     # hitl's own notes ("Note from Ada (still blocked): ...") never explain the block.
     notes = [n for n in notes if not _HITL_NOTE.match(n.text[:300])]
     mentioning = [n for n in notes if _mentions_block(n, state, category)]
@@ -573,6 +577,7 @@ def task_block(
         extra=tuple(sections),
         problems=tuple(problems),
         truncated=read.truncated,
+        notes=tuple(f"{n.date}, {n.text}" for n in reversed(kept)),
         questions=questions if len(questions) > 1 else (),
         defaults=defaults if len(questions) > 1 else (recommended,),
         summary=_summary(title, question, split_items),

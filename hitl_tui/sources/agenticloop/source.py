@@ -23,7 +23,7 @@ from hitl_tui.model import Answer, Block, Plan, fingerprint
 from hitl_tui.sources.agenticloop import writer
 from hitl_tui.sources.agenticloop.layout import PROJECT, Layout, read_layout, unlisted
 from hitl_tui.sources.agenticloop.parse import NAME, read_task, status_of, unlisted_folder
-from hitl_tui.sources.base import AnswerWaiting, Source
+from hitl_tui.sources.base import AnswerWaiting, Source, keep_answer
 
 
 class AgenticloopSource(Source):
@@ -139,6 +139,11 @@ class AgenticloopSource(Source):
 
     def plan(self, block: Block, answer: Answer) -> Plan:
         return writer.plan(block, answer)
+
+    def plan_note(self, block: Block, note: str, operator: str, when: datetime) -> Plan:
+        """The task's own "keep blocked, add a note" transition (its `keep` choice): a dated
+        note under `## Comments`, the status unchanged."""
+        return writer.plan(block, keep_answer(block, note, operator, when))
 
     # -- did the loop resume? ------------------------------------------------------------------
 

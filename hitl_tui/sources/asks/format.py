@@ -19,6 +19,10 @@ change is a change of whole lines (FORMATS: "change only the lines the answer ne
 
 - The operator's answer turns `"status": "open",` into `"status": "answered",` and puts one
   `"answer": {...},` line right below it (`answered_bytes`).
+- A note from the operator that keeps the ask open (`w`, `hitl note`) is one `"notes": [...],`
+  line right below `"status": "open",` (each note `{"note", "by", "at"}`, oldest first); a
+  later note replaces that line with the longer list (`noted_bytes`). The status stays open:
+  `check_answer` says "waiting", with the notes.
 - The agent's side, when the answer has reached the agent, turns it into
   `"status": "delivered",` with a `"delivered": "<time>",` line below (`delivered_bytes`).
 
@@ -147,6 +151,8 @@ class Ask:
     #: The operator's answer, once answered: {"key", "choice", "answer", "verdict", "by", "at"}.
     answer: dict[str, Any] | None = None
     delivered: datetime | None = None
+    #: The operator's notes while the ask stays open: {"note", "by", "at"}, oldest first.
+    notes: tuple[dict[str, Any], ...] = ()
     problems: tuple[str, ...] = ()
 
 
@@ -207,6 +213,12 @@ def parse(data: bytes) -> Ask:
     if not isinstance(tool_input, dict):
         problems.append("'input' is not an object")
         tool_input = {}
+    notes = loaded.get("notes", [])
+    if not isinstance(notes, list) or not all(
+        isinstance(n, dict) and isinstance(n.get("note"), str) for n in notes
+    ):
+        problems.append("'notes' is not a list of notes")
+        notes = []
     answer = loaded.get("answer")
     if answer is not None and not isinstance(answer, dict):
         problems.append("'answer' is not an object")
@@ -227,6 +239,7 @@ def parse(data: bytes) -> Ask:
         tool_use_id=_text(loaded, "tool_use_id", problems),
         answer=answer,
         delivered=parse_time(loaded.get("delivered")),
+        notes=tuple(notes),
         problems=tuple(problems),
     )
 
@@ -257,6 +270,23 @@ def answered_bytes(data: bytes, answer: dict[str, Any]) -> bytes:
     """The file with its status `answered` and the operator's `answer` below that line: two
     lines changed, every other byte kept."""
     return _replace_status(data, "open", "answered", "answer", answer)
+
+
+def noted_bytes(data: bytes, notes: list[dict[str, Any]]) -> bytes:
+    """The open ask with its `"notes"` line (right below the status line) holding `notes`: one
+    line added, or the one there replaced; every other byte kept."""
+    lines, index = _status_line(data, "open")
+    line = lines[index]
+    ending = line[len(line.rstrip(b"\r\n")) :] or b"\n"
+    new = f" {_value('notes')}: {_value(notes)},".encode() + ending
+    found = [i for i, old in enumerate(lines) if old.startswith(b' "notes": ')]
+    if len(found) > 1 or (found and found[0] != index + 1):
+        raise AskFormatError("its notes line is not as hitl writes it (right below its status)")
+    if found:
+        lines[index + 1] = new
+    else:
+        lines.insert(index + 1, new)
+    return b"".join(lines)
 
 
 def delivered_bytes(data: bytes, when: datetime) -> bytes:

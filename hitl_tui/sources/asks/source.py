@@ -113,6 +113,14 @@ def permission_question(tool: str, tool_input: dict[str, Any]) -> str:
     return f"Allow {tool}: `{input_line(tool, tool_input)}`?"
 
 
+def note_line(note: dict[str, Any]) -> str:
+    """One operator note of an ask as the list shows it: `2026-12-03, alice: text`."""
+    at = fmt.parse_time(note.get("at"))
+    by = note.get("by") if isinstance(note.get("by"), str) else ""
+    date = at.astimezone(UTC).strftime("%Y-%m-%d") if at is not None else "?"
+    return one_line(f"{date}, {by or 'operator'}: {note.get('note', '')}")
+
+
 class AskSource(Source):
     """The asks an agent filed through `hitl mcp`, in `.hitl/asks/`."""
 
@@ -208,6 +216,7 @@ class AskSource(Source):
         if ask.client:
             extra.append(Section("Asked by", f"{ask.client}, over MCP (hitl mcp)"))
         meta: dict[str, Any] = {"ask": ask.id, "kind": ask.kind, "asked": ask.asked}
+        notes = tuple(note_line(n) for n in ask.notes)
         if ask.kind == "permission":
             tool = ask.tool or "(no tool named)"
             pretty = orjson.dumps(ask.input, option=orjson.OPT_INDENT_2).decode("utf-8")
@@ -235,6 +244,7 @@ class AskSource(Source):
                 title=f"Permission: {one_line(tool)}",
                 extra=tuple(extra),
                 problems=tuple(problems),
+                notes=notes,
                 meta=meta,
             )
         agent_choices = [split_choice(text) for text in ask.choices if text.strip()]
@@ -257,6 +267,7 @@ class AskSource(Source):
             category="question",
             extra=tuple(extra),
             problems=tuple(problems),
+            notes=notes,
             meta=meta,
         )
 
@@ -357,6 +368,44 @@ class AskSource(Source):
         changes.append(FileChange(path, old, new))
         hint = "The agent gets the answer now if it is waiting, else at its next check_answer."
         return Plan(block, answer, tuple(changes), expect, summary, hint=hint)
+
+    def plan_note(self, block: Block, note: str, operator: str, when: datetime) -> Plan:
+        """A note the agent reads with `check_answer` (status "waiting", and the notes) while
+        the ask stays open: the file's `"notes"` line (`format.noted_bytes`)."""
+        if not block.answerable:
+            raise HitlError(f"{block.id}: this ask cannot be read, so it cannot take a note")
+        text = note.strip()
+        if not text:
+            raise UsageError("the note is empty")
+        try:
+            fmt.bounded(text, fmt.LIMITS["answer"], "the note")
+        except fmt.AskFormatError as exc:
+            raise UsageError(f"{block.id}: {exc}") from None
+        path = Path(block.path)
+        old = fsio.read_bytes(path)
+        if old is None:
+            raise StaleError(f"{block.id}: the ask is gone (answered elsewhere, or removed)")
+        if fingerprint(old) != block.fingerprint:
+            raise StaleError(f"{block.id}: the ask changed since it was read")
+        try:
+            ask = fmt.parse(old)
+            if ask.status != "open":
+                raise StaleError(f"{block.id}: the ask was already answered")
+            at = when.astimezone(UTC).isoformat()
+            notes = [*ask.notes, {"note": text, "by": one_line(operator) or "operator", "at": at}]
+            new = fmt.noted_bytes(old, notes)
+            if list(fmt.parse(new).notes) != notes:  # another "notes" key would win
+                raise fmt.AskFormatError("it holds notes hitl did not write")
+        except fmt.AskFormatError as exc:
+            raise HitlError(f"{block.id}: the ask cannot take a note: {exc}") from None
+        return Plan(
+            block,
+            Answer(note=note, operator=operator, when=when),
+            (FileChange(path, old, new),),
+            {path: block.fingerprint},
+            f"{block.id}: note added; the ask stays open",
+            hint="The agent reads the note at its next check_answer (status: waiting).",
+        )
 
     def _grant(self, repo: Path, ask: fmt.Ask, operator: str, when: str) -> FileChange:
         """The grants file with a grant for `ask`'s tool and input as its new last line."""

@@ -13,10 +13,18 @@ import os
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hitl_tui.model import Answer, Block, Done, Plan, StaleError, UsageError
-from hitl_tui.sources.base import AnswerWaiting, OnUpdate, RecordSent, RemoteInbox, Source
+from hitl_tui.sources.base import (
+    AnswerWaiting,
+    OnUpdate,
+    RecordSent,
+    RemoteInbox,
+    Source,
+    keep_answer,
+)
 from hitl_tui.sources.github import issues as gh
 from hitl_tui.sources.github.api import GithubError, Secret, resolve_token
 from hitl_tui.sources.github.issues import GithubSource
@@ -96,6 +104,11 @@ class GithubBackend(Source):
 
     def plan(self, block: Block, answer: Answer) -> Plan:
         return gh.plan(block, answer)
+
+    def plan_note(self, block: Block, note: str, operator: str, when: datetime) -> Plan:
+        """The issue's "keep blocked, add a note" (its `keep` choice): one comment, the
+        labels unchanged."""
+        return gh.plan(block, keep_answer(block, note, operator, when))
 
     def send(self, plan: Plan) -> Done:
         return Done(tuple(apply_sync(plan, self._secrets.get(plan.block.id), self.record_sent)))

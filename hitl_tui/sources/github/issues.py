@@ -397,6 +397,25 @@ def context_provided(comments: list[Comment], after: Comment, loop_account: str)
     return False
 
 
+#: The signature line hitl ends its comments with (`comment_text`).
+_SIGNED = re.compile(r"^— .{1,200}, via hitl$")
+
+
+def kept_notes(comments: list[Comment], after: Comment | None) -> tuple[str, ...]:
+    """The operator's notes posted by hitl that keep the block open ("Keep blocked, add a
+    note": signed, no marker line), newer than `after` and than any other comment; oldest
+    first, one line each."""
+    notes: list[str] = []
+    for comment in sorted(comments, key=lambda c: (c.created, c.id), reverse=True):
+        if after is not None and (comment.created, comment.id) <= (after.created, after.id):
+            break
+        lines = [line.strip() for line in comment.body.strip().splitlines() if line.strip()]
+        if len(lines) < 2 or not _SIGNED.match(lines[-1]) or _ANY_MARKER.search(comment.body):
+            break
+        notes.append(f"{comment.created.strftime('%Y-%m-%d')}, {one_line(' '.join(lines[:-1]))}")
+    return tuple(reversed(notes))
+
+
 def build_block(
     src: GithubSource, full_name: str, issue: Any, raw_comments: list[Any], loop_account: str
 ) -> Block | None:
@@ -525,6 +544,7 @@ def build_block(
         problems=tuple(problems),
         questions=tuple(questions) if len(questions) > 1 else (),
         defaults=tuple(defaults) if len(questions) > 1 else (default,),
+        notes=kept_notes(comments, marker_comment),
         meta={
             "owner": owner,
             "name": name,

@@ -14,6 +14,7 @@ import errno
 import os
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,8 @@ PROMPT = "PROMPT.md"
 PLAN = "IMPLEMENTATION_PLAN.md"
 DECISIONS = "Decisions"
 NOTES = "Notes for the next session"
+#: BLOCKED.md's section of the operator's notes on a block that stays open (`plan_note`).
+OPERATOR_NOTES = "Operator notes"
 
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,2}[.)])\s+")
 _CHOICE = re.compile(
@@ -70,6 +73,7 @@ _KNOWN = {
     "category": "category",
     "block category": "category",
     "block_category": "category",
+    "operator notes": "notes",
 }
 #: A category declared on a line of its own before the first section (under the title, or in
 #: a `---` header): `Category: credentials`, `**Category:** credentials`, `block_category: x`.
@@ -236,7 +240,7 @@ def parse_blocked(text: str) -> tuple[dict[str, Any], list[str]]:
     title = parsed.title
     if title is not None and normalise_heading(title) == "blocked":
         title = None
-    return {
+    fields = {
         "title": title,
         "question": question,
         "context": known.get("context", "").strip(),
@@ -244,7 +248,10 @@ def parse_blocked(text: str) -> tuple[dict[str, Any], list[str]]:
         "choices": parse_choices(known.get("choices", "")),
         "extra": parsed.extra,
         "category": category,
-    }, problems
+    }
+    if "notes" in known:  # `## Operator notes` (`plan_note`): the operator's, oldest first
+        fields["notes"] = [one_line(item) for item in _items(known["notes"])]
+    return fields, problems
 
 
 def _category(parsed: _Parsed) -> str | None:
@@ -346,6 +353,7 @@ class LoopkitSource(Source):
             problems=tuple(problems),
             truncated=read.truncated,
             category=fields["category"],
+            notes=tuple(fields.get("notes", ())),
         )
 
     def _unreadable(self, repo: Path, path: Path, label: str, reason: str) -> Block:
@@ -414,6 +422,37 @@ class LoopkitSource(Source):
             f"{block.id}: decision added to {PROMPT}, resume note to {PLAN}, {BLOCKED} removed"
         )
         return Plan(block, answer, tuple(changes), expect, summary, hint=restart_hint(repo))
+
+    def plan_note(self, block: Block, note: str, operator: str, when: datetime) -> Plan:
+        """A dated line under BLOCKED.md's `## Operator notes` (made at its end if missing):
+        every other byte kept (line endings, BOM, a missing final newline). BLOCKED.md stays,
+        so the loop stays stopped and reads the note when it resumes."""
+        if not block.answerable:
+            raise HitlError(f"{block.id}: BLOCKED.md cannot be read, so it cannot take a note")
+        text = one_line(note)
+        if not text:
+            raise UsageError("the note is empty")
+        repo = Path(block.repo)
+        blocked = repo / BLOCKED
+        fsio.resolve_for_write(repo, blocked)
+        old = fsio.read_bytes(blocked)
+        if old is None or fingerprint(old) != block.fingerprint:
+            raise StaleError(f"{block.id}: BLOCKED.md changed since it was read")
+        date = when.astimezone(UTC).strftime("%Y-%m-%d")
+        line = f"- {date}, {one_line(operator) or 'operator'}: {text}"
+        new = append_to_section(old, OPERATOR_NOTES, [line])
+        if not old.endswith((b"\n", b"\r")):  # the file ended without a newline: so does it now
+            new = new.removesuffix(TextDoc.from_bytes(old).newline.encode())
+        summary = f"{block.id}: note added under {BLOCKED}'s ## {OPERATOR_NOTES}; it stays blocked"
+        hint = f"{BLOCKED} stays: the loop stays stopped, and reads the note when it resumes"
+        return Plan(
+            block,
+            Answer(note=note, operator=operator, when=when),
+            (FileChange(blocked, old, new),),
+            {blocked: block.fingerprint},
+            summary,
+            hint=hint,
+        )
 
     # -- did the loop resume? ------------------------------------------------------------------
 

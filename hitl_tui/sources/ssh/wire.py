@@ -223,6 +223,7 @@ def block_from_wire(data: object, host: str) -> Block:
             raise WireError("a section is not an object")
         extra.append(Section(_text(section.get("title"), 4096), _text(section.get("body"))))
     problems = tuple(_text(p, 4096) for p in _list(data.get("problems")))
+    notes = tuple(_text(n, 64 * 1024) for n in _list(data.get("notes")))
     return Block(
         id=f"{host}:{rid}",
         source=REMOTE_SOURCE,
@@ -245,6 +246,7 @@ def block_from_wire(data: object, host: str) -> Block:
         questions=questions,
         defaults=defaults,
         answerable=data.get("answerable") is not False,
+        notes=notes,
         meta={
             "host": host,
             "remote_id": rid,
