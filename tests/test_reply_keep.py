@@ -337,3 +337,20 @@ async def test_w_asks_for_the_note_previews_it_and_writes_it_the_block_stays(
         b"## Operator notes\n- 2026-11-29, Ada: adding the secret\n"
     )
     assert not (shop / "PROMPT.md").read_bytes().count(b"adding the secret")
+
+
+def test_a_note_is_no_answer_the_block_is_never_asked_again_of_itself(
+    tmp_path: Path, _isolated_state: Path
+) -> None:
+    """The note is journaled (undoable) but answers nothing: the journal's answer index, which
+    says "asked again" and offers `p`, does not take it for an answer of the block it kept
+    open (the app showed ↻ "You answered this 0s ago" on the block just noted)."""
+    from hitl_tui.loops.similarity import AnswerIndex
+
+    repo = _repo(tmp_path, CRLF_NO_FINAL)
+    inbox = Inbox.open([repo])
+    _noted(inbox, _one(inbox))
+    inbox = Inbox.open([repo])
+    index = AnswerIndex.from_journal()
+    assert index.asked_again(_one(inbox)) is None
+    assert index.earlier(_one(inbox)) == []
