@@ -197,12 +197,11 @@ def test_question_groups_in_the_given_order_each_block_once() -> None:
     assert question_groups([]) == [] and question_groups([lone]) == []
 
 
-def test_question_groups_5000_blocks_well_under_100_ms() -> None:
-    """Built with an inverted index, not pair by pair: 5,000 blocks (4,000 different questions
-    of 7 to 14 words from 3,000 words, and 40 asked 26 times each) group in well under 100 ms
-    once their questions are read (the app groups the same blocks again: the best of 3)."""
+def test_question_groups_finds_the_groups_among_5000_blocks() -> None:
+    """5,000 blocks (4,000 different questions of 7 to 14 words from 3,000 words, and 40 asked
+    26 times each) make exactly the 40 groups. How long it takes is the benchmark's to say
+    (bench/batch_tui_bench.py: `M` among 5,000 blocks), not a timed test's."""
     import random
-    import time
 
     rng = random.Random(7)
     vocab = [
@@ -210,13 +209,8 @@ def test_question_groups_5000_blocks_well_under_100_ms() -> None:
     ]
     asked = [" ".join(rng.choices(vocab, k=rng.randint(7, 14))) + "?" for _ in range(4000)]
     blocks = [_asking(asked[i] if i < 4000 else asked[i % 40], i) for i in range(5000)]
-    times = []
-    for _ in range(3):
-        began = time.perf_counter()
-        groups = question_groups(blocks)
-        times.append(time.perf_counter() - began)
+    groups = question_groups(blocks)
     assert len(groups) == 40 and all(len(g) == 26 for g in groups)
-    assert min(times) < 0.1, times
 
 
 # -- real answers, real blocks ---------------------------------------------------------------

@@ -336,9 +336,9 @@ def _item(entry: Entry) -> _Item | None:
         if not normal:
             return None
         answer = entry.answer if isinstance(entry.answer, dict) else {}
-        if not answer.get("choice") and not answer.get("texts"):
-            if not answer.get("decision_override"):
-                return None  # a note that kept the block open (`w`, `hitl note`): no answer
+        worded = answer.get("choice") or answer.get("texts") or answer.get("decision_override")
+        if answer.get("note") and not worded:
+            return None  # a note that kept the block open (`w`, `hitl note`): no answer
         choice = answer.get("choice")
         key = option = None
         if isinstance(choice, dict):
