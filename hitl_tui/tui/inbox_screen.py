@@ -44,6 +44,7 @@ from hitl_tui.textio import printable
 from hitl_tui.tui.answer_flow import Drafts, preview_of, text_box
 from hitl_tui.tui.batch_flow import Batches
 from hitl_tui.tui.bindings import bindings
+from hitl_tui.tui.detail import BlockDetail
 from hitl_tui.tui.filter_bar import FilterInput
 from hitl_tui.tui.header import READING, HeaderParts, ShowsHeader
 from hitl_tui.tui.loop_actions import LoopActions
@@ -61,7 +62,7 @@ from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen, Typed
 from hitl_tui.tui.snoozing import Snoozing
 from hitl_tui.tui.undo_flow import UndoesHighlighted
 from hitl_tui.tui.waiting import rows_delta, waiting_of
-from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader, Clock, row_key
+from hitl_tui.tui.widgets import BlockList, BlockListHeader, Clock, row_key
 
 
 class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches, Screen):
