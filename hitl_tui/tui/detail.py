@@ -43,6 +43,10 @@ def _pane(title: str, id: str, classes: str = "pane") -> Static:
 CHOICE_LIMIT = 30
 
 
+#: Sources whose choices hitl derives and names in full: drawn one line each, no consequence.
+SHORT_CHOICES = frozenset({"agenticloop"})
+
+
 #: The list's keys that the detail's columns do not take (they scroll with the arrows, Home,
 #: End and the page keys): pressed there, a toast says where they work.
 LIST_ONLY = frozenset(
@@ -80,12 +84,16 @@ def choice_text(block: Block) -> RenderableType:
     if not block.choices:
         grid.add_row("", Text("No listed choices: press o to answer in your own words.", "dim"))
         return grid
+    # An agenticloop task's choices are hitl's (derived from its status): each reads short,
+    # and what it changes in the file's header is in its preview (the title and the diff).
+    far = block.meta.get("remote_source")
+    short = (far if isinstance(far, str) else block.source) in SHORT_CHOICES
     for index, choice in enumerate(block.choices[:CHOICE_LIMIT], 1):
         badge = Text(f" {index} " if index <= 9 else "   ", style="bold reverse")
         body = Text.assemble((f"{printable(choice.key)}) ", "bold"), printable(choice.option))
-        if choice.consequence:
+        if choice.consequence and not short:
             body.append(f"\n→ {printable(choice.consequence)}", style="dim")
-        if choice.needs_text:
+        if choice.needs_text and not short:
             body.append("\n(asks for your text)", style="dim italic")
         action = f"choose({index})"
         grid.add_row(_clickable(badge, action), _clickable(body, action))
@@ -97,6 +105,19 @@ def choice_text(block: Block) -> RenderableType:
         _clickable(Text("answer in your own words", style="dim"), "own_words"),
     )
     return grid
+
+
+def more_text(block: Block) -> tuple[str, bool]:
+    """The "More" pane: each section with text, then the empty ones (a template's sections
+    nobody filled in) named on one line; and whether that line is all there is (it is then
+    drawn on one line, cut to the pane's width)."""
+    filled = [f"{s.title}\n{s.body}" for s in block.extra if s.body.strip()]
+    empty = [s.title for s in block.extra if not s.body.strip()]
+    if empty:
+        names = empty if not filled else [*empty[:3], "…"][: len(empty)]
+        count = f"{len(empty)} empty sections" if len(empty) > 1 else "1 empty section"
+        filled.append(f"{count} (r shows them): {', '.join(names)}")
+    return "\n\n".join(filled), not any(s.body.strip() for s in block.extra)
 
 
 class BlockDetail(Horizontal):
@@ -187,9 +208,10 @@ class BlockDetail(Horizontal):
         pane.border_title = "The loop" if answered else "Choices"
         extra = self.query_one("#extra", Static)
         if block.extra:
-            body = "\n\n".join(f"{s.title}\n{s.body}" for s in block.extra)
-            extra.update(Content(_clip(body, self.PANE_LIMIT)))
+            text, folded = more_text(block)
+            extra.update(Content(_clip(text, self.PANE_LIMIT)))
             extra.add_class("shown")
+            extra.set_class(folded, "folded")
         else:
             extra.remove_class("shown")
         if self.has_class("raw"):
