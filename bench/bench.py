@@ -195,7 +195,7 @@ async def keypress(app, key: str, until=None) -> float:
 
 def instrument(app) -> None:
     """Record each frame the app renders, and each time the detail shows a block."""
-    from hitl_tui.tui.widgets import BlockDetail
+    from hitl_tui.tui.detail import BlockDetail
 
     app._bench_frames = []
     app._bench_shown = []

@@ -86,7 +86,7 @@ def test_fixture_lists_the_three_blocked_tasks(billing: Path) -> None:
             False,
         ),
         ("B", "Approve the change request", False),
-        ("C", "Resume (agent-ready)", True),
+        ("C", "Resume with a note", True),
         ("D", "Keep blocked, add a note", True),
     ]
     assert "approved: true" in t7.choices[1].consequence
@@ -118,7 +118,7 @@ def test_fixture_needs_context_has_numbered_questions_and_defaults(billing: Path
     )
     assert "Needs context (context_overflow)" in t12.context
     assert [c.option for c in t12.choices] == [
-        "Resume (agent-ready)",
+        "Resume with a note",
         "Keep needs_context, add a note",
     ]
 

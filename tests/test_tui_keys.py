@@ -112,7 +112,7 @@ async def test_the_palette_answers_and_goes_to_a_block_by_id(tmp_path: Path) -> 
 
 
 async def test_the_palette_runs_own_words_raw_file_and_undo(tmp_path: Path) -> None:
-    from hitl_tui.tui.widgets import BlockDetail
+    from hitl_tui.tui.detail import BlockDetail
 
     inbox = Inbox(Workspace.discover([demo_workspace(tmp_path)]))
     app = HitlApp(inbox, config=Config(operator="Ada", bell=False), watch=False, clock=lambda: NOW)

@@ -4,9 +4,11 @@ A block is *new* (marked in the list, reached with `n` / `N`) until the operator
 highlighted it; a block that changed since (the agent rewrote it) is new again. The first time
 hitl runs there is no file, and every block it finds then counts as seen: an operator's first
 look at 300 blocks should not show 300 marks. The order and grouping the operator chose are
-kept in the same file, so the app opens the way it was left.
+kept in the same file, so the app opens the way it was left, and so is the list's share of the
+screen (`+` / `-`, in percent) and whether it is zoomed (`L`).
 
-`{"format": 1, "seen": [[source, path, fingerprint], ...], "order": "oldest", "group": null}`,
+`{"format": 1, "seen": [[source, path, fingerprint], ...], "order": "oldest", "group": null,
+"list": {"share": 50, "zoom": false}}`,
 read and written by `statefile`. Marks are saved by the app when it closes and every so often
 (`dirty`), never per keystroke; rows of blocks no longer open are dropped at a save.
 """
@@ -26,6 +28,8 @@ FORMAT = 1
 NAME = "seen.json"
 MAX_BYTES = 8 << 20
 MAX_ENTRIES = 50_000
+#: The list's share of the screen kept: at least, at most (percent).
+LIST_SHARES = (30, 80)
 
 Key = statefile.Key
 
@@ -43,6 +47,9 @@ class SeenBook:
         #: it knows (`inbox.view`: the state folder sits below it).
         self.order: str | None = None
         self.group: str | None = None
+        #: The list's share of the screen in percent (None: the default) and its zoom.
+        self.list_share: int | None = None
+        self.list_zoom = False
         #: No file yet: the blocks of the first load are all seen (`adopt`).
         self.fresh = True
         self._changed: dict[Key, str] = {}
@@ -76,6 +83,12 @@ class SeenBook:
         order, group = data.get("order"), data.get("group")
         self.order = _name(order)
         self.group = _name(group)
+        size = data.get("list")
+        if isinstance(size, dict):
+            share = size.get("share")
+            if type(share) is int and LIST_SHARES[0] <= share <= LIST_SHARES[1]:
+                self.list_share = share
+            self.list_zoom = size.get("zoom") is True
 
     def _report(self, why: Exception) -> None:
         with contextlib.suppress(Exception):
@@ -115,6 +128,14 @@ class SeenBook:
             self.order, self.group = order, group
             self._view_changed = True
 
+    def choose_list(self, share: int | None, zoom: bool) -> None:
+        if (share, zoom) != (self.list_share, self.list_zoom):
+            self.list_share, self.list_zoom = share, zoom
+            self._view_changed = True
+
+    def _view(self) -> tuple[str | None, str | None, int | None, bool]:
+        return (self.order, self.group, self.list_share, self.list_zoom)
+
     # -- saving --------------------------------------------------------------------------------
 
     def save(self, open_blocks: Iterable[Block] | None = None) -> None:
@@ -122,7 +143,7 @@ class SeenBook:
         not in `open_blocks` (when given) are dropped. Never raises."""
         if self.path is None or not self.dirty:
             return
-        changed, view = dict(self._changed), (self.order, self.group, self._view_changed)
+        changed, view, view_changed = dict(self._changed), self._view(), self._view_changed
         keep = None if open_blocks is None else {key_for(b) for b in open_blocks}
 
         def edit(data: dict[str, Any]) -> bool:
@@ -136,8 +157,9 @@ class SeenBook:
             if len(rows) > MAX_ENTRIES:
                 rows = dict(list(rows.items())[-MAX_ENTRIES:])
             data["seen"] = [[s, p, f] for (s, p), f in rows.items()]
-            if view[2]:
+            if view_changed:
                 data["order"], data["group"] = view[0], view[1]
+                data["list"] = {"share": view[2], "zoom": view[3]}
             return True
 
         try:
@@ -147,7 +169,7 @@ class SeenBook:
         for key, fp in changed.items():
             if self._changed.get(key) == fp:
                 del self._changed[key]
-        if view[2] and (self.order, self.group) == view[:2]:
+        if view_changed and self._view() == view:
             self._view_changed = False
 
 

@@ -33,8 +33,8 @@ from hitl_tui.textio import printable
 from hitl_tui.timefmt import age
 from hitl_tui.tui.answer_flow import text_box
 from hitl_tui.tui.bindings import bindings
+from hitl_tui.tui.detail import BlockDetail
 from hitl_tui.tui.waiting import waiting_of
-from hitl_tui.tui.widgets import BlockDetail
 
 if TYPE_CHECKING:
     from textual.app import App

@@ -25,6 +25,9 @@ KEY_NAMES = {
     "space": "Space",
     "question_mark": "?",
     "slash": "/",
+    "plus": "+",
+    "minus": "-",
+    "equals_sign": "=",
 }
 
 #: Lines of the help that are no binding: the mouse, focus moves, and what is never done.

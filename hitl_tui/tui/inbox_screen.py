@@ -45,8 +45,10 @@ from hitl_tui.textio import printable
 from hitl_tui.tui.answer_flow import Drafts, preview_of, text_box
 from hitl_tui.tui.batch_flow import Batches
 from hitl_tui.tui.bindings import bindings
+from hitl_tui.tui.detail import BlockDetail
 from hitl_tui.tui.filter_bar import FilterInput
 from hitl_tui.tui.header import READING, HeaderParts, ShowsHeader
+from hitl_tui.tui.list_size import ListSizing
 from hitl_tui.tui.loop_actions import LoopActions
 from hitl_tui.tui.messages import (
     Answered,
@@ -62,10 +64,12 @@ from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen, Typed
 from hitl_tui.tui.snoozing import Snoozing
 from hitl_tui.tui.undo_flow import UndoesHighlighted
 from hitl_tui.tui.waiting import rows_delta, waiting_of
-from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader, Clock, row_key
+from hitl_tui.tui.widgets import BlockList, BlockListHeader, Clock, row_key
 
 
-class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches, Screen):
+class InboxScreen(
+    UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches, ListSizing, Screen
+):
     """The app's first screen, under every modal: the inbox shown, and the answer flow."""
 
     #: Every key of the inbox section; quit, help and history switch screens: the app's.
@@ -164,6 +168,7 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches
 
     def on_mount(self) -> None:
         self.blocklist.focus()
+        self.show_list_size()
         # Every change of the box's text filters, as it happens (not on Input.Changed: see
         # FilterInput), whether typed or set by `set_filter`.
         self.query_one(FilterInput).typed = self._filter

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import hitl_tui.sources.agenticloop.frontmatter as frontmatter
+import hitl_tui.sources.agenticloop.template as template
 from hitl_tui import fsio
 from hitl_tui.model import Block, Choice, Section
 from hitl_tui.sources.agentic_common import CATEGORIES, labelled_parts, lettered
@@ -374,7 +375,7 @@ def _context(
     task = ""
     for (_, text), name in zip(body.sections, body.names, strict=True):
         if name == "task":
-            task = text.strip()
+            task = "" if template.unfilled(text) else text.strip()
             break
     if task:
         lines.extend(["", task])
@@ -427,7 +428,7 @@ def _choices(
     found.append(
         (
             "resume",
-            "Resume (agent-ready)",
+            "Resume with a note",
             f"your answer as a dated note under ## Comments; {resume}",
             True,
         )
@@ -554,8 +555,9 @@ def task_block(
     attempted = _tried(mentioning, split_notes)
     has_category = "block_category" in header
     choices = _choices(state, has_category, gate, recommended, bool(items))
+    # A section still holding the template's instructions is empty: the detail folds it.
     sections = [
-        Section(t, b.strip())
+        Section(t, "" if template.unfilled(b) else b.strip())
         for (t, b), name in zip(body.sections, body.names, strict=True)
         if name not in ("task", "comments")
     ]
