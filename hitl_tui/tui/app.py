@@ -23,6 +23,7 @@ from typing import ClassVar
 from textual import on, work
 from textual.app import App
 from textual.css.query import NoMatches
+from textual.notifications import Notification, SeverityLevel
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
@@ -44,6 +45,7 @@ from hitl_tui.tui.commands import HitlCommands
 from hitl_tui.tui.inbox_screen import InboxScreen
 from hitl_tui.tui.messages import ScanBatch, ScanDone
 from hitl_tui.tui.screens import HelpScreen, HistoryScreen
+from hitl_tui.tui.toasts import ProgressToasts, show
 from hitl_tui.tui.waiting import row_for
 from hitl_tui.tui.widgets import row_key
 
@@ -123,6 +125,8 @@ class HitlApp(App[int]):
         self._burst_began = 0.0
         #: The failures of notice channels already toasted (each says so once).
         self._notice_failures: set[str] = set()
+        #: Each answer's one toast, updated as it goes (answered, restarted, resumed).
+        self.progress = ProgressToasts(self)
         self.inbox_screen = InboxScreen(
             self.clock,
             self.inbox,
@@ -367,6 +371,21 @@ class HitlApp(App[int]):
         self.notify(printable(message), title=title, severity="warning", markup=False)
 
     # -- notices beyond the bell: the terminal's escape, desktop, command, webhook ------------
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Textual's toast, widened when a word of it (a log's path, a URL) would be cut across
+        lines (`toasts.show`)."""
+        if timeout is None:
+            timeout = self.NOTIFICATION_TIMEOUT
+        show(self, Notification(message, title, severity, timeout, markup=markup))
 
     def send_notice(self, notice: notices.Notice, shared: notices.Shared | None = None) -> None:
         """`notice` on every channel `[notify]` enables for its kind: the terminal's escape

@@ -287,7 +287,8 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches
                 text = f"{record.block_id}: the loop ran and asked again (↻ in the list)"
             else:
                 text = f"{record.block_id}: the loop resumed ({how})"
-            self.notify(printable(text), title="Loop", markup=False)
+            # The last line of the answer's one toast (answered, restarted, resumed).
+            self.host.progress.step(record.block_id, "resumed", printable(text))
         if changes.late:
             if self.ring:
                 self.app.bell()
@@ -708,19 +709,24 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches
         self.host.apply_delta(delta)
         text = f"{block.id}: " + "; ".join(answered.done)
         restart = restart_for(self.loops, block)
+        restarting: str | None = None
         if restart is None:
             if answered.hint:
                 text += f"\n{answered.hint}"
         elif restart.refused is not None:
             text += f"\n{restart.refused}"
         elif message.restart:
-            text += f"\nrestarting: {restart.command}"
+            restarting = f"{block.id}: restarting: {restart.command}"
+        else:
+            text += "\nrestart skipped: R runs it"
+        # One toast for the answer: the restart and the loop's resume update it.
+        progress = self.host.progress
+        progress.step(block.id, "answered", printable(text, keep_newlines=True), start=True)
+        if restarting is not None and restart is not None:
+            progress.step(block.id, "restart", printable(restarting))
             # The answer's row (its record) says so if the restart fails.
             waiting = answered.waiting
             self._restart(block, restart.loop, waiting.id if waiting is not None else None)
-        else:
-            text += "\nrestart skipped: R runs it"
-        self.notify(printable(text, keep_newlines=True), title="Answered", markup=False)
 
     @on(Restarted)
     def _restarted(self, message: Restarted) -> None:
