@@ -81,8 +81,9 @@ class HitlApp(App[int]):
 
     CSS_PATH = "app.tcss"
     TITLE = "hitl"
-    #: Ctrl+P: Textual's own commands, and hitl's (tui/commands.py).
-    COMMANDS: ClassVar = App.COMMANDS | {HitlCommands}
+    #: Ctrl+P: hitl's commands, Textual's own among them (tui/commands.py: one provider, so
+    #: one order and no entry twice).
+    COMMANDS: ClassVar = {HitlCommands}
     #: Screen classes for small terminals (app.tcss, and the preview's CSS): below 60 columns
     #: the inbox drops its state column, below 20 rows every screen packs tighter.
     #: (Typed as App declares them, an instance variable each: mypy refuses a ClassVar there.)

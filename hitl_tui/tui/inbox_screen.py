@@ -339,11 +339,22 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches
         self.host.apply_delta(message.delta)
 
     def go_to(self, block: Block) -> None:
-        """Highlight `block` (the palette's "Go to block"), when it is still listed."""
-        if not self.blocklist.select(row_of(block)):
-            self.notify(
-                printable(f"{block.id} is no longer listed."), severity="warning", markup=False
-            )
+        """Highlight `block` (the palette's "Go to block"). One the filter hides: the filter is
+        cleared, and a toast says so (the operator asked for that block, not for the filter)."""
+        rk = row_of(block)
+        if self.blocklist.select(rk):
+            return
+        hiding = self.rows.spec.query.text
+        if rk in self.rows.blocks and hiding:
+            self.set_filter("")
+            if self.blocklist.select(rk):
+                self.notify(
+                    printable(f"Filter {hiding} cleared: it hid {block.id}."),
+                    title="Go to block",
+                    markup=False,
+                )
+                return
+        self.notify(printable(f"{block.id} is no longer listed."), severity="warning", markup=False)
 
     def show_current(self) -> None:
         try:
