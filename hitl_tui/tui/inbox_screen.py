@@ -29,7 +29,7 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
 from hitl_tui.answers.service import restart_for, source_for, write_answer
@@ -45,6 +45,7 @@ from hitl_tui.tui.answer_flow import Drafts, preview_of, text_box
 from hitl_tui.tui.batch_flow import Batches
 from hitl_tui.tui.bindings import bindings
 from hitl_tui.tui.filter_bar import FilterInput
+from hitl_tui.tui.footer import HintFooter, row_kind
 from hitl_tui.tui.header import READING, HeaderParts, ShowsHeader
 from hitl_tui.tui.loop_actions import LoopActions
 from hitl_tui.tui.messages import (
@@ -121,6 +122,8 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches
         #: Batches of the first scan listed so far (`add_batch`), and whether it is over (no
         #: seen marks are saved before: a save drops the marks of blocks not listed yet).
         self._batches = 0
+        #: The kind of row the footer hints keys for (`footer_context`), as last drawn.
+        self._footer_context: str | None = None
         self.scanned = False
 
     @property
@@ -146,8 +149,9 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches
         yield Static("", id="empty", markup=False)
         yield Static("", id="list-note", markup=False)
         yield BlockDetail(id="detail")
-        # The palette's key is in the help: the footer keeps its room for hitl's own keys.
-        yield Footer(show_command_palette=False)
+        # The palette's key is in the help: the footer keeps its room for hitl's own keys,
+        # those of the row under the cursor (tui/footer.py).
+        yield HintFooter(show_command_palette=False)
 
     #: Seconds between saves of the seen marks (only when some changed).
     SAVE_EVERY = 5.0
@@ -364,6 +368,14 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches
         table = self.blocklist
         detail.show(table.current)
         self._show_note(table)
+        context = self.footer_context()
+        if context != self._footer_context:  # the footer hints this row's keys
+            self._footer_context = context
+            self.refresh_bindings()
+
+    def footer_context(self) -> str | None:
+        """What the footer hints keys for (`footer.row_kind`)."""
+        return row_kind(self.blocklist)
 
     def _show_note(self, table: BlockList) -> None:
         note = self._note(table)
