@@ -158,3 +158,100 @@ async def test_block_text_in_the_palette_is_never_markup(tmp_path: Path) -> None
         await palette(pilot, app, "click", closes=False)  # it finds no match today
         assert app.is_running
         assert app.query_one(BlockList).current.id == "[@click=app.quit]x[/b"
+
+
+async def _shown_in_palette(pilot, app, query: str) -> list[str]:
+    """Ctrl+P, type `query`: the first line of each entry the palette lists, top to bottom
+    (what the operator reads), then Escape."""
+    from textual.command import CommandList, CommandPalette
+
+    from tests.support import until
+
+    await pilot.press("ctrl+p")
+    await until(pilot, lambda: isinstance(app.screen, CommandPalette), what="the palette")
+    if query:
+        await pilot.press(*query)
+
+    def lines() -> list[str]:
+        found = app.screen.query_one(CommandList)
+        return [
+            str(found.get_option_at_index(i).prompt).split("\n")[0]
+            for i in range(found.option_count)
+        ]
+
+    await until(pilot, lambda: lines(), what=f"hits for {query!r}")
+    await pilot.pause(0.3)  # (the palette gathers its hits a few at a time)
+    shown = lines()
+    await pilot.press("escape")
+    await until(pilot, lambda: not isinstance(app.screen, CommandPalette), what="it to close")
+    return shown
+
+
+def _band(line: str, query: str) -> int:
+    """0: the block whose id is the query, 1: another block, 2: an action."""
+    if line == f"Go to block {query}":
+        return 0
+    return 1 if line.startswith("Go to block ") else 2
+
+
+async def test_the_palette_lists_an_exact_id_then_blocks_then_actions_for_every_query(
+    tmp_path: Path,
+) -> None:
+    """Issue 27: "shop" and "sh" put a block first alike (Down Enter went to a block for one
+    and set a repo filter for the next); for every query the bands never interleave."""
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        for query in ("shop", "sh", "api", "ap", "mobile", "mob", "do", "re", "t-0"):
+            shown = await _shown_in_palette(pilot, app, query)
+            bands = [_band(line, query) for line in shown]
+            assert bands == sorted(bands), (query, shown)
+            assert bands[0] in (0, 1), (query, shown)  # Down Enter: a block, every time
+            if query in ("shop", "api", "mobile"):
+                assert shown[0] == f"Go to block {query}", (query, shown)
+
+
+async def test_each_action_shows_its_key_and_none_is_listed_twice(tmp_path: Path) -> None:
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        shown = await _shown_in_palette(pilot, app, "")
+        actions = [line for line in shown if not line.startswith("Go to block ")]
+        # Before anything is typed: the blocks first, as after typing.
+        assert shown.index(actions[0]) > 0 and shown[0].startswith("Go to block ")
+        names = [line.rsplit("  ", 1)[0].lower() for line in actions]
+        assert len(names) == len(set(names)), sorted(names)
+        assert "quit  q" in [line.lower() for line in actions], actions
+        assert "Next block  ↓ j" in actions, actions
+        for spec in palette_specs():
+            if spec.id.startswith("hitl.answer-") or spec.id == "hitl.own-words":
+                continue
+            line = next((x for x in actions if x.startswith(_name_of(spec) + "  ")), None)
+            assert line is not None, (spec.id, actions)  # a name, two spaces, its keys
+
+
+def _name_of(spec) -> str:
+    from hitl_tui.tui.commands import NAMES
+
+    return NAMES.get(spec.id) or spec.help[:1].upper() + spec.help[1:]
+
+
+async def test_go_to_a_block_the_filter_hides_clears_the_filter_and_says_so(
+    tmp_path: Path,
+) -> None:
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot, app)
+        screen = app.inbox_screen
+        screen.set_filter("repo:shop")
+        await pilot.pause()
+        table = app.query_one(BlockList)
+        assert {table.blocks[rk].id for rk in table.order} == {"shop"}
+        await palette(pilot, app, "go to block api")
+        await pilot.pause()
+        assert table.current is not None and table.current.id == "api"
+        assert screen.rows.spec.query.text == ""
+        assert len(table.order) == 6
+        toasts = [str(n.message) for n in app._notifications]
+        assert "Filter repo:shop cleared: it hid api." in toasts, toasts
+        assert not any("no longer listed" in t for t in toasts), toasts

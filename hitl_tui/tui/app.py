@@ -24,6 +24,7 @@ from textual import on, work
 from textual.app import App
 from textual.command import CommandPalette
 from textual.css.query import NoMatches
+from textual.notifications import Notification, SeverityLevel
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
@@ -45,6 +46,7 @@ from hitl_tui.tui.commands import HitlCommands, HitlPalette
 from hitl_tui.tui.inbox_screen import InboxScreen
 from hitl_tui.tui.messages import ScanBatch, ScanDone
 from hitl_tui.tui.screens import HelpScreen, HistoryScreen
+from hitl_tui.tui.toasts import ProgressToasts, show
 from hitl_tui.tui.waiting import row_for
 from hitl_tui.tui.widgets import row_key
 
@@ -80,8 +82,9 @@ class HitlApp(App[int]):
 
     CSS_PATH = "app.tcss"
     TITLE = "hitl"
-    #: Ctrl+P: Textual's own commands, and hitl's (tui/commands.py).
-    COMMANDS: ClassVar = App.COMMANDS | {HitlCommands}
+    #: Ctrl+P: hitl's commands, Textual's own among them (tui/commands.py: one provider, so
+    #: one order and no entry twice).
+    COMMANDS: ClassVar = {HitlCommands}
     #: Screen classes for small terminals (app.tcss, and the preview's CSS): below 60 columns
     #: the inbox drops its state column, below 20 rows every screen packs tighter.
     #: (Typed as App declares them, an instance variable each: mypy refuses a ClassVar there.)
@@ -124,6 +127,8 @@ class HitlApp(App[int]):
         self._burst_began = 0.0
         #: The failures of notice channels already toasted (each says so once).
         self._notice_failures: set[str] = set()
+        #: Each answer's one toast, updated as it goes (answered, restarted, resumed).
+        self.progress = ProgressToasts(self)
         self.inbox_screen = InboxScreen(
             self.clock,
             self.inbox,
@@ -368,6 +373,21 @@ class HitlApp(App[int]):
         self.notify(printable(message), title=title, severity="warning", markup=False)
 
     # -- notices beyond the bell: the terminal's escape, desktop, command, webhook ------------
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Textual's toast, widened when a word of it (a log's path, a URL) would be cut across
+        lines (`toasts.show`)."""
+        if timeout is None:
+            timeout = self.NOTIFICATION_TIMEOUT
+        show(self, Notification(message, title, severity, timeout, markup=markup))
 
     def send_notice(self, notice: notices.Notice, shared: notices.Shared | None = None) -> None:
         """`notice` on every channel `[notify]` enables for its kind: the terminal's escape

@@ -33,8 +33,8 @@ KEY_NAMES = {
 #: Lines of the help that are no binding: the mouse, focus moves, and what is never done.
 NOTES = {
     "inbox": [
-        "Ctrl+P     command palette: every action by name; go to a block by id, title or",
-        "           question; filter by repo",
+        "Ctrl+P     command palette: every action by name, with its key; go to a block by id,",
+        "           title or question (one the filter hides: it clears the filter); filter by repo",
     ],
     "list": [
         "mouse      click a row (a group's header row: fold it); click a choice to preview",
@@ -76,9 +76,47 @@ def key_name(key: str) -> str:
     return key
 
 
-def help_text(keymap: Mapping[str, str] | None = None) -> str:
+def help_text(keymap: Mapping[str, str] | None = None, width: int | None = None) -> str:
     """Every binding by section, its keys as remapped by `keymap` (binding id -> keys). Specs
-    with the same help (choices 1 to 9, the diff's scroll keys) share one line."""
+    with the same help (choices 1 to 9, the diff's scroll keys) share one line. Within
+    `width`, a long line wraps on spaces, its next lines indented to the description column
+    (a note's to its own start)."""
+    if width is None:
+        return _help_text(keymap)
+    text = _help_text(keymap, joined=True)
+    return "\n".join(_hang(line, width) for line in text.split("\n"))
+
+
+#: Where a binding's description starts: two spaces, the keys (10), a space.
+DESCRIPTION_AT = 13
+
+
+def _hang(line: str, width: int) -> str:
+    """`line` wrapped at `width` on spaces, its next lines indented to the description."""
+    import textwrap
+
+    if len(line) <= width or not line.startswith("  "):
+        return line
+    return textwrap.fill(
+        line,
+        width=max(width, DESCRIPTION_AT + 20),
+        subsequent_indent=" " * DESCRIPTION_AT,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+def _joined_notes(notes: list[str]) -> list[str]:
+    out: list[str] = []
+    for note in notes:
+        if out and note.startswith(" " * (DESCRIPTION_AT - 2)):
+            out[-1] += " " + note.strip()
+        else:
+            out.append(note)
+    return out
+
+
+def _help_text(keymap: Mapping[str, str] | None = None, joined: bool = False) -> str:
     keymap = keymap or {}
     out: list[str] = []
     for where, heading in SECTIONS.items():
@@ -94,6 +132,9 @@ def help_text(keymap: Mapping[str, str] | None = None) -> str:
                 out.append(f"  {keys}")
                 keys = ""
             out.append(f"  {keys:<10} {what}")
-        out.extend(f"  {note}" for note in NOTES.get(where, []))
+        notes = NOTES.get(where, [])
+        if joined:  # a note's second line joins its first (`_hang` wraps them as one)
+            notes = _joined_notes(notes)
+        out.extend(f"  {note}" for note in notes)
         out.append("")
     return "\n".join(out).rstrip("\n") + "\n" + FOOTNOTE

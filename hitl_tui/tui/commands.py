@@ -6,6 +6,12 @@ question; and "Filter by repo" for each repository with a listed block. Block id
 questions are agent text: they are matched and shown as plain text (the matcher builds
 `Content`, never markup).
 
+One stable order, whatever is typed (the same `Down Enter` does the same kind of thing for
+every query): a block whose id is exactly the query first, then the blocks, then the actions
+(hitl's, a repository's filter, Textual's theme and screenshot). Each band's scores are kept
+apart (`EXACT`, `BLOCKS`, `_squash`); within a band the better match comes first. Each action
+shows its key; an action is listed once (Textual's own "Quit" and "Keys" are hitl's).
+
 At 5,000 blocks opening the palette must stay instant: `discover` shows a few blocks only, and
 `search` scores every block cheaply (its id fuzzily, after an in-order test of the letters; its
 title and question by the words typed, fuzzy matching of long prose matching nearly anything)
@@ -30,6 +36,8 @@ from hitl_tui.model import Block
 from hitl_tui.textio import printable
 
 Command = tuple[str, str, Callable[[], object]]
+#: A palette entry: its name, its help line, what it runs, and its keys ("" for none).
+Entry = tuple[str, str, Callable[[], object], str]
 
 #: Where the palette's actions come from: the key table's sections the inbox answers to.
 SECTIONS = ("inbox", "list")
@@ -55,6 +63,25 @@ DISCOVER_BLOCKS = 5
 BLOCK_HITS = 40
 #: What a query may start with to say it looks for a block.
 GO_TO = "go to block"
+#: The score of a block whose id is exactly the query, and where the blocks' band starts:
+#: above every action (actions score below 1, `_squash`).
+EXACT = 3.0
+BLOCKS = 1.0
+
+
+def _squash(score: float) -> float:
+    """A matcher's score (0 up) into 0..1, in the same order: a band's scores never reach the
+    band above."""
+    return score / (1.0 + score) if score > 0 else 0.0
+
+
+def keys_shown(spec: KeySpec, keymap: dict[str, str] | None = None) -> str:
+    """The keys of `spec` as the help shows them (remapped by the config's `[keys]`)."""
+    from hitl_tui.tui.bindings import key_name
+
+    keys = (keymap or {}).get(spec.id, spec.keys)
+    names = [key_name(k.strip()) for k in keys.split(",") if k.strip()]
+    return " ".join(dict.fromkeys(names))
 
 
 def block_query(query: str) -> str:
@@ -92,9 +119,11 @@ def _run(target: object, action: str) -> object:
     return getattr(target, f"action_{name}")(*params)
 
 
-def _shown(prompt: Content, help: str) -> Content:
+def _shown(prompt: Content, help: str, keys: str = "") -> Content:
     """A hit's two lines, built here: the palette parses a Hit's `help` (a str) as markup, so
-    agent text (a block's question) must never go there."""
+    agent text (a block's question) must never go there. An action's keys follow its name."""
+    if keys:
+        prompt = Content.assemble(prompt, "  ", Content(keys).stylize_before("bold"))
     return Content.assemble(prompt, "\n", Content(help).stylize_before("dim"))
 
 
@@ -114,10 +143,25 @@ class HitlCommands(Provider):
         return app.inbox_screen
 
     def commands(self) -> Iterator[Command]:
-        app = self.app
+        """Every action, each once: its name, help and what it runs."""
+        for name, help, command, _ in self.entries():
+            yield (name, help, command)
+
+    def entries(self) -> Iterator[Entry]:
+        """Every action, each once (by its name, in any case), with its keys."""
+        seen: set[str] = set()
+        for entry in self._entries():
+            if entry[0].lower() not in seen:
+                seen.add(entry[0].lower())
+                yield entry
+
+    def _entries(self) -> Iterator[Entry]:
+        app: Any = self.app
+        keymap = getattr(getattr(app, "config", None), "keys", None)
         screen = self._inbox  # the answer, the undo and the raw file are the screen's
         current = screen.current
         for spec in palette_specs():
+            keys = keys_shown(spec, keymap)
             if spec.id.startswith("hitl.answer-"):
                 n = int(spec.action.removeprefix("choose(").rstrip(")"))
                 if current is None or n > len(current.choices):
@@ -128,6 +172,7 @@ class HitlCommands(Provider):
                     f"Answer with choice {n}",
                     f"{printable(current.id)}: {label}",
                     partial(screen.action_choose, n),
+                    keys,
                 )
                 continue
             if spec.id == "hitl.own-words" and current is None:
@@ -140,52 +185,63 @@ class HitlCommands(Provider):
                 target = screen.blocklist
             else:
                 target = screen
-            yield (name, help, partial(_run, target, spec.action))
+            yield (name, help, partial(_run, target, spec.action), keys)
+        # Textual's own (theme, screenshot; its "Quit" and "Keys" are hitl's, listed above).
+        try:
+            system = list(app.get_system_commands(self.screen))
+        except Exception:  # a Textual without them
+            system = []
+        for command in system:
+            yield (command.title, command.help, command.callback, "")
 
-    def _go_to(self, block: Block) -> Command:
+    def _go_to(self, block: Block) -> Entry:
         name = printable(block.id)
         title = printable(block.title or "")
         question = printable(block.one_line_question(80))
         help = " · ".join(t for t in (title, question) if t)
-        return (f"Go to block {name}", help, partial(self._inbox.go_to, block))
+        return (f"Go to block {name}", help, partial(self._inbox.go_to, block), "")
 
-    def _filter(self, name: str) -> Command:
+    def _filter(self, name: str) -> Entry:
         return (
             f"Filter by repo {printable(name)}",
             "only this repository's blocks",
             partial(self._inbox.set_filter, repo_filter(name)),
+            "",
         )
 
     def _repos(self) -> list[str]:
         return sorted({b.repo_name for b in self._inbox.blocklist.blocks.values()})
 
     async def discover(self) -> Hits:
-        for name, help, command in self.commands():
-            yield DiscoveryHit(_shown(Content(name), help), command, text=name)
+        # Before anything is typed: a few blocks, then the actions (the bands' order).
         blocks = self._inbox.blocklist.blocks
         for block in list(blocks.values())[:DISCOVER_BLOCKS]:
-            name, help, command = self._go_to(block)
+            name, help, command, _ = self._go_to(block)
             yield DiscoveryHit(_shown(Content(name), help), command, text=name)
+        for name, help, command, keys in self.entries():
+            yield DiscoveryHit(_shown(Content(name), help, keys), command, text=name)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for name, help, command in self.commands():
+        for name, help, command, keys in self.entries():
             score = matcher.match(name)
             if score > 0:
-                yield Hit(score, _shown(matcher.highlight(name), help), command, text=name)
+                prompt = _shown(matcher.highlight(name), help, keys)
+                yield Hit(_squash(score), prompt, command, text=name)
         for repo in self._repos():
-            name, help, command = self._filter(repo)
+            name, help, command, _ = self._filter(repo)
             score = matcher.match(name)
             if score > 0:
-                yield Hit(score, _shown(matcher.highlight(name), help), command, text=name)
+                prompt = _shown(matcher.highlight(name), help)
+                yield Hit(_squash(score), prompt, command, text=name)
         # Blocks: id, title and question are matched; Hits only for the best few.
         wanted = block_query(query)
         blocks = list(self._inbox.blocklist.blocks.values())
         if not wanted:  # only "go to block" typed so far: a few, as before typing
-            for block in blocks[:DISCOVER_BLOCKS]:
-                name, help, command = self._go_to(block)
+            for index, block in enumerate(blocks[:DISCOVER_BLOCKS]):
+                name, help, command, _ = self._go_to(block)
                 prompt = _shown(matcher.highlight(name), help)
-                yield Hit(matcher.match(name) or 0.1, prompt, command, text=name)
+                yield Hit(BLOCKS + 0.5 - index * 0.01, prompt, command, text=name)
             return
         inner = Matcher(wanted)
         squeezed = "".join(wanted.split())
@@ -195,16 +251,21 @@ class HitlCommands(Provider):
             if index % 500 == 499:
                 await asyncio.sleep(0)  # a long list leaves the keys their turn
             ident = printable(block.id)
+            if ident.lower() == wanted:  # exactly its id: first of all
+                scored.append((EXACT, -index, block))
+                continue
             score = inner.match(ident) if _subsequence(squeezed, ident.lower()) else 0
-            if score <= 0:
+            if score > 0:
+                score = BLOCKS + 0.5 + 0.49 * _squash(score)
+            else:
                 # Its title or question holds every word typed: ranked below an id's match.
                 text = f"{printable(block.title or '')} {printable(block.question)}".lower()
                 if all(word in text for word in words):
-                    score = 0.5 + 0.1 * len(squeezed)
+                    score = BLOCKS + 0.49 * _squash(0.5 + 0.1 * len(squeezed))
             if score > 0:
                 scored.append((score, -index, block))
         for score, _, block in heapq.nlargest(BLOCK_HITS, scored):
-            name, help, command = self._go_to(block)
+            name, help, command, _ = self._go_to(block)
             yield Hit(score, _shown(matcher.highlight(name), help), command, text=name)
 
 

@@ -39,7 +39,7 @@ class HeaderParts:
     count: int
     repos: int
     watched: int
-    #: The remote backends' states and the warnings, as the header ends.
+    #: The remote backends' states and the warnings, as the header ends (" · " first).
     tail: str
 
 
@@ -63,6 +63,9 @@ class ViewState:
     #: Blocks marked for a batch answer, and how many of them the view does not list.
     marked: int = 0
     marked_hidden: int = 0
+    #: A filter is typed (only then is the count "N of M"), and the answers it lists.
+    filtered: bool = False
+    waiting_listed: int = 0
 
 
 #: The states of a remote scope that was read (a "warning" one is named with its message).
@@ -84,44 +87,85 @@ def header_parts(inbox: Inbox, source_states: SourceStates) -> HeaderParts:
     return HeaderParts(len(inbox.blocks), inbox.repo_count(), len(inbox.workspace.repos), tail)
 
 
-def header_line(parts: HeaderParts, view: ViewState | None = None) -> str:
-    """The line at the top: blocks (`12 of 340 blocks` when some are not listed), repos,
-    watched repos, each remote backend, warnings; then what the view hides or how it sorts."""
+def header_line(parts: HeaderParts, view: ViewState | None = None, width: int | None = None) -> str:
+    """The line at the top: blocks (`12 of 340 blocks` with a filter only), repos, watched
+    repos, each remote backend, warnings; then what the view hides or how it sorts. Within
+    `width`, it is shortened before it is cut: each part's short form first, then "watching"
+    left out (what it counts is in `hitl status`)."""
+    full = _header_parts(parts, view, short=False)
+    if width is None or _joined(full) <= width:
+        return " · ".join(full)
+    # Shorter words first, then without "watching"; the backends' states and their messages
+    # (why a host is not read) stay, last on the line: what is cut is the end of a message.
+    short = _header_parts(parts, view, short=True)
+    if _joined(short) > width:
+        short = [p for p in short if not p.startswith("watching ")]
+    return " · ".join(short)
+
+
+def _tail(tail: str) -> list[str]:
+    return tail.removeprefix(" · ").split(" · ") if tail else []
+
+
+def _joined(texts: list[str]) -> int:
+    from rich.cells import cell_len
+
+    return cell_len(" · ".join(texts))
+
+
+def _header_parts(parts: HeaderParts, view: ViewState | None, short: bool) -> list[str]:
     count, watched = parts.count, parts.watched
+    filtered = view is not None and view.filtered
+    out = ["hitl"]
     if view is not None and view.snoozed_view:
-        text = f"hitl · snoozed: {plural(view.listed, 'block')} (Z: back to the inbox)"
-        text += f" · {count:,} open · watching {watched:,}"
+        out.append(
+            f"snoozed: {plural(view.listed, 'block')}"
+            + ("" if short else " (Z: back to the inbox)")
+        )
+        out.append(f"{count:,} open")
+        out.append(f"watching {watched:,}")
     elif count:
         shown = count
         if view is not None:  # the list's own count of what it knows: what it lists is of it
             shown, count = view.listed, view.known
         noun = "block" if count == 1 else "blocks"
         repo_noun = "repo" if parts.repos == 1 else "repos"
-        what = f"{count:,} {noun}" if shown == count else f"{shown:,} of {count:,} {noun}"
-        text = f"hitl · {what} in {parts.repos:,} {repo_noun} · watching {watched:,}"
+        # "N of M" with a filter only: what the snooze sets aside is counted on its own.
+        # "N of M" with a filter only (what a snooze sets aside is counted on its own).
+        what = f"{shown:,} of {count:,} {noun}" if filtered else plural(shown, "block")
+        out.append(f"{what}{'/' if short else ' in '}{parts.repos:,} {repo_noun}")
+        out.append(f"watching {watched:,}")
     else:
-        text = f"hitl · no open blocks · watching {plural(watched, 'repo')}"
+        out.append("no open blocks")
+        out.append(f"watching {plural(watched, 'repo')}")
     if view is not None:
         if view.waiting:
-            text += f" · {view.waiting} waiting for their loop"
+            waiting = f"{view.waiting:,}"
+            if filtered:  # the answers the filter lists, counted apart from the blocks
+                waiting = f"{view.waiting_listed:,} of {waiting}"
+            text = f"{waiting} waiting" + ("" if short else " for their loop")
             trouble = [f"{view.late} not resumed"] if view.late else []
             if view.failed:
                 trouble.append(f"{plural(view.failed, 'restart')} failed")
             if trouble:
                 text += f" ({', '.join(trouble)})"
+            out.append(text)
         if view.marked:
-            text += f" · {view.marked:,} marked"
+            text = f"{view.marked:,} marked"
             if view.marked_hidden:
-                text += f" ({view.marked_hidden:,} hidden by the filter)"
+                hidden = "hidden" if short else "hidden by the filter"
+                text += f" ({view.marked_hidden:,} {hidden})"
+            out.append(text)
         if view.hidden:
-            text += f" · +{view.hidden} hidden by the filter"
+            out.append(f"+{view.hidden} hidden" + ("" if short else " by the filter"))
         if view.snoozed and not view.snoozed_view:
-            text += f" · {view.snoozed} snoozed"
+            out.append(f"{view.snoozed} snoozed")
         if view.order != ORDERS[0]:
-            text += f" · {ORDER_NAMES[view.order]}"
+            name = ORDER_NAMES[view.order]
+            out.append(name.removesuffix(" first") if short else name)
         if view.group:
-            text += f" · grouped by {view.group}"
-    return text + parts.tail
+            out.append(f"by {view.group}" if short else f"grouped by {view.group}")
+    return out + _tail(parts.tail)
 
 
 def header_text(inbox: Inbox, source_states: SourceStates, view: ViewState | None = None) -> str:
@@ -170,7 +214,7 @@ class ShowsHeader(_Screen):
     def view_state(self) -> ViewState:
         listed, known = self.rows.counts
         spec = self.rows.spec
-        waiting = late = failed = 0
+        waiting = late = failed = waiting_listed = 0
         if self._waiting:  # rows, not blocks: not counted as blocks (a pass over them only)
             blocks = self.rows.blocks
             for rk in self._waiting:
@@ -180,7 +224,9 @@ class ShowsHeader(_Screen):
                 waiting += 1
                 late += block.state == "not-resumed"
                 failed += block.state == "restart-failed"
-                listed -= self.rows.accepts(rk, block)
+                shown = self.rows.accepts(rk, block)
+                listed -= shown
+                waiting_listed += shown
             known -= waiting
         return ViewState(
             listed=listed,
@@ -195,7 +241,13 @@ class ShowsHeader(_Screen):
             snoozed_view=spec.snoozed,
             marked=len(self.rows.marked),
             marked_hidden=self.rows.marked_hidden() if self.rows.marked else 0,
+            filtered=bool(spec.query.text),
+            waiting_listed=waiting_listed,
         )
+
+    def on_resize(self) -> None:
+        """The header is shortened to the new width (after the bar is laid out anew)."""
+        self.call_after_refresh(self._render_header)
 
     def _render_header(self) -> None:
         """The header from the inbox's last counts and the view as it is (cheap: per key)."""
@@ -205,7 +257,8 @@ class ShowsHeader(_Screen):
         if self._parts is None:
             return
         bar = self.query_one("#topbar", Static)
-        bar.update(header_line(self._parts, self.view_state()))
+        width = bar.content_region.width or self.app.size.width - 2
+        bar.update(header_line(self._parts, self.view_state(), width))
         bar.set_class(bool(self._parts.count), "has-blocks")
 
     def show_progress(self) -> None:

@@ -19,7 +19,6 @@ and `BlockList` draws.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import timedelta
 from typing import ClassVar, cast
 
@@ -29,7 +28,7 @@ from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
 from hitl_tui.answers.service import restart_for, source_for, write_answer
@@ -47,6 +46,7 @@ from hitl_tui.tui.batch_flow import Batches
 from hitl_tui.tui.bindings import bindings
 from hitl_tui.tui.detail import BlockDetail
 from hitl_tui.tui.filter_bar import FilterInput
+from hitl_tui.tui.footer import HintFooter, row_kind
 from hitl_tui.tui.header import READING, HeaderParts, ShowsHeader
 from hitl_tui.tui.list_size import ListSizing
 from hitl_tui.tui.loop_actions import LoopActions
@@ -60,6 +60,7 @@ from hitl_tui.tui.messages import (
     Undone,
     WaitingLooked,
 )
+from hitl_tui.tui.previews import Previews
 from hitl_tui.tui.screens import PreviewScreen, TextAnswerScreen, Typed
 from hitl_tui.tui.snoozing import Snoozing
 from hitl_tui.tui.undo_flow import UndoesHighlighted
@@ -68,7 +69,7 @@ from hitl_tui.tui.widgets import BlockList, BlockListHeader, Clock, row_key
 
 
 class InboxScreen(
-    UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches, ListSizing, Screen
+    UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches, ListSizing, Previews, Screen
 ):
     """The app's first screen, under every modal: the inbox shown, and the answer flow."""
 
@@ -128,6 +129,8 @@ class InboxScreen(
         #: Batches of the first scan listed so far (`add_batch`), and whether it is over (no
         #: seen marks are saved before: a save drops the marks of blocks not listed yet).
         self._batches = 0
+        #: The kind of row the footer hints keys for (`footer_context`), as last drawn.
+        self._footer_context: str | None = None
         self.scanned = False
 
     @property
@@ -153,8 +156,9 @@ class InboxScreen(
         yield Static("", id="empty", markup=False)
         yield Static("", id="list-note", markup=False)
         yield BlockDetail(id="detail")
-        # The palette's key is in the help: the footer keeps its room for hitl's own keys.
-        yield Footer(show_command_palette=False)
+        # The palette's key is in the help: the footer keeps its room for hitl's own keys,
+        # those of the row under the cursor (tui/footer.py).
+        yield HintFooter(show_command_palette=False)
 
     #: Seconds between saves of the seen marks (only when some changed).
     SAVE_EVERY = 5.0
@@ -295,7 +299,8 @@ class InboxScreen(
                 text = f"{record.block_id}: the loop ran and asked again (↻ in the list)"
             else:
                 text = f"{record.block_id}: the loop resumed ({how})"
-            self.notify(printable(text), title="Loop", markup=False)
+            # The last line of the answer's one toast (answered, restarted, resumed).
+            self.host.progress.step(record.block_id, "resumed", printable(text))
         if changes.late:
             if self.ring:
                 self.app.bell()
@@ -346,11 +351,22 @@ class InboxScreen(
         self.host.apply_delta(message.delta)
 
     def go_to(self, block: Block) -> None:
-        """Highlight `block` (the palette's "Go to block"), when it is still listed."""
-        if not self.blocklist.select(row_of(block)):
-            self.notify(
-                printable(f"{block.id} is no longer listed."), severity="warning", markup=False
-            )
+        """Highlight `block` (the palette's "Go to block"). One the filter hides: the filter is
+        cleared, and a toast says so (the operator asked for that block, not for the filter)."""
+        rk = row_of(block)
+        if self.blocklist.select(rk):
+            return
+        hiding = self.rows.spec.query.text
+        if rk in self.rows.blocks and hiding:
+            self.set_filter("")
+            if self.blocklist.select(rk):
+                self.notify(
+                    printable(f"Filter {hiding} cleared: it hid {block.id}."),
+                    title="Go to block",
+                    markup=False,
+                )
+                return
+        self.notify(printable(f"{block.id} is no longer listed."), severity="warning", markup=False)
 
     def show_current(self) -> None:
         try:
@@ -360,6 +376,14 @@ class InboxScreen(
         table = self.blocklist
         detail.show(table.current)
         self._show_note(table)
+        context = self.footer_context()
+        if context != self._footer_context:  # the footer hints this row's keys
+            self._footer_context = context
+            self.refresh_bindings()
+
+    def footer_context(self) -> str | None:
+        """What the footer hints keys for (`footer.row_kind`)."""
+        return row_kind(self.blocklist)
 
     def _show_note(self, table: BlockList) -> None:
         note = self._note(table)
@@ -624,74 +648,6 @@ class InboxScreen(
             return
         self._show_preview(block, preview)
 
-    @work(thread=True, group="preview", exit_on_error=False, description="_remote_preview")
-    def _remote_preview(self, block: Block, answer: Answer) -> None:
-        try:
-            preview = preview_of(self.inbox, block, answer)
-        except StaleError as exc:
-            self.app.call_from_thread(self._stale, block, str(exc))
-            return
-        except HitlError as exc:
-            self.app.call_from_thread(
-                self.notify, printable(str(exc)), severity="error", markup=False, timeout=8
-            )
-            return
-        self.app.call_from_thread(self._show_preview, block, preview)
-
-    def _show_preview(self, block: Block, preview) -> None:
-        if len(self.app.screen_stack) > 1:  # the operator went elsewhere meanwhile
-            return
-        restart = restart_for(self.loops, block)
-        if restart is not None:
-            preview = replace(preview, restart=restart.command, restart_refused=restart.refused)
-        if self._preview_screen is None:
-            self._preview_screen = PreviewScreen(preview)
-            self.app.install_screen(self._preview_screen, "preview")
-        else:
-            self._preview_screen.load(preview)
-        self.app.push_screen("preview", self._confirmed)
-
-    def prepare_preview(self) -> None:
-        """Build the preview screen while the app is idle (after the first scan), so that the
-        first preview of a session loads a plan into a mounted screen instead of composing one:
-        from the first choice of the highlighted block, or of the first rows (read in a
-        thread). Nothing to build it from (no block with a plain first choice among them): the
-        first preview builds it."""
-        if self._preview_screen is not None:
-            return
-        try:
-            current = self.current
-        except NoMatches:  # the timer fired as the app was closing
-            return
-        blocks = self.rows.blocks
-        candidates = ([current] if current is not None else []) + [
-            blocks[rk] for rk in self.rows.order[:200]
-        ]
-        for block in candidates:
-            if waiting_of(block) is None and block.choices and not block.choices[0].needs_text:
-                self._build_preview(block, self._answer(block.choices[0]))
-                return
-
-    @work(thread=True, group="preview", exit_on_error=False, description="_build_preview")
-    def _build_preview(self, block: Block, answer: Answer) -> None:
-        try:
-            preview = preview_of(self.inbox, block, answer)
-        except HitlError:  # the block changed or left: the first preview builds the screen
-            return
-        self.app.call_from_thread(self._install_preview, preview)
-
-    def _install_preview(self, preview) -> None:
-        if self._preview_screen is not None or not self.is_attached:
-            return
-        self._preview_screen = PreviewScreen(preview)
-        self.app.install_screen(self._preview_screen, "preview")
-        # Composed and mounted now, off screen (Textual mounts an installed screen when it is
-        # first asked for; `_get_screen` is that step, without showing it).
-        try:
-            self.app._get_screen("preview")
-        except Exception:  # a Textual without it: the first push composes it, as before
-            pass
-
     def _confirmed(self, plan: Plan | None) -> None:
         if plan is not None:
             screen = self._preview_screen
@@ -728,19 +684,24 @@ class InboxScreen(
         self.host.apply_delta(delta)
         text = f"{block.id}: " + "; ".join(answered.done)
         restart = restart_for(self.loops, block)
+        restarting: str | None = None
         if restart is None:
             if answered.hint:
                 text += f"\n{answered.hint}"
         elif restart.refused is not None:
             text += f"\n{restart.refused}"
         elif message.restart:
-            text += f"\nrestarting: {restart.command}"
+            restarting = f"{block.id}: restarting: {restart.command}"
+        else:
+            text += "\nrestart skipped: R runs it"
+        # One toast for the answer: the restart and the loop's resume update it.
+        progress = self.host.progress
+        progress.step(block.id, "answered", printable(text, keep_newlines=True), start=True)
+        if restarting is not None and restart is not None:
+            progress.step(block.id, "restart", printable(restarting))
             # The answer's row (its record) says so if the restart fails.
             waiting = answered.waiting
             self._restart(block, restart.loop, waiting.id if waiting is not None else None)
-        else:
-            text += "\nrestart skipped: R runs it"
-        self.notify(printable(text, keep_newlines=True), title="Answered", markup=False)
 
     @on(Restarted)
     def _restarted(self, message: Restarted) -> None:

@@ -68,8 +68,8 @@ class LoopActions(_Screen):
         if restart.refused is not None:
             self.post_message(Refused("Loop", restart.refused))
             return
-        self.notify(
-            printable(f"{block.id}: restarting: {restart.command}"), title="Loop", markup=False
+        self.host.progress.step(
+            block.id, "restart", printable(f"{block.id}: restarting: {restart.command}"), start=True
         )
         self._restart(block, restart.loop)
 
@@ -195,14 +195,15 @@ class LoopActions(_Screen):
         if ran.refused:
             self.post_message(Refused("Loop", ran.problem or "restart refused"))
             return
-        if ran.ok:
-            self.notify(printable(f"{block.id}: restarted"), title="Loop", markup=False)
+        progress = self.host.progress
+        if ran.ok:  # the line of the answer's toast (or R's) that said "restarting"
+            progress.step(block.id, "restart", printable(f"{block.id}: restarted"))
             return
-        self.notify(
+        progress.step(
+            block.id,
+            "restart",
             printable(_failed(block, "restart", ran), keep_newlines=True),
-            title="Loop",
             severity="error",
-            markup=False,
             timeout=12,
         )
 

@@ -20,6 +20,7 @@ from hitl_tui.inbox.inbox import Delta
 from hitl_tui.loops import notices
 from hitl_tui.loops.commands import Ran
 from hitl_tui.model import Block
+from hitl_tui.tui.toasts import ProgressToasts
 
 
 @dataclass
@@ -141,3 +142,7 @@ class Host(Protocol):
 
     def send_notice(self, notice: notices.Notice, shared: notices.Shared | None = None) -> None:
         """`notice` on the channels of the config's [notify] (desktop, terminal, ...)."""
+
+    @property
+    def progress(self) -> ProgressToasts:
+        """Each answer's one toast (`toasts.ProgressToasts`), updated as it goes."""

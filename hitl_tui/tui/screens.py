@@ -19,6 +19,7 @@ from textual import events, on, work
 from textual.app import ComposeResult, SuspendNotSupported
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.screen import ModalScreen
 from textual.widget import Widget
 from textual.widgets import Button, DataTable, Footer, Input, Label, Static, TextArea
@@ -510,7 +511,7 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     #help {
-        width: 84; height: auto; max-height: 90%;
+        width: 84; max-width: 100%; height: auto; max-height: 90%;
         border: round $accent; background: $surface; padding: 1 2;
     }
     """
@@ -525,6 +526,21 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(id="help") as box:
             box.border_title = "Keys"
             yield Static(help_text(self.keymap), id="help-text", markup=False)
+
+    def on_resize(self) -> None:
+        """Wrapped lines indent to the description column: the text is laid out for the
+        box's width, again when the terminal's changes."""
+        self.call_after_refresh(self._fill)
+
+    def _fill(self) -> None:
+        try:
+            box = self.query_one("#help", VerticalScroll)
+            text = self.query_one("#help-text", Static)
+        except NoMatches:  # closed meanwhile
+            return
+        width = box.content_region.width - 1  # a scrollbar's room
+        if width > 0:
+            text.update(help_text(self.keymap, width))
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -30,6 +30,7 @@ from hitl_tui.sources.agentic_common import CATEGORIES
 from hitl_tui.textio import printable
 from hitl_tui.timefmt import age
 from hitl_tui.tui.bindings import bindings
+from hitl_tui.tui.columns import column_widths
 from hitl_tui.tui.statecol import WAITING_WORDS, state_words
 
 __all__ = ["BlockList", "BlockListHeader", "row_key"]
@@ -89,8 +90,8 @@ class BlockList(ScrollView, can_focus=True):
     }
     BINDINGS: ClassVar = bindings("list")
     #: (title, width) of the fixed columns; the question takes the rest. The block column
-    #: widens to the longest id (up to a quarter of the width), the state column to the
-    #: longest state shown (see `_state_width`).
+    #: widens to the longest id (`columns.column_widths`), the state column to the longest
+    #: state shown (see `_state_width`).
     FIXED = (("block", 20), ("age", 4), ("state", 9))
     #: The state column is never wider than the longest documented category (FORMATS.md
     #: §2.2, `review-exhausted`): an unknown, longer one is cut, the question keeps its room.
@@ -98,9 +99,6 @@ class BlockList(ScrollView, can_focus=True):
     #: ... but for an answer whose loop's restart failed: `restart failed (exit 127)`,
     #: `restart failed (not found)` are whole (and longer ones cut at this).
     FAILED_MAX = len("restart failed (not found)")
-    #: Narrower than this, the state column is left out and the block column is only as wide
-    #: as the longest id, so the highlighted block's id and question both stay in view.
-    NARROW = 56
     #: The mark of a block not seen yet, in the first column (a space when seen).
     NEW_MARK = "●"
     #: The mark of a block that asks again what was answered (`similar`; tui/asked.py).
@@ -387,14 +385,7 @@ class BlockList(ScrollView, can_focus=True):
     def _widths(self, width: int) -> list[int]:
         """Each column's width; 0 leaves a column out (the state, in a narrow terminal)."""
         fixed = [w for _, w in self.FIXED]
-        fixed[2] = self._state_width()
-        # Longer ids (`build-1:billing/T-007`, a block on another machine) widen the block
-        # column up to a quarter of the list.
-        fixed[0] = max(fixed[0], min(self._longest_id(), width // 4))
-        if width < self.NARROW:
-            fixed = [min(fixed[0], max(self._longest_id(), 5), max(6, width // 2)), fixed[1], 0]
-        used = sum(fixed) + 2 * sum(1 for w in fixed if w)
-        return [*fixed, max(10, width - used - 2)]
+        return column_widths(width, fixed[0], fixed[1], self._state_width(), self._longest_id())
 
     def _longest_id(self) -> int:
         if self._id_cells is None:
