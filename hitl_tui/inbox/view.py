@@ -67,6 +67,11 @@ STATE_GROUPS = {
 }
 
 
+def is_answer(block: Block) -> bool:
+    """A row that is an answer waiting for (or failing to wake) its loop, not an open block."""
+    return block.state in STATE_GROUPS
+
+
 def _tier(block: Block) -> int:
     return 1 if block.state == WAITING else 0
 
@@ -447,19 +452,20 @@ class RowOrder:
         self.blocks[rk] = block
 
     def _successor(self, gone: str, before: list[str]) -> str | None:
-        """The row that takes the place of `gone`: the next row after it that is still listed,
-        else the nearest before it (never a row that just came, such as the answer's own
-        waiting row: the cursor goes to a block that was there); None when none is."""
+        """The row that takes the place of `gone`: the next open block after it that is still
+        listed, else the nearest open block before it, else any row still listed (after, then
+        before). Never a row that just came, and an answer's row (waiting for its loop) only
+        when no open block is left: after an answer the cursor is on the next block to
+        answer, not on the answer's own row. None when no row is left."""
         if gone not in before:
             return None
         listed = set(self.order)
         at = before.index(gone)
-        for rk in before[at + 1 :]:
-            if rk in listed:
-                return rk
-        for rk in reversed(before[:at]):
-            if rk in listed:
-                return rk
+        after, earlier = before[at + 1 :], list(reversed(before[:at]))
+        for wanted in (lambda b: not is_answer(b), lambda b: True):
+            for rk in (*after, *earlier):
+                if rk in listed and wanted(self.blocks[rk]):
+                    return rk
         return None
 
     # -- groups and moving between rows --------------------------------------------------------
