@@ -7,7 +7,7 @@ BLOCKED.md is just text, and escape sequences show as visible symbols.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import ClassVar
@@ -30,7 +30,7 @@ from textual.widget import Widget
 from textual.widgets import Static, TextArea
 
 from hitl_tui.inbox.inbox import Delta
-from hitl_tui.inbox.view import Group, RowOrder, ViewSpec, is_answer, row_key, row_of, urgency
+from hitl_tui.inbox.view import Group, RowOrder, ViewSpec, nearest_open, row_key, row_of, urgency
 from hitl_tui.keys import keys_for
 from hitl_tui.model import Block
 from hitl_tui.sources.agentic_common import CATEGORIES
@@ -214,35 +214,18 @@ class BlockList(ScrollView, can_focus=True):
         self._restore(keep, self.cursor_row)
 
     def _restore(self, keep: str | None, fallback: int, before: list[str] | None = None) -> None:
-        """Highlight `keep` again; when it left (a snooze, a filter), the first open block after
-        it (in `before`, the keys drawn until now) still drawn, else the nearest one before it,
-        never a group's header row while a block is drawn; else the row at `fallback`, moved
-        off a header to the nearest block."""
+        """Highlight `keep` again; when it left, the nearest open block to it in `before` (the
+        keys drawn until now) still drawn (`view.nearest_open`), else the row at `fallback`."""
         if keep is not None and keep not in self._index and before and keep in before:
             at = before.index(keep)
-            keep = self._nearest_block(before[at + 1 :], reversed(before[:at]))
+            keep = nearest_open(self.blocks, before[at + 1 :], before[:at], self._index)
             if keep is None:
                 fallback = len(self.drawn) - 1
         if keep is not None and keep in self._index:
             row = self._index[keep]
         else:
             row = min(max(fallback, 0), max(len(self.drawn) - 1, 0))
-            if row < len(self.drawn) and isinstance(self.drawn[row], Group):
-                keys = [self._item_key(item) for item in self.drawn]
-                found = self._nearest_block(keys[row + 1 :], reversed(keys[:row]))
-                row = self._index[found] if found is not None else row
         self._move(row, force=True)
-
-    def _nearest_block(self, after: Iterable[str], before: Iterable[str]) -> str | None:
-        """The first drawn row key in `after`, else in `before`, that is an open block, else
-        an answer's row (waiting for its loop); group headers never."""
-        after, before = list(after), list(before)
-        for wanted in (lambda b: not is_answer(b), lambda b: True):
-            for key in (*after, *before):
-                block = self.blocks.get(key) if key in self._index else None
-                if block is not None and wanted(block):
-                    return key
-        return None
 
     def apply(self, delta: Delta) -> None:
         """Apply a Delta with the least change: the highlighted block keeps the cursor."""
@@ -368,17 +351,12 @@ class BlockList(ScrollView, can_focus=True):
         self._move(self.cursor_row + direction * max(1, self.scrollable_content_region.height - 1))
 
     def action_first(self) -> None:
-        """`g`: the first block, past the group's header row (a header only when every group
-        is folded)."""
-        self._move(self._block_row(range(len(self.drawn)), 0))
+        """`g` / `G`: the first / last block, past group header rows (unless all are folded)."""
+        self._move(next((r for r, i in enumerate(self.drawn) if isinstance(i, str)), 0))
 
     def action_last(self) -> None:
-        """`G`: the last block drawn (a folded group's header only when no block is)."""
-        last = len(self.drawn) - 1
-        self._move(self._block_row(range(last, -1, -1), last))
-
-    def _block_row(self, rows: Iterable[int], otherwise: int) -> int:
-        return next((r for r in rows if isinstance(self.drawn[r], str)), otherwise)
+        rows = range(len(self.drawn) - 1, -1, -1)
+        self._move(next((r for r in rows if isinstance(self.drawn[r], str)), len(self.drawn) - 1))
 
     def action_fold(self) -> None:
         """Enter on a group's header row folds or unfolds the group."""
