@@ -44,7 +44,7 @@ from hitl_tui.textio import printable
 from hitl_tui.tui.answer_flow import Drafts, preview_of, text_box
 from hitl_tui.tui.batch_flow import Batches
 from hitl_tui.tui.bindings import bindings
-from hitl_tui.tui.filter_bar import FilterInput
+from hitl_tui.tui.filter_bar import AfterFilter, FilterInput
 from hitl_tui.tui.header import READING, HeaderParts, ShowsHeader
 from hitl_tui.tui.loop_actions import LoopActions
 from hitl_tui.tui.messages import (
@@ -64,7 +64,9 @@ from hitl_tui.tui.waiting import rows_delta, waiting_of
 from hitl_tui.tui.widgets import BlockDetail, BlockList, BlockListHeader, Clock, row_key
 
 
-class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches, Screen):
+class InboxScreen(
+    UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches, AfterFilter, Screen
+):
     """The app's first screen, under every modal: the inbox shown, and the answer flow."""
 
     #: Every key of the inbox section; quit, help and history switch screens: the app's.
@@ -163,7 +165,10 @@ class InboxScreen(UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches
         self.blocklist.focus()
         # Every change of the box's text filters, as it happens (not on Input.Changed: see
         # FilterInput), whether typed or set by `set_filter`.
-        self.query_one(FilterInput).typed = self._filter
+        box = self.query_one(FilterInput)
+        box.typed = self._filter
+        box.closed = self._filter_closed
+        box.swallow = self.swallow
         self.set_interval(60, self.refresh_ages)
         self.set_interval(self.SAVE_EVERY, self.save_seen_soon)
         self.set_interval(self.LOOK_EVERY, self._look_at_waiting)
