@@ -226,3 +226,21 @@ async def test_a_burst_typed_after_the_filter_closes_acts_on_nothing(
         await app.workers.wait_for_complete()
         assert _screen(app) == "InboxScreen" and app.is_running
         assert _recorded(calls) == [] and _files(loops) == before
+
+
+async def test_the_question_shows_a_hostile_name_as_text(tmp_path: Path, calls: Path) -> None:
+    """A repository named like markup: the question shows it as typed, Esc runs nothing."""
+    from tests.support.pilot import settle
+    from tests.support.repos import git_shop
+    from tests.tui_support import SIZE
+
+    name = "[b]x[@click=app.quit]q[/]"
+    git_shop(tmp_path / "loops" / name)
+    app = _app(tmp_path / "loops", calls)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        text = await _asked(pilot, app, "t")
+        assert f"Open a shell in {tmp_path / 'loops' / name} for {name}?" in text, text
+        await pilot.press("escape")
+        await until(pilot, lambda: _screen(app) == "InboxScreen")
+        assert app.is_running and _recorded(calls) == []
