@@ -91,7 +91,7 @@ class FilterInput(Input):
 
 #: The keys a burst after the filter still reaches: `/` (the filter again) and the cursor's
 #: moves (`j`, `k`, `g`, `G`: they run and write nothing, and `Enter j` is how a filtered list is
-#: walked); they do not end the burst.
+#: walked); they neither end the burst nor make it longer.
 PASSED = frozenset({"filter", *(spec.action for spec in keys_for("list") if spec.action != "fold")})
 
 
@@ -130,10 +130,10 @@ class AfterFilter(_Screen):
             return False
         if not event.is_printable or self.app.screen is not self:
             return False
-        self._burst_until = now + self.BURST_GAP
         bound = self.active_bindings.get(event.key)
         if bound is not None and bound.binding.action in PASSED:
             return False
+        self._burst_until = now + self.BURST_GAP
         self._swallowed += event.character or ""
         if self._burst_timer is not None:
             self._burst_timer.stop()
