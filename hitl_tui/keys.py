@@ -41,6 +41,7 @@ SECTIONS = {
     "text": "In a text box (your own words)",
     "discard": "Asked before a draft or an edit is thrown away",
     "undo": "Asked before an answer is undone (u)",
+    "act": "Asked before t, R or x acts (a shell or a command run, a row dropped)",
     "help": "In this help",
     "history": "In the history",
     "grants": "In the grants (A)",
@@ -207,7 +208,8 @@ KEYS: tuple[KeySpec, ...] = (
         "open_loop",
         "To the loop",
         "inbox",
-        "to the highlighted block's loop: its [[loop]] open command, else a shell in the repo",
+        "to the highlighted block's loop: its [[loop]] open command, else a shell in the repo "
+        "(asks first, naming it)",
         False,
     ),
     KeySpec(
@@ -216,7 +218,8 @@ KEYS: tuple[KeySpec, ...] = (
         "restart_loop",
         "Restart loop",
         "inbox",
-        "run the highlighted block's [[loop]] restart (again, for one that did not resume)",
+        "run the highlighted block's [[loop]] restart (again, for one that did not resume): "
+        "asks first, naming the command",
         False,
     ),
     KeySpec(
@@ -225,7 +228,8 @@ KEYS: tuple[KeySpec, ...] = (
         "dismiss_waiting",
         "Drop waiting",
         "inbox",
-        "drop the highlighted answer waiting for its loop from the list (you saw to it)",
+        "drop the highlighted answer waiting for its loop from the list (you saw to it): "
+        "asks first",
         False,
     ),
     KeySpec(
@@ -411,6 +415,8 @@ KEYS: tuple[KeySpec, ...] = (
         "undo it anyway (asked again: the loop has acted on the answer)",
     ),
     KeySpec("undo.keep", "escape,n", "keep", "Keep", "undo", "keep the answer: nothing undone"),
+    KeySpec("act.yes", "y", "yes", "Do it", "act", "do it: what the question names"),
+    KeySpec("act.keep", "escape,n", "keep", "Cancel", "act", "cancel: nothing run or dropped"),
     KeySpec("discard.discard", "d", "discard", "Discard", "discard", "discard"),
     KeySpec("discard.keep", "escape,n,k", "keep", "Keep editing", "discard", "keep editing"),
     KeySpec("help.close", "escape,q,question_mark", "close", "Close", "help", "close the help"),

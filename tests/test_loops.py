@@ -237,7 +237,9 @@ async def test_r_in_the_preview_skips_the_restart_and_R_runs_it_later(
         )
         assert _recorded(calls) == []
         # R on the block still open (api) runs its restart, in its folder.
-        await pilot.press("R")
+        await pilot.press("R")  # asks first (ConfirmAct): y does it
+        await until(pilot, lambda: type(app.screen).__name__ == "ConfirmAct")
+        await pilot.press("y")
         await until(pilot, lambda: _recorded(calls) != [])
         assert _recorded(calls) == [[str(other), "api"]]
 
@@ -256,7 +258,9 @@ async def test_t_runs_the_loops_open_command_or_a_shell_in_the_repo(
     app = _app(tmp_path, opener)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.inbox_screen.current is not None)
-        await pilot.press("t")
+        await pilot.press("t")  # asks first (ConfirmAct): y does it
+        await until(pilot, lambda: type(app.screen).__name__ == "ConfirmAct")
+        await pilot.press("y")
         await until(pilot, lambda: _recorded(calls) != [])
         assert _recorded(calls) == [[str(repo), "open", "shop"]]
         assert (repo / "BLOCKED.md").exists()  # going to a loop writes nothing
@@ -270,6 +274,8 @@ async def test_t_runs_the_loops_open_command_or_a_shell_in_the_repo(
     app = _app(tmp_path, Loop((str(tmp_path / "loops" / "*"),)))
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.inbox_screen.current is not None)
-        await pilot.press("t")
+        await pilot.press("t")  # asks first (ConfirmAct): y does it
+        await until(pilot, lambda: type(app.screen).__name__ == "ConfirmAct")
+        await pilot.press("y")
         await until(pilot, lambda: _recorded(calls) != [])
         assert _recorded(calls) == [[str(repo), "shell"]]

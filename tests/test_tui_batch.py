@@ -116,6 +116,7 @@ async def test_M_marks_every_open_block_asking_the_same_question(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, app)
         # A filter hides the agenticloop tasks: M marks them all the same, and says so.
+        app.inbox_screen.BURST_GAP = 0  # the operator pauses after Enter (else M is ignored)
         await pilot.press("slash", *"src:loopkit", "enter")
         await select(pilot, app, "node-2")
         await pilot.press("M")

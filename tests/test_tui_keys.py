@@ -18,6 +18,7 @@ from hitl_tui.tui.bindings import help_text, key_name
 from hitl_tui.tui.filter_bar import FilterInput
 from hitl_tui.tui.grants_screen import ConfirmRevoke, GrantsScreen
 from hitl_tui.tui.inbox_screen import InboxScreen
+from hitl_tui.tui.loop_actions import ConfirmAct
 from hitl_tui.tui.screens import (
     ConfirmDiscard,
     HelpScreen,
@@ -33,7 +34,7 @@ from tests.tui_support import NOW, SIZE, demo_workspace
 
 SCREENS = (InboxScreen, BlockList, PreviewScreen, TextAnswerScreen, ConfirmDiscard, HelpScreen)
 SCREENS += (HistoryScreen, FilterInput, SnoozeScreen, ReuseScreen, ConfirmUndo)
-SCREENS += (GrantsScreen, ConfirmRevoke)
+SCREENS += (GrantsScreen, ConfirmRevoke, ConfirmAct)
 SCREENS += (BatchPreviewScreen, BatchResultScreen)
 
 

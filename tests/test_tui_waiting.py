@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from hitl_tui.tui.loop_actions import ConfirmAct
 from tests.support import until
 from tests.support.repos import git, git_loops
 
@@ -132,7 +133,9 @@ async def test_no_sign_in_time_rings_and_R_restarts_and_x_drops_it(
         late = next(b for b in _rows(app) if b.state == "not-resumed")
         app.inbox_screen.blocklist.select(f"{late.source}:{late.path}")
         await pilot.pause()
-        await pilot.press("R")
+        await pilot.press("R")  # asks first (ConfirmAct): y does it
+        await until(pilot, lambda: isinstance(app.screen, ConfirmAct))
+        await pilot.press("y")
         await until(pilot, lambda: _recorded(calls) != [])
         assert [c[1:] for c in _recorded(calls)] == [["shop"]]
         await until(pilot, lambda: any(b.state == "waiting" for b in _rows(app)))
@@ -142,7 +145,9 @@ async def test_no_sign_in_time_rings_and_R_restarts_and_x_drops_it(
         row = next(b for b in _rows(app) if b.state in ("waiting", "not-resumed"))
         app.inbox_screen.blocklist.select(f"{row.source}:{row.path}")
         await pilot.pause()
-        await pilot.press("x")
+        await pilot.press("x")  # asks first (ConfirmAct): y does it
+        await until(pilot, lambda: isinstance(app.screen, ConfirmAct))
+        await pilot.press("y")
         await until(pilot, lambda: [b.state for b in _rows(app)] == ["blocked"])
         assert book.open() == []
 
@@ -219,7 +224,9 @@ async def test_a_restart_that_exits_127_is_restart_failed_until_R_restarts_it(
         script = loops / "shop" / "run.sh"
         script.write_text("#!/bin/sh\nexit 0\n")
         os.chmod(script, 0o755)
-        await pilot.press("R")
+        await pilot.press("R")  # asks first (ConfirmAct): y does it
+        await until(pilot, lambda: isinstance(app.screen, ConfirmAct))
+        await pilot.press("y")
         await until(pilot, lambda: [b.state for b in _rows(app)] == ["blocked", "waiting"])
         [record] = ResumeBook.for_state().open()
         assert (record.state, record.restart_problem, record.restarts) == ("waiting", None, 2)

@@ -13,7 +13,7 @@ with each block's lower-cased text kept between keystrokes (`query.Haystacks`).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -65,6 +65,28 @@ STATE_GROUPS = {
     "not-resumed": "not resumed",
     "restart-failed": "restart failed",
 }
+
+
+def is_answer(block: Block) -> bool:
+    """A row that is an answer waiting for (or failing to wake) its loop, not an open block."""
+    return block.state in STATE_GROUPS
+
+
+def nearest_open(
+    blocks: Mapping[str, Block],
+    after: Sequence[str],
+    before: Sequence[str],
+    shown: Container[str],
+) -> str | None:
+    """The first row key of `after`, else the last of `before`, that is `shown` and an open
+    block; else one that is an answer's row (waiting for its loop); never a key `blocks` lacks
+    (a group's header). The cursor's next row when its own leaves."""
+    keys = [*after, *reversed(before)]
+    for answers_too in (False, True):
+        for key in keys:
+            if key in shown and key in blocks and (answers_too or not is_answer(blocks[key])):
+                return key
+    return None
 
 
 def _tier(block: Block) -> int:
@@ -464,20 +486,15 @@ class RowOrder:
         self.blocks[rk] = block
 
     def _successor(self, gone: str, before: list[str]) -> str | None:
-        """The row that takes the place of `gone`: the next row after it that is still listed,
-        else the nearest before it (never a row that just came, such as the answer's own
-        waiting row: the cursor goes to a block that was there); None when none is."""
+        """The row that takes the place of `gone` (`nearest_open` of the rows still listed
+        around it in `before`): never a row that just came, and an answer's row only when no
+        open block is left, so that after an answer the cursor is on the next block to answer,
+        not on the answer's own row. None when no row is left."""
         if gone not in before:
             return None
         listed = set(self.order)
         at = before.index(gone)
-        for rk in before[at + 1 :]:
-            if rk in listed:
-                return rk
-        for rk in reversed(before[:at]):
-            if rk in listed:
-                return rk
-        return None
+        return nearest_open(self.blocks, before[at + 1 :], before[:at], listed)
 
     # -- groups and moving between rows --------------------------------------------------------
 

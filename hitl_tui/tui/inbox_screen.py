@@ -45,7 +45,7 @@ from hitl_tui.tui.answer_flow import Drafts, preview_of, text_box
 from hitl_tui.tui.batch_flow import Batches
 from hitl_tui.tui.bindings import bindings
 from hitl_tui.tui.detail import BlockDetail
-from hitl_tui.tui.filter_bar import FilterInput
+from hitl_tui.tui.filter_bar import AfterFilter, FilterInput
 from hitl_tui.tui.footer import HintFooter, row_kind
 from hitl_tui.tui.header import READING, HeaderParts, ShowsHeader
 from hitl_tui.tui.list_size import ListSizing
@@ -69,7 +69,15 @@ from hitl_tui.tui.widgets import BlockList, BlockListHeader, Clock, row_key
 
 
 class InboxScreen(
-    UndoesHighlighted, ShowsHeader, Snoozing, LoopActions, Batches, ListSizing, Previews, Screen
+    UndoesHighlighted,
+    ShowsHeader,
+    Snoozing,
+    LoopActions,
+    Batches,
+    ListSizing,
+    Previews,
+    AfterFilter,
+    Screen,
 ):
     """The app's first screen, under every modal: the inbox shown, and the answer flow."""
 
@@ -175,7 +183,10 @@ class InboxScreen(
         self.show_list_size()
         # Every change of the box's text filters, as it happens (not on Input.Changed: see
         # FilterInput), whether typed or set by `set_filter`.
-        self.query_one(FilterInput).typed = self._filter
+        box = self.query_one(FilterInput)
+        box.typed = self._filter
+        box.closed = self._filter_closed
+        box.swallow = self.swallow
         self.set_interval(60, self.refresh_ages)
         self.set_interval(self.SAVE_EVERY, self.save_seen_soon)
         self.set_interval(self.LOOK_EVERY, self._look_at_waiting)

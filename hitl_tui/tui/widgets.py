@@ -24,7 +24,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from hitl_tui.inbox.inbox import Delta
-from hitl_tui.inbox.view import Group, RowOrder, ViewSpec, row_key, row_of, urgency
+from hitl_tui.inbox.view import Group, RowOrder, ViewSpec, nearest_open, row_key, row_of, urgency
 from hitl_tui.model import Block
 from hitl_tui.sources.agentic_common import CATEGORIES
 from hitl_tui.textio import printable
@@ -206,11 +206,11 @@ class BlockList(ScrollView, can_focus=True):
         self._restore(keep, self.cursor_row)
 
     def _restore(self, keep: str | None, fallback: int, before: list[str] | None = None) -> None:
-        """Highlight `keep` again; when it left, the first row after it (in `before`, the keys
-        drawn until now) still drawn, else the row at `fallback`."""
+        """Highlight `keep` again; when it left, the nearest open block to it in `before` (the
+        keys drawn until now) still drawn (`view.nearest_open`), else the row at `fallback`."""
         if keep is not None and keep not in self._index and before and keep in before:
             at = before.index(keep)
-            keep = next((k for k in before[at + 1 :] if k in self._index), None)
+            keep = nearest_open(self.blocks, before[at + 1 :], before[:at], self._index)
             if keep is None:
                 fallback = len(self.drawn) - 1
         if keep is not None and keep in self._index:
@@ -343,10 +343,12 @@ class BlockList(ScrollView, can_focus=True):
         self._move(self.cursor_row + direction * max(1, self.scrollable_content_region.height - 1))
 
     def action_first(self) -> None:
-        self._move(0)
+        """`g` / `G`: the first / last block, past group header rows (unless all are folded)."""
+        self._move(next((r for r, i in enumerate(self.drawn) if isinstance(i, str)), 0))
 
     def action_last(self) -> None:
-        self._move(len(self.drawn) - 1)
+        rows = range(len(self.drawn) - 1, -1, -1)
+        self._move(next((r for r in rows if isinstance(self.drawn[r], str)), len(self.drawn) - 1))
 
     def action_fold(self) -> None:
         """Enter on a group's header row folds or unfolds the group."""
