@@ -310,17 +310,7 @@ class AskSource(Source):
         if not block.answerable:
             raise HitlError(f"{block.id}: this ask cannot be read, so it cannot be answered")
         repo, path = Path(block.repo), Path(block.path)
-        old = fsio.read_bytes(path)
-        if old is None:
-            raise StaleError(f"{block.id}: the ask is gone (answered elsewhere, or removed)")
-        if fingerprint(old) != block.fingerprint:
-            raise StaleError(f"{block.id}: the ask changed since it was read")
-        try:
-            ask = fmt.parse(old)
-        except fmt.AskFormatError as exc:
-            raise HitlError(f"{block.id}: the ask cannot be read: {exc}") from None
-        if ask.status != "open":
-            raise StaleError(f"{block.id}: the ask was already answered")
+        old, ask = self._open_ask(block)
         if ask.answer is not None or ask.delivered is not None:
             # An open ask holds no answer as hitl writes it: one put there by hand would be
             # the one read (JSON's last key wins), whatever the operator answers.
@@ -382,15 +372,8 @@ class AskSource(Source):
         except fmt.AskFormatError as exc:
             raise UsageError(f"{block.id}: {exc}") from None
         path = Path(block.path)
-        old = fsio.read_bytes(path)
-        if old is None:
-            raise StaleError(f"{block.id}: the ask is gone (answered elsewhere, or removed)")
-        if fingerprint(old) != block.fingerprint:
-            raise StaleError(f"{block.id}: the ask changed since it was read")
+        old, ask = self._open_ask(block)
         try:
-            ask = fmt.parse(old)
-            if ask.status != "open":
-                raise StaleError(f"{block.id}: the ask was already answered")
             at = when.astimezone(UTC).isoformat()
             notes = [*ask.notes, {"note": text, "by": one_line(operator) or "operator", "at": at}]
             new = fmt.noted_bytes(old, notes)
@@ -406,6 +389,22 @@ class AskSource(Source):
             f"{block.id}: note added; the ask stays open",
             hint="The agent reads the note at its next check_answer (status: waiting).",
         )
+
+    def _open_ask(self, block: Block) -> tuple[bytes, fmt.Ask]:
+        """The ask file's bytes and the ask, as the operator read it and still open; StaleError
+        when it is gone, changed or answered, HitlError when it cannot be read."""
+        old = fsio.read_bytes(Path(block.path))
+        if old is None:
+            raise StaleError(f"{block.id}: the ask is gone (answered elsewhere, or removed)")
+        if fingerprint(old) != block.fingerprint:
+            raise StaleError(f"{block.id}: the ask changed since it was read")
+        try:
+            ask = fmt.parse(old)
+        except fmt.AskFormatError as exc:
+            raise HitlError(f"{block.id}: the ask cannot be read: {exc}") from None
+        if ask.status != "open":
+            raise StaleError(f"{block.id}: the ask was already answered")
+        return old, ask
 
     def _grant(self, repo: Path, ask: fmt.Ask, operator: str, when: str) -> FileChange:
         """The grants file with a grant for `ask`'s tool and input as its new last line."""
