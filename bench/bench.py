@@ -355,7 +355,9 @@ async def triage_measurements(app) -> dict:
         await asyncio.sleep(0.1)
     out["filter"] = filters
     await keypress(app, "escape", until=lambda: not screen.rows.spec.query.text)
-    await asyncio.sleep(0.25)
+    # Letters typed right after the filter closes are the rest of a word meant for it, and
+    # are ignored (issue 27): the operator's next key comes after that burst.
+    await asyncio.sleep(type(screen).BURST_GAP + 0.25)
     views = []
     from hitl_tui.inbox.view import GROUPS, ORDERS
 
