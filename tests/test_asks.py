@@ -968,3 +968,49 @@ def test_hitl_mcp_started_in_a_subfolder_asks_at_the_repository_root(
     outside.mkdir()
     assert hitl("mcp", cwd=outside).returncode == 0
     assert served[1].repo == outside
+
+
+# -- found by the last review -------------------------------------------------------------------
+
+
+def test_an_answer_that_would_make_the_ask_unreadable_is_refused(repo: Path, hitl) -> None:
+    """An ask file near the 1 MiB hitl reads (its notes, say): an answer that would carry it
+    past that is refused in one line, and the file stays as it was (the agent's side could
+    never have read it back: it said 'unknown' while `hitl answer` said it was written)."""
+    asker = Asker(repo)
+    ask = asker.ask("Which bucket?")
+    path = ask_file(repo, ask.id)
+    data = orjson.loads(path.read_bytes())
+    data["context"] = "c" * (fmt.MAX_FILE - 40_000)
+    path.write_bytes(fmt.render(data))
+    before = path.read_bytes()
+    said = hitl("answer", f"shop/{ask.id}", "--text", "𝄞" * 15_000, "--no-restart", repo, cwd=repo)
+    assert "would be" in one_line_error(said, 2)
+    assert path.read_bytes() == before
+    assert asker.check(ask.id)["status"] == "waiting"
+
+
+def test_a_symlinked_hitl_folder_lends_no_answers_and_no_grants(tmp_path: Path) -> None:
+    """Repository A's `.hitl` is a symlink to B's: A's agent gets neither B's answers (under
+    A's ids, again and again) nor B's grants; hitl reads and writes through no such link."""
+    other = tmp_path / "b"
+    (other / ".git").mkdir(parents=True)
+    theirs = Asker(other)
+    ask = theirs.ask("Deploy now?", ["yes", "no"])
+    inbox = Inbox.open([other])
+    (block,) = inbox.blocks.values()
+    apply_plan(AskSource().plan(block, Answer(choice=block.choices[0], operator="Ada")))
+    grant = {"id": "grant-abcdef", "tool": "Bash", "input_sha": fmt.input_sha({"command": "x"}),
+             "summary": "Bash: x", "granted": "2026-12-03T10:00:00+00:00", "by": "Ada",
+             "ask": ask.id}  # fmt: skip
+    (other / ".hitl" / "grants.jsonl").write_bytes(orjson.dumps(grant) + b"\n")
+    mine = tmp_path / "a"
+    (mine / ".git").mkdir(parents=True)
+    (mine / ".hitl").symlink_to(other / ".hitl")
+    asker = Asker(mine)
+    assert asker.check(ask.id)["status"] == "unknown"
+    assert asker.check()["status"] == "unknown"
+    assert grantfile.find(mine, "Bash", fmt.input_sha({"command": "x"})) is None
+    with pytest.raises(AskError):
+        asker.approve_at_once("Bash", {"command": "x"})
+    assert orjson.loads(ask_file(other, ask.id).read_bytes())["status"] == "answered"

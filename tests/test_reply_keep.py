@@ -354,3 +354,24 @@ def test_a_note_is_no_answer_the_block_is_never_asked_again_of_itself(
     index = AnswerIndex.from_journal()
     assert index.asked_again(_one(inbox)) is None
     assert index.earlier(_one(inbox)) == []
+
+
+@pytest.mark.parametrize(
+    "blocked",
+    [
+        # A heading the parser reads as text: the note would become choice C.
+        b"# Blocked\n\n## Question\nWhich DB?\n\n## Choices\n- A) pg\n- B) mysql\n"
+        b"##### Operator notes\n",
+        # An unclosed code fence at the end: the note would be part of the log.
+        b"# Blocked\n\n## Question\nWhich DB?\n\n## Choices\n- A) pg\n\n## Context\n```\nlog\n",
+    ],
+    ids=["a level-5 heading", "an unclosed fence"],
+)
+def test_a_note_the_file_would_not_read_back_as_a_note_is_refused(
+    tmp_path: Path, blocked: bytes
+) -> None:
+    repo = _repo(tmp_path, blocked)
+    inbox = Inbox.open([repo])
+    with pytest.raises(HitlError, match="would not read the note back"):
+        _noted(inbox, _one(inbox))
+    assert (repo / "BLOCKED.md").read_bytes() == blocked

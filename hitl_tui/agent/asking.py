@@ -117,6 +117,11 @@ class Asker:
     def folder(self) -> Path:
         return grantfile.asks_dir(self.repo)
 
+    def _linked(self) -> bool:
+        """`.hitl/` or its asks' folder is a symlink: hitl neither reads nor writes through it
+        (another repository's answers and grants would be taken for this one's)."""
+        return os.path.islink(self.repo / fmt.HITL_DIR) or os.path.islink(self.folder)
+
     def path_of(self, ask_id: str) -> Path:
         return self.folder / f"{ask_id_of(ask_id)}.json"
 
@@ -243,6 +248,8 @@ class Asker:
 
     def read(self, ask_id: str) -> tuple[fmt.Ask, bytes] | None:
         """The ask and its bytes; None when there is no such file (or it is not one)."""
+        if self._linked():
+            return None
         data = _read(self.path_of(ask_id))
         if data is None:
             return None
@@ -253,6 +260,8 @@ class Asker:
 
     def _read_all(self) -> list[tuple[fmt.Ask, bytes]]:
         found = []
+        if self._linked():
+            return []
         try:
             names = [e.name for e in os.scandir(self.folder) if e.name.endswith(".json")]
         except OSError:

@@ -12,6 +12,7 @@ Layer: sources (the asks backend package). Pure but for reading the file.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,6 +100,8 @@ def read_grants(data: bytes | None) -> list[Grant]:
 
 def read_file(repo: Path) -> bytes | None:
     """The grants file's bytes (None: there is none, or it is no regular file or too large)."""
+    if os.path.islink(repo / HITL_DIR) or os.path.islink(grants_path(repo)):
+        return None  # never another repository's grants, through a link
     data = fsio.read_small(grants_path(repo), MAX_GRANTS_FILE)
     if data is None or len(data) > MAX_GRANTS_FILE:
         return None

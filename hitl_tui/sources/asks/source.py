@@ -355,6 +355,11 @@ class AskSource(Source):
             new = fmt.answered_bytes(old, record)
         except fmt.AskFormatError as exc:
             raise HitlError(f"{block.id}: the ask cannot be answered: {exc}") from None
+        if len(new) > fmt.MAX_FILE:  # the agent's side would never read it back
+            raise UsageError(
+                f"{block.id}: with this answer the ask file would be {len(new):,} bytes (at most "
+                f"{fmt.MAX_FILE:,}): answer in fewer words"
+            )
         changes.append(FileChange(path, old, new))
         hint = "The agent gets the answer now if it is waiting, else at its next check_answer."
         return Plan(block, answer, tuple(changes), expect, summary, hint=hint)

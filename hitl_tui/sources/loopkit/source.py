@@ -443,6 +443,18 @@ class LoopkitSource(Source):
         new = append_to_section(old, OPERATOR_NOTES, [line])
         if not old.endswith((b"\n", b"\r")):  # the file ended without a newline: so does it now
             new = new.removesuffix(TextDoc.from_bytes(old).newline.encode())
+        # Read back as the loop and the next operator will: the note must be the last of the
+        # notes, and the choices unchanged (a `##### Operator notes` the parser takes for text,
+        # or an unclosed code fence, would hide the note or make it a choice).
+        before, _ = parse_blocked(old.decode("utf-8", "replace"))
+        after, _ = parse_blocked(new.decode("utf-8", "replace"))
+        notes = after.get("notes") or []
+        if not notes or notes[-1] != one_line(line[2:]) or after["choices"] != before["choices"]:
+            raise HitlError(
+                f"{block.id}: {BLOCKED} would not read the note back as a note (an unclosed code "
+                f"fence, or an {OPERATOR_NOTES} heading it does not see as one): nothing written; "
+                "add the note by hand"
+            )
         summary = f"{block.id}: note added under {BLOCKED}'s ## {OPERATOR_NOTES}; it stays blocked"
         hint = f"{BLOCKED} stays: the loop stays stopped, and reads the note when it resumes"
         return Plan(
