@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual import events
+
 from hitl_tui.tui.screens import PreviewScreen
 from hitl_tui.tui.widgets import BlockList
+from tests.support import until
 from tests.support.pilot import select, settle
 from tests.tui_support import demo_workspace, make_app
 
@@ -105,3 +108,26 @@ async def test_at_40x10_the_highlighted_block_shows_its_id_and_question(tmp_path
             assert any(start in row for row in rows), (block.id, start, drawn(app))
             await pilot.press("j")
             await pilot.pause()
+
+
+async def test_a_choice_and_y_typed_at_once_apply_before_the_first_frame(tmp_path: Path) -> None:
+    """A fast typist's `1` `y`: the `y` reaches the preview before its first layout, when no
+    diff line is on screen yet. It applies once the diff is drawn, never 'too small'."""
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot, app)
+        await select(pilot, app, "shop")
+        screen = app.screen
+        # Both keys in one turn of the app's loop, as a terminal delivers a burst.
+        app.post_message(events.Key("2", "2"))
+        app.post_message(events.Key("y", "y"))
+        blocked = root / "shop" / "BLOCKED.md"
+
+        def warned() -> list[str]:
+            return [str(n.title) for n in app._notifications]
+
+        await until(pilot, lambda: not blocked.exists() or "Not applied" in warned(), saw=warned)
+        assert "Not applied" not in warned()
+        await app.workers.wait_for_complete()
+        await until(pilot, lambda: app.screen is screen, what="back in the inbox")

@@ -185,6 +185,8 @@ class PreviewScreen(ModalScreen[Plan | None]):
         self.run_restart = preview.restart is not None
         self.error: str | None = None
         self._opened = True
+        #: Whether a frame was drawn since this plan was loaded (see `action_apply`).
+        self._drawn = False
         if self.is_mounted:
             self._fill()
 
@@ -312,6 +314,12 @@ class PreviewScreen(ModalScreen[Plan | None]):
             self.notify(printable(self.error), severity="error", markup=False)
             return
         if self.diff_lines_in_view() == 0:
+            if not self._drawn:
+                # A `y` typed with the choice key reaches the preview before its first layout,
+                # when no diff line is placed yet: decide once the diff is on screen.
+                self._drawn = True
+                self.call_after_refresh(self.action_apply)
+                return
             # Never apply what could not be shown: the diff is the answer's only full account.
             self.notify(self.TOO_SMALL, title="Not applied", severity="warning", timeout=8)
             return
