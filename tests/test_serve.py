@@ -432,6 +432,7 @@ async def open_page(url: str, profile: Path, drive) -> None:
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its helpers (renderer, GPU, crashpad) in one process group
     )
     try:
         active = profile / "DevToolsActivePort"  # Chromium writes its port and path there
@@ -458,12 +459,17 @@ async def open_page(url: str, profile: Path, drive) -> None:
             await page.call("Page.navigate", url=url)
             await drive(page)
     finally:
-        proc.terminate()
+        # The whole group: a helper that outlived the browser kept writing into the profile
+        # while it was being removed ("Directory not empty").
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
         try:
             proc.wait(timeout=WAIT)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def apps_running(folder: Path, environ: bool = False) -> list[str]:
@@ -537,7 +543,9 @@ def test_a_block_answered_in_the_browser(
         else:
             pytest.fail("the page never showed that its session ended")
 
-    with tempfile.TemporaryDirectory(prefix="hitl-chromium-") as profile:
+    with tempfile.TemporaryDirectory(
+        prefix="hitl-chromium-", ignore_cleanup_errors=True
+    ) as profile:
         asyncio.run(open_page(printed, Path(profile), drive))
     assert not (shop / "BLOCKED.md").exists()
     after = (shop / "PROMPT.md").read_text()
