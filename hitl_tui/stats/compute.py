@@ -88,19 +88,26 @@ def _text(repo: object) -> str:
 def answers_of(window: Window, start: float, end: float) -> tuple[list[_Answer], int]:
     """The committed answers given in [start, end], and how many entries were read."""
     ends: dict[str, bool] = {}
-    begins: dict[str, Any] = {}
+    for summary in reversed(window.files):  # several: the first written counts
+        ends.update(zip(reversed(summary.end_ids), reversed(summary.end_ok), strict=True))
+    undone: set[str] = set()
     for summary in window.files:
-        for entry_id, committed in summary.ends:
-            ends.setdefault(entry_id, committed)  # several: the first written counts
-        for begin in summary.begins:
-            begins[begin.id] = begin
-    undone = {b.undoes for b in begins.values() if b.kind == "undo" and b.undoes and ends.get(b.id)}
-    found = [
-        _Answer(b.repo, b.source, b.time, b.since, b.id in undone)
-        for b in begins.values()
-        if b.kind == "answer" and ends.get(b.id) and start <= b.time <= end
-    ]
-    return found, len(begins)
+        for entry, undo, target in zip(summary.ids, summary.undo, summary.undoes, strict=True):
+            if undo and target and ends.get(entry):
+                undone.add(target)
+    found: list[_Answer] = []
+    seen: set[str] = set()
+    read = 0
+    for s in window.files:
+        repos, sources = s.repos, s.sources
+        rows = zip(s.ids, s.times, s.undo, s.repo_of, s.source_of, s.since, strict=True)
+        for entry, at, undo, repo, source, since in rows:
+            read += 1
+            if undo or not start <= at <= end or not ends.get(entry) or entry in seen:
+                continue
+            seen.add(entry)
+            found.append(_Answer(repos[repo], sources[source], at, since, entry in undone))
+    return found, read
 
 
 def _outcome(record: Any) -> _Outcome | None:
@@ -245,6 +252,8 @@ def compute(
     bounds = [max(start, datetime.combine(d, time(), tzinfo=tz).timestamp()) for d in day_list]
     bounds.append(end)
 
+    day_index = {d.isoformat(): i for i, d in enumerate(day_list)}
+
     def day_of(at: float) -> int:
         return min(len(day_list) - 1, max(0, bisect.bisect_right(bounds, at) - 1))
 
@@ -300,7 +309,7 @@ def compute(
 
     def row(key: str, group: _Group, known_open: bool) -> Figures:
         if by == "day":
-            index = day_list.index(datetime.fromisoformat(key).date())
+            index = day_index[key]
             known_journal = cut is None or bounds[index] >= cut.timestamp()
             opened = began[index]
             blocked = per_day[index]
@@ -331,6 +340,9 @@ def compute(
     else:
         rows.sort(key=lambda f: (f.blocked_s is None, -(f.blocked_s or 0.0), f.key))
 
+    answered = [0] * len(day_list)
+    for a in answers:
+        answered[day_of(a.time)] += 1
     days = []
     for index, d in enumerate(day_list):
         day_known = cut is None or bounds[index] >= cut.timestamp()
@@ -339,7 +351,7 @@ def compute(
             Day(
                 d,
                 began[index] if flow else None,
-                sum(1 for a in answers if day_of(a.time) == index) if day_known else None,
+                answered[index] if day_known else None,
                 per_day[index] if flow else None,
             )
         )
