@@ -288,6 +288,28 @@ def test_a_pruned_segment_makes_the_figures_before_it_unknown_never_zero(
     assert older.overall.answered is None
 
 
+def test_answers_an_older_hitl_journaled_without_their_start_are_said(fleet: Fleet) -> None:
+    """A begin record without `block.since` (as hitl wrote them before it recorded it): the
+    answer counts, its wait is left out, and what needs it (opened, blocked) is unknown."""
+    active = journalstore.active_file()
+    lines = active.read_bytes().splitlines()
+    first = json.loads(lines[0])
+    assert first["type"] == "begin" and first["block"]["since"] == (D + HOUR).isoformat()
+    del first["block"]["since"]
+    lines[0] = json.dumps(first).encode()
+    active.write_bytes(b"\n".join(lines) + b"\n")
+    stats = _stats(fleet)
+    o = stats.overall
+    # waits 20m, 30m, 1h, 2h: the median between 30m and 1h
+    assert (o.answered, o.wait_median_s, o.opened, o.blocked_s) == (6, 2700.0, None, None)
+    [unknown] = stats.unknowns
+    assert (unknown.kind, unknown.since) == ("since", D + HOUR + 10 * MIN)
+    assert unknown.what == "when the blocks of 1 answer began"
+    rows = {Path(r.key).name: r for r in stats.rows}
+    assert rows["shop"].blocked_s is None and rows["api"].blocked_s == 1800 + 1200
+    assert stats.days[0].blocked_s is None and stats.days[0].answered == 4
+
+
 def test_unknown_open_blocks_are_none_never_zero(fleet: Fleet) -> None:
     stats = compute(since=D, now=NOW, resumes=[], tz=UTC)
     assert stats.overall.open_now is None and stats.overall.opened is None
@@ -371,6 +393,8 @@ def test_hitl_stats_prints_the_table_and_the_json(fleet: Fleet) -> None:
     assert any(line.split() == [quiet, "0", "0", "0s"] for line in lines)
     bad = _hitl("stats", root, "--by", "week")
     assert bad.returncode == 2 and "--by" in bad.stderr
+    bad = _hitl("stats", root, "--since", "soon")
+    assert bad.returncode == 2 and "--since" in bad.stderr and bad.stdout == ""
 
 
 def _remote_config(tmp_path: Path, server: Sshd, hosts: list[str]) -> Path:

@@ -22,7 +22,9 @@ from hitl_tui.textio import json_text, printable
 from hitl_tui.timefmt import age, parse_duration
 
 EPILOG = """\
-The window is the last --since (30d) up to now; the days are local days.
+The window is the last --since (30d) up to now; the days are local days. Counted: the
+PATHs' repositories (no PATH: the config's, else .) and the remote backends' (GitHub,
+[[remote]]).
   opened          blocks that began in the window (answered since, or open now)
   answered        answers given in the window (an undone one too); undo entries are not
   wait            time to answer: median, 90th percentile (nearest rank) and longest, from

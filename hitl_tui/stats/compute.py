@@ -319,7 +319,9 @@ def compute(
             mine = [a for a in group.answers if not a.undone]
             opened = sum(1 for a in mine if a.since is not None and a.since >= start)
             opened += sum(1 for o in group.opens if o.since >= start)
-            blocked = sum(_overlap(a.since, a.time, start, end) for a in mine if a.since)
+            blocked = sum(
+                _overlap(a.since, a.time, start, end) for a in mine if a.since is not None
+            )
             blocked += sum(_overlap(o.since, end, start, end) for o in group.opens)
             known_flow = known_journal and known_open and all(a.since is not None for a in mine)
         return _figures(key, group, end, opened, blocked, known_open, known_journal, known_flow)

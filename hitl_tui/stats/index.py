@@ -13,7 +13,8 @@ pruned since are deleted when one is written.
 
 What was pruned: `journal/pruned.json` (written by retention, `journal.store`: the newest
 close time of the segments it deleted), else, for a journal pruned by an older hitl, the
-oldest kept segment's first record when its number is above 1 (numbers start at 1).
+oldest kept segment's first record when its number is above 1 (numbers start at 1; a journal
+whose every segment an older hitl pruned numbers them from 1 again, and cannot be told).
 
 Domain code: no Textual.
 """
