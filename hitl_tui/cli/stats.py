@@ -16,10 +16,11 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from hitl_tui import timefmt
 from hitl_tui.cli.base import PROG, Parser, add_common, open_inbox, print_warnings
 from hitl_tui.model import UsageError
 from hitl_tui.textio import json_text, printable
-from hitl_tui.timefmt import age, parse_duration
+from hitl_tui.timefmt import parse_duration
 
 EPILOG = """\
 The window is the last --since (30d) up to now; the days are local days. Counted: the
@@ -154,10 +155,7 @@ COLUMNS = (
 
 def duration(seconds: float | None) -> str:
     """A duration as hitl shows ages (`45s`, `12m`, `3h`, `2d`); `?` when unknown."""
-    if seconds is None:
-        return "?"
-    now = datetime.now(UTC)
-    return age(now - timedelta(seconds=seconds), now)
+    return "?" if seconds is None else timefmt.duration(seconds)
 
 
 def count(value: int | None) -> str:
