@@ -91,7 +91,7 @@ def build_stats() -> argparse.ArgumentParser:
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    from hitl_tui.stats import compute
+    from hitl_tui.stats import of_inbox
     from hitl_tui.stats.figures import Unknown
     from hitl_tui.stats.remotes import read_remotes
 
@@ -117,15 +117,7 @@ def run_stats(args: argparse.Namespace) -> int:
             lambda text: print(f"hitl: {printable(text)}", file=sys.stderr),
         )
     print_warnings(inbox)
-    stats = compute(
-        since=now - window,
-        by=args.by,
-        now=now,
-        repos=[os.fsdecode(r) for r in inbox.workspace.repos],
-        open_blocks=inbox.sorted_blocks(),
-        resumes=inbox.resumes.recent(since=window) if inbox.resumes is not None else (),
-        unreached=unreached,
-    )
+    stats = of_inbox(inbox, since=now - window, by=args.by, now=now, unreached=unreached)
     if args.json:
         text = json.dumps(stats.to_json(), ensure_ascii=False, indent=1)
         sys.stdout.write(json_text(text) + "\n")

@@ -181,8 +181,13 @@ def compute(
     start, end = since.timestamp(), now.timestamp()
     only = None if repos is None else {_text(r) for r in repos}
 
+    verdicts: dict[str, bool] = {}
+
     def wanted(repo: str) -> bool:
-        return only is None or repo in only or not os.path.isabs(repo)
+        found = verdicts.get(repo)
+        if found is None:
+            found = verdicts[repo] = only is None or repo in only or not os.path.isabs(repo)
+        return found
 
     window = read_window(since)
     answers = [a for a in answers_of(window, start, end)[0] if wanted(a.repo)]
@@ -263,11 +268,12 @@ def compute(
     intervals += [(o.since, end) for o in opens or ()]
     per_day = [0.0] * len(day_list)
     began = [0] * len(day_list)
+    last = len(day_list) - 1
     for begin, finish in intervals:
-        if start <= begin <= end:
-            began[day_of(begin)] += 1
         lo, hi = max(begin, start), min(finish, end)
-        index = day_of(lo)
+        index = min(last, max(0, bisect.bisect_right(bounds, lo) - 1))
+        if start <= begin <= end:
+            began[index] += 1  # lo is begin then
         while lo < hi and index < len(day_list):
             top = min(hi, bounds[index + 1])
             per_day[index] += max(0.0, top - lo)
@@ -399,4 +405,28 @@ def _figures(
         not_resumed_rate=stuck / known if stuck is not None and known else None,
         restarts_failed=failed,
         outcomes_known=known,
+    )
+
+
+def of_inbox(
+    inbox: Any,
+    *,
+    since: datetime,
+    by: str = "repo",
+    now: datetime | None = None,
+    unreached: Iterable[Unknown] = (),
+) -> Stats:
+    """`compute` for an `Inbox` (the CLI's, the app's): its workspace's repositories, its open
+    blocks (local and those its remotes gave), its resume book's records; `unreached` the hosts
+    that did not answer (`remotes.read_remotes`, or the app's watch)."""
+    now = now or datetime.now(UTC)
+    book = getattr(inbox, "resumes", None)
+    return compute(
+        since=since,
+        by=by,
+        now=now,
+        repos=[os.fsdecode(r) for r in inbox.workspace.repos],
+        open_blocks=inbox.sorted_blocks(),
+        resumes=book.recent(since=now - since) if book is not None else (),
+        unreached=unreached,
     )
