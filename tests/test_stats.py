@@ -308,6 +308,8 @@ def test_answers_an_older_hitl_journaled_without_their_start_are_said(fleet: Fle
     rows = {Path(r.key).name: r for r in stats.rows}
     assert rows["shop"].blocked_s is None and rows["api"].blocked_s == 1800 + 1200
     assert stats.days[0].blocked_s is None and stats.days[0].answered == 4
+    # the days after that answer's are not touched by it
+    assert [d.blocked_s for d in stats.days[1:]] == [0.0, 7200.0 + 1200, 36000.0]
 
 
 def test_unknown_open_blocks_are_none_never_zero(fleet: Fleet) -> None:

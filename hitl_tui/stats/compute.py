@@ -170,7 +170,7 @@ def compute(
       `oldest_open_s`, `opened` and `blocked_s` are None.
     - `resumes`: the resume book's records (`loops.records.Waiting`); None: read the state
       folder's book.
-    - `unreached`: Unknowns of kind "host" (`remote_unknowns`): the rows of their source (or
+    - `unreached`: Unknowns of kind "host" (`remotes.read_remotes`): the rows of their source (or
       host: repos `host:...`), the overall row and the days lose their open figures.
     - `tz`: the days' time zone (default: the local one).
     """
@@ -264,6 +264,13 @@ def compute(
 
     kept = [a for a in answers if not a.undone]
     placed = all(a.since is not None for a in kept)
+    # A block whose start is unknown was blocked some time before its answer: the days from
+    # the last such answer's on are not touched by it.
+    unplaced_until = max((a.time for a in kept if a.since is None), default=None)
+
+    def placed_on(index: int) -> bool:
+        return unplaced_until is None or bounds[index] >= unplaced_until
+
     intervals = [(a.since, a.time) for a in kept if a.since is not None]
     intervals += [(o.since, end) for o in opens or ()]
     per_day = [0.0] * len(day_list)
@@ -319,7 +326,7 @@ def compute(
             known_journal = cut is None or bounds[index] >= cut.timestamp()
             opened = began[index]
             blocked = per_day[index]
-            known_flow = known_journal and open_everywhere and placed
+            known_flow = known_journal and open_everywhere and placed_on(index)
         else:
             known_journal = journal_known
             mine = [a for a in group.answers if not a.undone]
@@ -354,7 +361,7 @@ def compute(
     days = []
     for index, d in enumerate(day_list):
         day_known = cut is None or bounds[index] >= cut.timestamp()
-        flow = day_known and placed and open_everywhere
+        flow = day_known and placed_on(index) and open_everywhere
         days.append(
             Day(
                 d,
