@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import App
@@ -49,6 +49,9 @@ from hitl_tui.tui.screens import HelpScreen, HistoryScreen
 from hitl_tui.tui.toasts import ProgressToasts, show
 from hitl_tui.tui.waiting import row_for
 from hitl_tui.tui.widgets import row_key
+
+if TYPE_CHECKING:
+    from hitl_tui.inbox.watch import WatchLimit
 
 #: What each worker group does, for the message when one fails.
 WORKER_TASKS = {
@@ -120,6 +123,8 @@ class HitlApp(App[int]):
             self.inbox.use_resumes(book, self.config.loops)
         #: Configuration warnings already toasted (inbox.warnings: a project.md unread, ...).
         self._warned: set[str] = set()
+        #: The kernel's limit on inotify watches was said (`_watch_limit`): said once.
+        self._limit_said = False
         #: Blocks of the burst of arrivals in progress, and those waiting for a modal to close.
         self._arriving: list[Block] = []
         self._held: list[Block] = []
@@ -222,7 +227,11 @@ class HitlApp(App[int]):
         while not self.stop_event.is_set():
             try:
                 await watch_inbox(
-                    self.inbox, self._on_delta, self.stop_event, on_error=self._watch_error
+                    self.inbox,
+                    self._on_delta,
+                    self.stop_event,
+                    on_error=self._watch_error,
+                    on_limit=self._watch_limit,
                 )
             except Exception as exc:  # the watcher itself failed: say so, and start again
                 self._watch_error(exc)
@@ -279,6 +288,22 @@ class HitlApp(App[int]):
                     asyncio.gather(*(w.wait() for w in running), return_exceptions=True),
                     STOP_WAIT,
                 )
+
+    def _watch_limit(self, limit: WatchLimit | None) -> None:
+        """Past the kernel's limit on inotify watches: the header says how many repositories
+        are polled, and a toast (once) why, and the sysctl that raises the limit."""
+        self.refresh_header()
+        if limit is not None and not self._limit_said:
+            self._limit_said = True
+            if self.inbox.watch_warning:
+                self._warned.add(self.inbox.watch_warning)
+            self.notify(
+                printable(limit.message()),
+                title="Not every repository is watched",
+                severity="warning",
+                markup=False,
+                timeout=30,
+            )
 
     def _watch_error(self, exc: Exception) -> None:
         self.notify(
