@@ -627,16 +627,7 @@ class Inbox:
         for block in blocks:
             key = key_of(block)
             new_keys.add(key)
-            old = self.blocks.get(key)
-            # Another machine's clock may be ahead: never later than this inbox first had it.
-            first = self._remote_seen.setdefault(key, now)
-            if block.since > first:
-                block = _with_since(block, first)
-            self.blocks[key] = block
-            if old is None:
-                delta.added.append(block)
-            elif old.fingerprint != block.fingerprint or old.since != block.since:
-                delta.changed.append(block)
+            self._put_remote(key, block, now, delta)
         for key in old_keys - new_keys:
             self._remote_seen.pop(key, None)
             if self.blocks.pop(key, None) is not None:
@@ -645,6 +636,42 @@ class Inbox:
         if self.resumes is not None and delta.added:
             delta.waiting = self._resumed([], delta.added)  # an issue blocked again
         return delta
+
+    @_locked
+    def patch_remote(
+        self, source: str, scope: str, keys: Iterable[Key], blocks: dict[Key, Block]
+    ) -> Delta:
+        """`replace_remote` for the blocks `keys` alone (what a host's stream changed): each
+        is taken from `blocks` (the scope's blocks now), or removed when it is not there. The
+        same Delta as a whole swap, without a pass over every block of the scope."""
+        delta = Delta()
+        listed = self._remote.setdefault((source, scope), set())
+        now = datetime.now(UTC)
+        for key in keys:
+            block = blocks.get(key)
+            if block is not None:
+                listed.add(key)
+                self._put_remote(key, block, now, delta)
+            elif key in listed:
+                listed.discard(key)
+                self._remote_seen.pop(key, None)
+                if self.blocks.pop(key, None) is not None:
+                    delta.removed.append(key)
+        if self.resumes is not None and delta.added:
+            delta.waiting = self._resumed([], delta.added)
+        return delta
+
+    def _put_remote(self, key: Key, block: Block, now: datetime, delta: Delta) -> None:
+        old = self.blocks.get(key)
+        # Another machine's clock may be ahead: never later than this inbox first had it.
+        first = self._remote_seen.setdefault(key, now)
+        if block.since > first:
+            block = _with_since(block, first)
+        self.blocks[key] = block
+        if old is None:
+            delta.added.append(block)
+        elif old.fingerprint != block.fingerprint or old.since != block.since:
+            delta.changed.append(block)
 
     # -- looking blocks up -------------------------------------------------------------------
 
