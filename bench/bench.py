@@ -20,6 +20,9 @@ times a block written on "another machine", a real sshd on 127.0.0.1, to the Inb
 the same write watched locally; row 9b (bench/flood_bench.py) times the cursor's moves while a
 host there floods the app with changes. Rows 10a-10c (bench/mcp_bench.py) time `hitl mcp`: an
 agent's ask to its row in the app, a queued ask's call, a waiting ask's return after the answer.
+Rows 12a-12e (bench/remote_fleet_bench.py; --smoke: 2 hosts x 50 blocks) run ten machines over
+`[[remote]]`, ten aliases of one real sshd, 1,000 blocks each: connect, detection, keys, and
+one ssh connection per host.
 """
 
 from __future__ import annotations
@@ -813,6 +816,15 @@ def main() -> int:
         calls = asyncio.run(mcp_bench.calls(max(10, args.trials)))
         raw["mcp"] = calls
         rows.extend(Row(*cells) for cells in mcp_bench.verdicts(calls))
+        import remote_fleet_bench as ten
+
+        sizes = dict(hosts=2, blocks=50, trials=6, moves=6, rounds=1, local_repos=20)
+        fleet_of_ten = ten.measure(**({} if not args.smoke else sizes))
+        raw["remote_fleet"] = fleet_of_ten
+        if "skipped" in fleet_of_ten:
+            rows.append(Row("12. ten machines over [[remote]]", "skipped", "", None))
+        else:
+            rows.extend(Row(*cells) for cells in ten.verdicts(fleet_of_ten))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
