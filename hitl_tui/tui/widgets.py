@@ -191,7 +191,10 @@ class BlockList(ScrollView, can_focus=True):
         known block, listed or not, so a filter or a fold (`known_changed` False) keeps them;
         a change of some blocks measures those alone (`_measures`)."""
         self.drawn = self.rows.rows()
-        self._index = {self._item_key(item): i for i, item in enumerate(self.drawn)}
+        if self.rows.spec.group:
+            self._index = {self._item_key(item): i for i, item in enumerate(self.drawn)}
+        else:  # row keys alone: indexed in C (a Python loop was 20 ms at 15,000 rows)
+            self._index = dict(zip(self.drawn, range(len(self.drawn)), strict=True))  # type: ignore[arg-type]
         before = (self._state_cells, self._id_cells)
         if known_changed:
             self._id_cells = self._state_cells = None
