@@ -11,6 +11,7 @@ error, the same words).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -23,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from hitl_tui.inbox import watch as watch_module
-from hitl_tui.inbox.watch import POLL_EVERY, SUGGESTED_WATCHES
+from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.inbox.watch import POLL_EVERY, SUGGESTED_WATCHES, watch_inbox
 from tests.support import until, until_sync
 from tests.support.pilot import settle, static_text
 from tests.tui_support import SIZE, make_app
@@ -214,17 +216,16 @@ def test_a_lowered_limit_in_a_private_user_namespace_is_said_once_and_the_rest_p
         stream.close()
 
 
-async def test_the_app_says_it_once_in_a_notice_and_its_header(tmp_path: Path, monkeypatch):
-    """watchfiles refusing the fifth folder on, as it does past the limit (the error it raises
-    for notify's MaxFilesWatch): a notice with the sysctl, once; the header counts the polled
-    repositories; a block written in one shows within the interval."""
+def refusing_past(limit: list[int], refusals: list[str] | None = None):
+    """watchfiles' awatch, refusing the watch of the folder past `limit[0]` as it does past the
+    kernel's limit (the error it raises for notify's MaxFilesWatch, its very words)."""
     real = watch_module.watchfiles.awatch
-    refusals: list[str] = []
 
     def limited(*paths: str, **kwargs):
-        if len(paths) > 4:
-            refused = json.dumps(paths[4])
-            refusals.append(paths[4])
+        if len(paths) > limit[0]:
+            refused = json.dumps(paths[limit[0]])
+            if refusals is not None:
+                refusals.append(paths[limit[0]])
 
             async def refuse():
                 raise OSError(
@@ -236,7 +237,45 @@ async def test_the_app_says_it_once_in_a_notice_and_its_header(tmp_path: Path, m
             return refuse()
         return real(*paths, **kwargs)
 
-    monkeypatch.setattr(watch_module.watchfiles, "awatch", limited)
+    return limited
+
+
+async def test_once_the_limit_is_raised_every_folder_is_watched_again(tmp_path: Path, monkeypatch):
+    """The operator runs the sysctl the message gives: within a catch-up's interval the watch
+    starts again over every folder, and says none is polled now."""
+    limit = [4]
+    monkeypatch.setattr(watch_module.watchfiles, "awatch", refusing_past(limit))
+    monkeypatch.setattr(watch_module, "max_user_watches", lambda: limit[0])
+    monkeypatch.setattr(watch_module, "CATCH_UP_EVERY", 0.3)
+    root = tmp_path / "loops"
+    repos = fleet(root, 8)
+    inbox = Inbox.open([root])
+    said: list = []
+    stop = asyncio.Event()
+    task = asyncio.create_task(watch_inbox(inbox, lambda delta: None, stop, on_limit=said.append))
+    try:
+        await until(None, lambda: said and said[-1] is not None, 10, saw=lambda: said)
+        assert said[-1].repos == 5 and len(inbox.polled) == 5
+        limit[0] = 100  # sudo sysctl fs.inotify.max_user_watches=...
+        await until(None, lambda: said[-1] is None, 10, saw=lambda: said)
+        assert inbox.polled == frozenset() and inbox.watch_warning is None
+        assert inbox.warnings == []
+        written = write_block(repos[-1], "Watched now?")
+        await until(
+            None, lambda: any(b.repo == repos[-1] for b in inbox.blocks.values()), 10, every=0.01
+        )
+        assert time.monotonic() - written < POLL_EVERY / 2  # by its event, not a poll
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+
+
+async def test_the_app_says_it_once_in_a_notice_and_its_header(tmp_path: Path, monkeypatch):
+    """watchfiles refusing the fifth folder on, as it does past the limit (the error it raises
+    for notify's MaxFilesWatch): a notice with the sysctl, once; the header counts the polled
+    repositories; a block written in one shows within the interval."""
+    refusals: list[str] = []
+    monkeypatch.setattr(watch_module.watchfiles, "awatch", refusing_past([4], refusals))
     root = tmp_path / "loops"
     repos = fleet(root, 8)  # the root and three repositories watched, five polled
     app = make_app([root], watch=True)

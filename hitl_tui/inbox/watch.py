@@ -19,7 +19,8 @@ every program) a folder gets no watch. watchfiles places the watches in order an
 first one refused, so the folders from there on are left out of the watch and polled instead,
 every POLL_EVERY seconds (the same look as a catch-up, for their repositories alone: a few stats
 each); the inbox says how many repositories that is and how to raise the limit, once
-(`WatchLimit`, `Inbox.watch_warning`).
+(`WatchLimit`, `Inbox.watch_warning`). Once the limit is raised, the next catch-up (within
+CATCH_UP_EVERY seconds) sees it and the watch starts again over every folder.
 """
 
 from __future__ import annotations
@@ -271,7 +272,9 @@ async def _watch(
                 # Remembered first-seen times are written later, in the background: never on
                 # the path from a file event to its row.
                 saver.soon()
-            if delta.rewatch or set(inbox.watch_dirs()) != set(dirs):
+            # The limit raised since (the sysctl the message gives): every folder watched again.
+            raised = due and poll is not None and poll.raised()
+            if raised or delta.rewatch or set(inbox.watch_dirs()) != set(dirs):
                 restart.set()
                 return
     finally:
@@ -362,9 +365,17 @@ class _Poll:
         self.waiting = len(self.repos) < len(folders) and inbox.resumes is not None
         self.since = placed - SLACK
         self.next = time.monotonic() + POLL_EVERY
+        #: The kernel's limit when it refused (None: /proc does not say).
+        self.limit = max_user_watches()
 
     def due(self) -> bool:
         return time.monotonic() >= self.next
+
+    def raised(self) -> bool:
+        """Whether the kernel's limit is higher now than when it refused a watch (looked at
+        with each catch-up, every CATCH_UP_EVERY seconds)."""
+        now = max_user_watches()
+        return now is not None and (self.limit is None or now > self.limit)
 
     async def run(self) -> Delta:
         began = time.time()
