@@ -22,6 +22,9 @@ host there floods the app with changes. Rows 10a-10c (bench/mcp_bench.py) time `
 agent's ask to its row in the app, a queued ask's call, a waiting ask's return after the answer.
 Rows 12a-12b (bench/stats_bench.py) time `hitl stats` on a journal of 100,000 answers over 90
 days and the repos' count (2,000 answers with --smoke), and the segments each window reads.
+Rows 13a-13e (bench/remote_fleet_bench.py; --smoke: 2 hosts x 50 blocks) run ten machines over
+`[[remote]]`, ten aliases of one real sshd, 1,000 blocks each: connect, detection, keys, and
+one ssh connection per host.
 """
 
 from __future__ import annotations
@@ -821,6 +824,15 @@ def main() -> int:
         stats = stats_bench.measure(answers, args.repos, 90, 2 if args.smoke else 5)
         raw["stats"] = stats
         rows.extend(Row(*cells) for cells in stats_bench.rows(stats))
+        import remote_fleet_bench as ten
+
+        sizes = dict(hosts=2, blocks=50, trials=6, moves=6, rounds=1, local_repos=20)
+        fleet_of_ten = ten.measure(**({} if not args.smoke else sizes))
+        raw["remote_fleet"] = fleet_of_ten
+        if "skipped" in fleet_of_ten:
+            rows.append(Row("13. ten machines over [[remote]]", "skipped", "", None))
+        else:
+            rows.extend(Row(*cells) for cells in ten.verdicts(fleet_of_ten))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

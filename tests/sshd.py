@@ -123,9 +123,16 @@ class Sshd:
     """One sshd on 127.0.0.1:`port`, its keys and configs under `tmp_path / "ssh"`."""
 
     def __init__(
-        self, tmp_path: Path, *, slow_delay_ms: int = 150, login_shell: str | None = None
+        self,
+        tmp_path: Path,
+        *,
+        slow_delay_ms: int = 150,
+        login_shell: str | None = None,
+        aliases: Sequence[str] = (),
     ) -> None:
         self.tmp = Path(tmp_path)
+        #: More names for the server, each its own `Host` as build-1 (a fleet of machines).
+        self.aliases = tuple(aliases)
         self.dir = self.tmp / "ssh"
         self.dir.mkdir(parents=True, exist_ok=True)
         self.user = pwd.getpwuid(os.getuid()).pw_name
@@ -235,6 +242,16 @@ class Sshd:
                     "  HostName 127.0.0.1",
                     f"  Port {self.down_port}",
                     *common,
+                    *(
+                        line
+                        for alias in self.aliases
+                        for line in (
+                            f"Host {alias}",
+                            "  HostName 127.0.0.1",
+                            f"  Port {self.port}",
+                            *common,
+                        )
+                    ),
                     "",
                 ]
             )

@@ -1033,13 +1033,18 @@ async def test_a_far_side_that_floods_changes_is_applied_a_few_times_a_second(tm
     backend = _far(tmp_path, flood_body())
     inbox = Inbox(Workspace.discover([]))
     applies: list[float] = []
-    replace = inbox.replace_remote
+    replace, patch = inbox.replace_remote, inbox.patch_remote
 
     def counted(*args):
         applies.append(time.monotonic())
         return replace(*args)
 
+    def counted_patch(*args):  # (the changes alone: the same apply, without the whole list)
+        applies.append(time.monotonic())
+        return patch(*args)
+
     inbox.replace_remote = counted  # type: ignore[method-assign]
+    inbox.patch_remote = counted_patch  # type: ignore[method-assign]
     updates: list = []
 
     async def on_update(scope, state, message, delta) -> None:

@@ -91,9 +91,24 @@ async def _stream(inbox: Inbox, write, flush, alive_every: float) -> int:
             except TimeoutError:
                 send(wire.alive_event())
 
+    said = False
+
+    def on_limit(limit) -> None:
+        # Past the kernel's limit on inotify watches: said once on stderr (the operator's ssh
+        # shows it), and in the stream's warnings (the operator's app lists it).
+        nonlocal said, warnings
+        if limit is not None and not said:
+            said = True
+            with contextlib.suppress(OSError, ValueError):
+                print(f"hitl: {limit.message()}", file=sys.stderr, flush=True)
+        now = list(inbox.warnings)
+        if now != warnings:
+            warnings = now
+            send({"event": "warnings", "warnings": now})
+
     beat = asyncio.ensure_future(heartbeat())
     try:
-        await watch_inbox(inbox, on_delta, stop)
+        await watch_inbox(inbox, on_delta, stop, on_limit=on_limit)
     finally:
         stop.set()
         await beat

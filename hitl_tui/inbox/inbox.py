@@ -13,7 +13,7 @@ import functools
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -121,6 +121,11 @@ class Inbox:
         #: What the config says that will not work here (a `[[loop]]` restart's program not
         #: found: `loops.restart_warnings`), listed first among the warnings.
         self.config_warnings: list[str] = []
+        #: What the watcher says of the folders the kernel would not watch (its limit on inotify
+        #: watches reached: `watch.WatchLimit`), listed with the warnings; None: every one is.
+        self.watch_warning: str | None = None
+        #: The repositories those folders belong to: polled, not watched (the header says so).
+        self.polled: frozenset[Path] = frozenset()
         #: The answers watched until their loop resumes (`resume.ResumeBook`; None: not
         #: watched), and the `[[loop]]`s whose resume_within they wait (`use_resumes`).
         self.resumes: ResumeBook | None = None
@@ -303,7 +308,8 @@ class Inbox:
         """Each configuration problem once: the config's (`config_warnings`), then each
         repository's, `label: what is wrong; which folder is read`."""
         with self.lock:
-            return [*self.config_warnings] + [
+            watch = [self.watch_warning] if self.watch_warning else []
+            return [*watch, *self.config_warnings] + [
                 f"{self.labels.get(repo, repo.name)}: {message}"
                 for (repo, _), messages in sorted(self._warnings.items())
                 for message in messages
@@ -411,7 +417,13 @@ class Inbox:
             delta.waiting = self._resumed(paths, delta.added)
         return delta
 
-    def catch_up(self, since: float) -> Delta:
+    def owners(self, folders: Iterable[Path]) -> set[Path]:
+        """The repositories `folders` (watched folders) belong to."""
+        with self.lock:
+            owner = self._owners()
+            return {owner[f] for f in folders if f in owner}
+
+    def catch_up(self, since: float, only: Collection[Path] | None = None) -> Delta:
         """What no file event may have said, read from the files: call it once the watch is
         live (every watch in place), with `since` the wall time from which events may be
         missing (the scan's start, or the previous catch-up's).
@@ -430,11 +442,16 @@ class Inbox:
         changes after this one's stats has its event in the live watch: so nothing is missed,
         whatever the moment it was made. Stats only, outside the lock; only what they find is
         read, under it.
+
+        `only`: these repositories alone, and the workspace not probed (the watcher's poll of
+        the folders the kernel would not watch: a few stats per repository).
         """
         delta = Delta()
         with self.lock:
             before = set(self.workspace.repos)
-        if self.workspace.moved(SLACK):
+            if only is not None:
+                before &= set(only)
+        if only is None and self.workspace.moved(SLACK):
             with self.lock:
                 self._rediscover(set(), delta)
                 if delta.rewatch:
@@ -444,9 +461,19 @@ class Inbox:
             folders: dict[Path, list[Path]] = {}
             for folder, repo in self._owners().items():
                 folders.setdefault(repo, []).append(folder)
+            listed = (
+                self.blocks.items()
+                if only is None
+                else [
+                    (k, self.blocks[k])
+                    for r in before
+                    for k in self._by_repo.get(r, ())
+                    if k in self.blocks
+                ]
+            )
             gone = [
                 (block.repo, key)
-                for key, block in self.blocks.items()
+                for key, block in listed
                 if isinstance(key[1], Path) and block.repo in before
             ]
         changed: list[tuple[Path, Source, Path]] = []
@@ -600,16 +627,7 @@ class Inbox:
         for block in blocks:
             key = key_of(block)
             new_keys.add(key)
-            old = self.blocks.get(key)
-            # Another machine's clock may be ahead: never later than this inbox first had it.
-            first = self._remote_seen.setdefault(key, now)
-            if block.since > first:
-                block = _with_since(block, first)
-            self.blocks[key] = block
-            if old is None:
-                delta.added.append(block)
-            elif old.fingerprint != block.fingerprint or old.since != block.since:
-                delta.changed.append(block)
+            self._put_remote(key, block, now, delta)
         for key in old_keys - new_keys:
             self._remote_seen.pop(key, None)
             if self.blocks.pop(key, None) is not None:
@@ -618,6 +636,42 @@ class Inbox:
         if self.resumes is not None and delta.added:
             delta.waiting = self._resumed([], delta.added)  # an issue blocked again
         return delta
+
+    @_locked
+    def patch_remote(
+        self, source: str, scope: str, keys: Iterable[Key], blocks: dict[Key, Block]
+    ) -> Delta:
+        """`replace_remote` for the blocks `keys` alone (what a host's stream changed): each
+        is taken from `blocks` (the scope's blocks now), or removed when it is not there. The
+        same Delta as a whole swap, without a pass over every block of the scope."""
+        delta = Delta()
+        listed = self._remote.setdefault((source, scope), set())
+        now = datetime.now(UTC)
+        for key in keys:
+            block = blocks.get(key)
+            if block is not None:
+                listed.add(key)
+                self._put_remote(key, block, now, delta)
+            elif key in listed:
+                listed.discard(key)
+                self._remote_seen.pop(key, None)
+                if self.blocks.pop(key, None) is not None:
+                    delta.removed.append(key)
+        if self.resumes is not None and delta.added:
+            delta.waiting = self._resumed([], delta.added)
+        return delta
+
+    def _put_remote(self, key: Key, block: Block, now: datetime, delta: Delta) -> None:
+        old = self.blocks.get(key)
+        # Another machine's clock may be ahead: never later than this inbox first had it.
+        first = self._remote_seen.setdefault(key, now)
+        if block.since > first:
+            block = _with_since(block, first)
+        self.blocks[key] = block
+        if old is None:
+            delta.added.append(block)
+        elif old.fingerprint != block.fingerprint or old.since != block.since:
+            delta.changed.append(block)
 
     # -- looking blocks up -------------------------------------------------------------------
 

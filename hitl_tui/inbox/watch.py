@@ -13,14 +13,24 @@ are looked at (`Inbox.catch_up`): the workspace searched again if a root changed
 block file, watched folder and layout file whose mtime or ctime is at or after the previous
 look began (the scan's start the first time). Events lost while watching (the kernel's queue
 overflowing, a notice watchfiles drops) are made up the same way every CATCH_UP_EVERY seconds.
+
+Past the kernel's limit on inotify watches (`fs.inotify.max_user_watches`, per user, shared by
+every program) a folder gets no watch. watchfiles places the watches in order and stops at the
+first one refused, so the folders from there on are left out of the watch and polled instead,
+every POLL_EVERY seconds (the same look as a catch-up, for their repositories alone: a few stats
+each); the inbox says how many repositories that is and how to raise the limit, once
+(`WatchLimit`, `Inbox.watch_warning`). Once the limit is raised, the next catch-up (within
+CATCH_UP_EVERY seconds) sees it and the watch starts again over every folder.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +55,54 @@ CATCH_UP_EVERY = 30.0
 #: once more when the watch stops: a save at 5,000 blocks is milliseconds of the interpreter,
 #: and after every batch it slowed the next event's way to the screen.
 SINCE_SAVE_EVERY = 10.0
+#: Seconds between two looks at the folders the kernel would not watch (its limit on inotify
+#: watches reached): the catch-up's stats, for their repositories alone (tens of microseconds
+#: each: 1,000 repositories polled cost about 2% of a core). A block written there shows
+#: within this, not within a watch's ~50 ms.
+POLL_EVERY = 2.0
+#: The limit the message suggests (what editors' and IDEs' guides suggest too).
+SUGGESTED_WATCHES = 524_288
+#: Where Linux keeps the limit on inotify watches (per user).
+MAX_WATCHES_FILE = "/proc/sys/fs/inotify/max_user_watches"
+
+
+@dataclass(frozen=True)
+class WatchLimit:
+    """The folders the kernel would not watch, their repositories polled instead."""
+
+    #: Repositories with a folder left unwatched, of the repositories watched in all.
+    repos: int
+    total: int
+    #: Folders left unwatched (the repositories', the roots', the waiting answers' `.git`).
+    folders: int
+    #: The kernel's limit (`fs.inotify.max_user_watches`), where /proc says it.
+    limit: int | None
+    every: float = POLL_EVERY
+
+    def message(self) -> str:
+        limit = f" ({self.limit:,})" if self.limit is not None else ""
+        what = (
+            f"{self.repos:,} of {self.total:,} repositories"
+            if self.repos
+            else f"{self.folders:,} folders"
+        )
+        setting = f"fs.inotify.max_user_watches={SUGGESTED_WATCHES}"
+        return (
+            f"{what} could not be watched: the kernel's limit on inotify watches, "
+            f"fs.inotify.max_user_watches{limit}, is reached. They are polled every "
+            f"{self.every:g} s instead (their new blocks show within that). To raise the limit: "
+            f"sudo sysctl {setting}; to keep it after a reboot: "
+            f"echo {setting} | sudo tee /etc/sysctl.d/90-inotify.conf"
+        )
+
+
+def max_user_watches() -> int | None:
+    """The kernel's limit on inotify watches per user, or None where /proc does not say."""
+    try:
+        with open(MAX_WATCHES_FILE, encoding="ascii") as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
 
 
 class _Aliases:
@@ -112,14 +170,19 @@ async def watch_inbox(
     stop: asyncio.Event,
     on_ready: Callable[[list[Path]], None] | None = None,
     on_error: Callable[[Exception], None] | None = None,
+    on_limit: Callable[[WatchLimit | None], None] | None = None,
 ) -> None:
     """Feed file events into `inbox` until `stop` is set; call `on_delta` for each change.
 
     Parsing runs in a thread so that a caller on an event loop (the TUI) stays responsive.
+    `on_limit` is called when the folders the kernel would not watch change (None: none now);
+    `inbox.watch_warning` says it too.
     """
     saver = _SinceSaver(inbox)
     try:
-        await _watch_until(inbox, on_delta, stop, on_ready, on_error, saver, _CatchUp(inbox))
+        await _watch_until(
+            inbox, on_delta, stop, on_ready, on_error, saver, _CatchUp(inbox), _Limits(on_limit)
+        )
     finally:
         saver.flush()
 
@@ -132,6 +195,7 @@ async def _watch_until(
     on_error: Callable[[Exception], None] | None,
     saver: _SinceSaver,
     catch_up: _CatchUp,
+    limits: _Limits,
 ) -> None:
     while not stop.is_set():
         dirs = inbox.watch_dirs()
@@ -152,7 +216,7 @@ async def _watch_until(
         aliases = _Aliases(dirs)
         try:
             await _watch(
-                inbox, dirs, aliases, on_delta, combined, restart, on_error, saver, catch_up
+                inbox, dirs, aliases, on_delta, combined, restart, on_error, saver, catch_up, limits
             )
         finally:
             aliases.close()
@@ -168,47 +232,181 @@ async def _watch(
     on_error: Callable[[Exception], None] | None,
     saver: _SinceSaver,
     catch_up: _CatchUp,
+    limits: _Limits,
 ) -> None:
     """One watch over `dirs`, until it must restart on a new set of folders (or stop)."""
+    placed = time.time()
+    watch, refused = await _place(aliases.names, combined)
+    if watch is None:
+        return
+    unwatched = [aliases.path(name) for name in refused]
+    poll = _Poll(inbox, unwatched, placed) if unwatched else None
+    limits.report(inbox, unwatched, poll)
     caught_up = False
-    async for changes in watchfiles.awatch(
-        *aliases.names,
-        watch_filter=_accept,
-        recursive=False,
-        step=STEP_MS,
-        debounce=DEBOUNCE_MS,
-        stop_event=combined,
-        ignore_permission_denied=True,
-        rust_timeout=CATCH_UP_MS,
-        yield_on_timeout=True,
-    ):
-        paths = [aliases.path(p) for _, p in changes]
-        # awatch yields only once every folder's watch is in place (its first yield comes
-        # CATCH_UP_MS later, or with the first events): from here on, a change has an event,
-        # and what changed before has none, so the files are looked at now, and every
-        # CATCH_UP_EVERY seconds for events the kernel or watchfiles lost.
-        due = not caught_up or catch_up.due()
-        if not paths and not due:
-            continue
-        caught_up = True
+    try:
+        async for changes in watch:
+            paths = [aliases.path(p) for _, p in changes]
+            # awatch yields only once every folder's watch is in place (its first yield comes
+            # CATCH_UP_MS later, or with the first events): from here on, a change has an event,
+            # and what changed before has none, so the files are looked at now, and every
+            # CATCH_UP_EVERY seconds for events the kernel or watchfiles lost.
+            due = not caught_up or catch_up.due()
+            polled = poll is not None and poll.due()
+            if not paths and not due and not polled:
+                continue
+            caught_up = True
+            try:
+                delta = await asyncio.to_thread(inbox.handle, paths) if paths else Delta()
+                if due:
+                    delta.merge(await catch_up.run())
+                elif polled and poll is not None:
+                    delta.merge(await poll.run())
+            except Exception as exc:  # a bug must not end live watching for every repo
+                if on_error is not None:
+                    on_error(exc)
+                continue
+            if delta:
+                result = on_delta(delta)
+                if asyncio.iscoroutine(result):
+                    await result
+                # Remembered first-seen times are written later, in the background: never on
+                # the path from a file event to its row.
+                saver.soon()
+            # The limit raised since (the sysctl the message gives): every folder watched again.
+            raised = due and poll is not None and poll.raised()
+            if raised or delta.rewatch or set(inbox.watch_dirs()) != set(dirs):
+                restart.set()
+                return
+    finally:
+        await watch.aclose()  # (its watches given back before the next watch places its own)
+
+
+async def _place(
+    names: list[str], stop: _Either
+) -> tuple[AsyncGenerator[set[tuple[watchfiles.Change, str]], None] | None, list[str]]:
+    """A watch over as many of `names` as the kernel allows (every watch placed once this
+    returns), and the names it would not watch: past its limit on inotify watches, the first
+    refused and every one after it (watchfiles places them in order, and stops at the first
+    it cannot). A folder gone or unreadable meanwhile is left out, as ignored before."""
+    names = list(names)
+    refused: list[str] = []
+    ignore = False
+    while True:
+        watch = watchfiles.awatch(
+            *names,
+            watch_filter=_accept,
+            recursive=False,
+            step=STEP_MS,
+            debounce=DEBOUNCE_MS,
+            stop_event=stop,
+            ignore_permission_denied=ignore,
+            rust_timeout=CATCH_UP_MS,
+            yield_on_timeout=True,
+        )
         try:
-            delta = await asyncio.to_thread(inbox.handle, paths) if paths else Delta()
-            if due:
-                delta.merge(await catch_up.run())
-        except Exception as exc:  # a bug must not end live watching for every repo
-            if on_error is not None:
-                on_error(exc)
+            first = await anext(watch)
+        except StopAsyncIteration:
+            return None, refused
+        except OSError as exc:
+            at = _refused_at(exc, names)
+            if _over_limit(exc):
+                cut = at if at is not None else len(names) // 2
+                refused[:0] = names[cut:]
+                del names[cut:]
+            elif at is not None:
+                del names[at]
+            elif not ignore:
+                ignore = True  # which folder it was, unsaid: skip what cannot be watched
+            else:
+                raise
             continue
-        if delta:
-            result = on_delta(delta)
-            if asyncio.iscoroutine(result):
-                await result
-            # Remembered first-seen times are written later, in the background: never on the
-            # path from a file event to its row.
-            saver.soon()
-        if delta.rewatch or set(inbox.watch_dirs()) != set(dirs):
-            restart.set()
-            return
+        return _then(first, watch), refused
+
+
+async def _then(
+    first: set[tuple[watchfiles.Change, str]],
+    rest: AsyncGenerator[set[tuple[watchfiles.Change, str]], None],
+) -> AsyncGenerator[set[tuple[watchfiles.Change, str]], None]:
+    try:
+        yield first
+        async for changes in rest:
+            yield changes
+    finally:
+        await rest.aclose()
+
+
+def _over_limit(exc: OSError) -> bool:
+    """Whether watchfiles refused a watch for the kernel's limit on watches (notify's
+    MaxFilesWatch: inotify_add_watch failed with ENOSPC)."""
+    text = str(exc)
+    return "MaxFilesWatch" in text or "watch limit" in text
+
+
+def _refused_at(exc: OSError, names: list[str]) -> int | None:
+    """Which of `names` watchfiles' error names (`... about ["/the/folder"] ...`), if any."""
+    text = str(exc)
+    for i, name in enumerate(names):
+        if f"[{json.dumps(name, ensure_ascii=False)}]" in text:
+            return i
+    return None
+
+
+class _Poll:
+    """The folders the kernel would not watch, looked at every POLL_EVERY seconds: a catch-up
+    (`Inbox.catch_up`) of their repositories alone, since the one before began, fed to the same
+    `on_delta` as file events. A root among them: the workspace is probed too; a waiting
+    answer's folder: the waiting answers are checked."""
+
+    def __init__(self, inbox: Inbox, folders: list[Path], placed: float) -> None:
+        self.inbox = inbox
+        self.repos = inbox.owners(folders)
+        roots = set(inbox.workspace.roots)
+        self.roots = any(f in roots for f in folders)
+        self.waiting = len(self.repos) < len(folders) and inbox.resumes is not None
+        self.since = placed - SLACK
+        self.next = time.monotonic() + POLL_EVERY
+        #: The kernel's limit when it refused (None: /proc does not say).
+        self.limit = max_user_watches()
+
+    def due(self) -> bool:
+        return time.monotonic() >= self.next
+
+    def raised(self) -> bool:
+        """Whether the kernel's limit is higher now than when it refused a watch (looked at
+        with each catch-up, every CATCH_UP_EVERY seconds)."""
+        now = max_user_watches()
+        return now is not None and (self.limit is None or now > self.limit)
+
+    async def run(self) -> Delta:
+        began = time.time()
+        self.next = time.monotonic() + POLL_EVERY
+        only = None if self.roots else self.repos
+        delta = await asyncio.to_thread(self.inbox.catch_up, self.since, only)
+        if self.waiting:
+            delta.waiting += (await asyncio.to_thread(self.inbox.check_waiting)).waiting
+        self.since = began - SLACK
+        return delta
+
+
+class _Limits:
+    """What was said of the folders left unwatched, across the watch's restarts: said again
+    only when their number changes (and once more when there are none left)."""
+
+    def __init__(self, on_limit: Callable[[WatchLimit | None], None] | None) -> None:
+        self.on_limit = on_limit
+        self.last: WatchLimit | None = None
+
+    def report(self, inbox: Inbox, folders: list[Path], poll: _Poll | None) -> None:
+        now = None
+        if poll is not None:
+            total = len(inbox.workspace.repos)
+            now = WatchLimit(len(poll.repos), total, len(folders), max_user_watches())
+        inbox.polled = frozenset(poll.repos) if poll is not None else frozenset()
+        inbox.watch_warning = now.message() if now is not None else None
+        if now != self.last:
+            self.last = now
+            if self.on_limit is not None:
+                self.on_limit(now)
 
 
 _BACKGROUND: set[asyncio.Task[Any]] = set()

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import App
@@ -50,6 +50,10 @@ from hitl_tui.tui.toasts import ProgressToasts, show
 from hitl_tui.tui.waiting import row_for
 from hitl_tui.tui.widgets import row_key
 
+if TYPE_CHECKING:
+    from hitl_tui.inbox.view import Key
+    from hitl_tui.inbox.watch import WatchLimit
+
 #: What each worker group does, for the message when one fails.
 WORKER_TASKS = {
     "scan": "Reading the repositories",
@@ -73,6 +77,10 @@ ARRIVAL_NAMES = 5
 #: Seconds the app waits, as it quits, for its ssh connections to end: milliseconds, or
 #: about a second for a far side that ignores EOF and SIGTERM (`sources.ssh._gone`, quick).
 STOP_WAIT = 2.0
+#: Remote hosts' changes are drawn at most this often (seconds), all hosts' at once: ten hosts
+#: sending changes made an apply (its passes over every row) per change, and the keys waited.
+#: The first change after a quiet spell is drawn at once.
+REMOTE_DRAW_EVERY = 0.1
 
 
 class HitlApp(App[int]):
@@ -120,6 +128,15 @@ class HitlApp(App[int]):
             self.inbox.use_resumes(book, self.config.loops)
         #: Configuration warnings already toasted (inbox.warnings: a project.md unread, ...).
         self._warned: set[str] = set()
+        #: The kernel's limit on inotify watches was said (`_watch_limit`): said once.
+        self._limit_said = False
+        #: The remote blocks changed since they were last drawn (`_remote_changed`): their keys
+        #: (those to announce apart), the answers waiting they resolved, the draw to come.
+        self._remote_keys: dict[Key, None] = {}
+        self._remote_new: set[Key] = set()
+        self._remote_waiting: list = []
+        self._remote_timer: Timer | None = None
+        self._remote_drawn = 0.0
         #: Blocks of the burst of arrivals in progress, and those waiting for a modal to close.
         self._arriving: list[Block] = []
         self._held: list[Block] = []
@@ -222,7 +239,11 @@ class HitlApp(App[int]):
         while not self.stop_event.is_set():
             try:
                 await watch_inbox(
-                    self.inbox, self._on_delta, self.stop_event, on_error=self._watch_error
+                    self.inbox,
+                    self._on_delta,
+                    self.stop_event,
+                    on_error=self._watch_error,
+                    on_limit=self._watch_limit,
                 )
             except Exception as exc:  # the watcher itself failed: say so, and start again
                 self._watch_error(exc)
@@ -256,7 +277,7 @@ class HitlApp(App[int]):
         before = states.get(scope)
         states[scope] = (state, message)
         if delta is not None:
-            self.apply_delta(delta, announce=before is not None)
+            self._remote_changed(delta, announce=before is not None)
         else:
             self.refresh_header()
         if state != "ok" and (before is None or before[0] != state):
@@ -279,6 +300,62 @@ class HitlApp(App[int]):
                     asyncio.gather(*(w.wait() for w in running), return_exceptions=True),
                     STOP_WAIT,
                 )
+
+    def _remote_changed(self, delta: Delta, announce: bool) -> None:
+        """A remote host's blocks changed: drawn now, or with every host's changes of the
+        next REMOTE_DRAW_EVERY seconds in one apply, from the inbox as it is then (a block
+        added then removed meanwhile is not drawn at all)."""
+        for block in (*delta.added, *delta.changed):
+            self._remote_keys[key_of(block)] = None
+        self._remote_keys.update(dict.fromkeys(delta.removed))
+        if announce:
+            self._remote_new.update(key_of(b) for b in delta.added)
+        self._remote_waiting += delta.waiting
+        if self._remote_timer is not None:
+            return
+        wait = self._remote_drawn + REMOTE_DRAW_EVERY - time.monotonic()
+        if wait <= 0:
+            self._draw_remote()
+        else:
+            self._remote_timer = self.set_timer(wait, self._draw_remote)
+
+    def _draw_remote(self) -> None:
+        self._remote_timer = None
+        self._remote_drawn = time.monotonic()
+        keys, self._remote_keys = self._remote_keys, {}
+        new, self._remote_new = self._remote_new, set()
+        waiting, self._remote_waiting = self._remote_waiting, []
+        listed = self.inbox_screen.rows.blocks
+        delta = Delta(waiting=waiting)
+        for key in keys:
+            block = self.inbox.blocks.get(key)
+            if block is None:
+                if row_key(key) in listed:
+                    delta.removed.append(key)
+            elif row_key(key) in listed:
+                delta.changed.append(block)
+            else:
+                delta.added.append(block)
+        arrived = [b for b in delta.added if key_of(b) in new]
+        self.apply_delta(delta)
+        if arrived:
+            self._arrived(arrived)
+
+    def _watch_limit(self, limit: WatchLimit | None) -> None:
+        """Past the kernel's limit on inotify watches: the header says how many repositories
+        are polled, and a toast (once) why, and the sysctl that raises the limit."""
+        self.refresh_header()
+        if limit is not None and not self._limit_said:
+            self._limit_said = True
+            if self.inbox.watch_warning:
+                self._warned.add(self.inbox.watch_warning)
+            self.notify(
+                printable(limit.message()),
+                title="Not every repository is watched",
+                severity="warning",
+                markup=False,
+                timeout=30,
+            )
 
     def _watch_error(self, exc: Exception) -> None:
         self.notify(

@@ -41,6 +41,8 @@ class HeaderParts:
     watched: int
     #: The remote backends' states and the warnings, as the header ends (" · " first).
     tail: str
+    #: Of the watched repositories, those polled (the kernel's limit on watches reached).
+    polled: int = 0
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,9 @@ def header_parts(inbox: Inbox, source_states: SourceStates) -> HeaderParts:
     warnings = len(inbox.warnings)
     if warnings:
         tail += f" · {plural(warnings, 'warning')}"
-    return HeaderParts(len(inbox.blocks), inbox.repo_count(), len(inbox.workspace.repos), tail)
+    return HeaderParts(
+        len(inbox.blocks), inbox.repo_count(), len(inbox.workspace.repos), tail, len(inbox.polled)
+    )
 
 
 def header_line(parts: HeaderParts, view: ViewState | None = None, width: int | None = None) -> str:
@@ -116,6 +120,12 @@ def _joined(texts: list[str]) -> int:
 def _header_parts(parts: HeaderParts, view: ViewState | None, short: bool) -> list[str]:
     count, watched = parts.count, parts.watched
     filtered = view is not None and view.filtered
+    # Past the kernel's limit on inotify watches, some of them are polled (`watch.WatchLimit`).
+    polled = ""
+    if parts.polled:
+        from hitl_tui.inbox.watch import POLL_EVERY  # (watchfiles: loaded once watching)
+
+        polled = f" ({parts.polled:,} polled" + (")" if short else f" every {POLL_EVERY:g} s)")
     out = ["hitl"]
     if view is not None and view.snoozed_view:
         out.append(
@@ -123,7 +133,7 @@ def _header_parts(parts: HeaderParts, view: ViewState | None, short: bool) -> li
             + ("" if short else " (Z: back to the inbox)")
         )
         out.append(f"{count:,} open")
-        out.append(f"watching {watched:,}")
+        out.append(f"watching {watched:,}{polled}")
     elif count:
         shown = count
         if view is not None:  # the list's own count of what it knows: what it lists is of it
@@ -134,10 +144,10 @@ def _header_parts(parts: HeaderParts, view: ViewState | None, short: bool) -> li
         # "N of M" with a filter only (what a snooze sets aside is counted on its own).
         what = f"{shown:,} of {count:,} {noun}" if filtered else plural(shown, "block")
         out.append(f"{what}{'/' if short else ' in '}{parts.repos:,} {repo_noun}")
-        out.append(f"watching {watched:,}")
+        out.append(f"watching {watched:,}{polled}")
     else:
         out.append("no open blocks")
-        out.append(f"watching {plural(watched, 'repo')}")
+        out.append(f"watching {plural(watched, 'repo')}{polled}")
     if view is not None:
         if view.waiting:
             waiting = f"{view.waiting:,}"

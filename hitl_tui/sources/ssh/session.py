@@ -107,6 +107,8 @@ class Session:
         self._dirty = False
         self._ticker: asyncio.Task[None] | None = None
         self.applies = 0  # how many times the inbox was given this host's blocks
+        #: The blocks changed since the last apply (None: every one, a new list came).
+        self._touched: set[tuple[str, Path | str]] | None = None
         self._applied_at = 0.0
         self._said: tuple[str, str] | None = None  # the state last said
 
@@ -248,6 +250,7 @@ class Session:
                 if not isinstance(items, list):
                     return "error", "its hitl sent a list that is not the protocol", None
                 self.blocks, self.weights, self.total, self.over = {}, {}, 0, 0
+                self._touched = None
                 for item in items:
                     self._put(item)
                 self._warn(event.get("warnings"))
@@ -263,6 +266,7 @@ class Session:
                 key = wire.remote_key(self.host.host, event.get("source"), event.get("path"))
                 if key is not None and self.blocks.pop(key, None) is not None:
                     self.total -= self.weights.pop(key, 0)
+                    self._touch(key)
                     touched = True
         looking = self._settling is not None and not self._settling.done()  # one at a time
         if self.listed and self.backend.has_pending(self.host) and not looking:
@@ -320,9 +324,14 @@ class Session:
             self._dirty = False
             self.applies += 1
             self._applied_at = time.monotonic()
-            delta = self.inbox.replace_remote(
-                self.backend.name, self.host.host, list(self.blocks.values())
-            )
+            touched, self._touched = self._touched, set()
+            patch = getattr(self.inbox, "patch_remote", None)
+            if touched is None or patch is None:
+                delta = self.inbox.replace_remote(
+                    self.backend.name, self.host.host, list(self.blocks.values())
+                )
+            else:  # what changed alone: no pass over the host's every block per change
+                delta = patch(self.backend.name, self.host.host, touched, self.blocks)
         self._said = (self._condition(), self._state())
         await self.on_update(self.host.host, *self._said, delta)
 
@@ -366,6 +375,11 @@ class Session:
         self.blocks[key] = block
         self.weights[key] = weight
         self.total = total
+        self._touch(key)
+
+    def _touch(self, key: tuple[str, Path | str]) -> None:
+        if self._touched is not None:
+            self._touched.add(key)
 
     def _warn(self, value: object) -> bool:
         """Keep the far side's warnings (a list of strings; anything else is not one)."""
