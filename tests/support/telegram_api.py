@@ -882,7 +882,12 @@ class TelegramAPI:
         headers: dict[str, str] | None = None,
         raw: bytes | None = None,
     ) -> None:
-        payload = raw if raw is not None else json.dumps(data, ensure_ascii=False).encode()
+        # compact, as Telegram's own answers are (`"chat":{"id":123`, with no spaces)
+        payload = (
+            raw
+            if raw is not None
+            else json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+        )
         request.status = status
         try:
             handler.send_response(status)
