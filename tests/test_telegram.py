@@ -342,3 +342,14 @@ def test_a_burst_is_bounded_by_one_summary(tmp_path: Path) -> None:
     assert len(api.sent) == BURST + 1 and "Should deleting" in api.sent[-1]["text"]
     bot.sync()  # the window is spent: nothing more is sent now
     assert len(api.sent) == BURST + 1
+
+
+def test_who_may_answer() -> None:
+    private = TelegramConfig(chat_id=42)
+    assert private.allows(42, 42)
+    assert not private.allows(42, 666)  # a stranger's tap on the operator's message
+    assert not private.allows(666, 666) and not private.allows(True, 42)
+    group = TelegramConfig(chat_id=-100)
+    assert group.allows(-100, 5) and not group.allows(-101, 5)
+    named = TelegramConfig(chat_id=-100, allowed_user_ids=frozenset({5}))
+    assert named.allows(-100, 5) and not named.allows(-100, 6)

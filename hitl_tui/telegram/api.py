@@ -50,10 +50,12 @@ class BotApi:
     def scrub(self, text: str) -> str:
         return scrub(text, self._secrets)
 
-    def call(self, method: str, params: dict[str, Any], timeout: float = CALL_TIMEOUT) -> Any:
-        """The `result` of `method`; ApiError otherwise (a timeout, a refusal, a bad body)."""
+    def call(self, method: str, params: dict[str, Any], timeout: float | None = None) -> Any:
+        """The `result` of `method` within `timeout` s in all (CALL_TIMEOUT); ApiError
+        otherwise (a timeout, a refusal, a bad body)."""
         import httpx
 
+        timeout = CALL_TIMEOUT if timeout is None else timeout
         url = f"{self._base}/{method}"
 
         async def post() -> tuple[int, bytes]:

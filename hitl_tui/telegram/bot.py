@@ -245,9 +245,10 @@ class Bot:
 
     # -- what comes back --------------------------------------------------------------------------
 
-    def poll_once(self, timeout: int = POLL_TIMEOUT) -> int:
+    def poll_once(self, timeout: int | None = None) -> int:
         """One long poll: the updates since the last, each handled; how many came."""
-        updates = self.api.get_updates(self.offset, timeout)
+        wait = POLL_TIMEOUT if timeout is None else timeout
+        updates = self.api.get_updates(self.offset, wait)
         for update in updates:
             uid = update.get("update_id")
             if isinstance(uid, int) and not isinstance(uid, bool):
@@ -274,9 +275,10 @@ class Bot:
         pair = (chat if isinstance(chat, int) else None, user if isinstance(user, int) else None)
         if pair not in self._ignored and len(self._ignored) < MAX_IGNORED:
             self._ignored.add(pair)
+            who = "allowed_user_ids" if self.cfg.allowed_user_ids else "its own user"
             self.log(
-                f"ignored updates from chat {pair[0]}, user {pair[1]}: not [telegram] chat_id"
-                + (" / allowed_user_ids" if self.cfg.allowed_user_ids else "")
+                f"ignored updates from chat {pair[0]}, user {pair[1]}: only [telegram] "
+                f"chat_id, by {who}, may answer"
             )
         return False
 
@@ -356,6 +358,14 @@ class Bot:
         )
         if self.book.set_state(message_id, "gone"):
             self._edit(message_id, words.changed(said))
+        self._send_again(block)
+
+    def _send_again(self, block: Block) -> None:
+        """`block`'s message, unless one is open for it as it is now (sent already)."""
+        key = statefile.block_key(block)
+        for row in self.book.messages("open").values():
+            if (row.get("src"), row.get("path"), row.get("fp")) == (*key, block.fingerprint):
+                return
         self.send_block(block)
 
     def _message_text(self, message_id: int) -> str:
@@ -386,7 +396,7 @@ class Bot:
             )
             if self.book.set_state(to, "gone"):
                 self._edit(to, words.changed(said))
-            self.send_block(block)
+            self._send_again(block)
             return
         if len(block.questions) > 1:
             self._send(words.SEVERAL, [], reply_to)
@@ -450,12 +460,12 @@ class Runner:
         bot: Bot,
         claim: PollerClaim,
         on_state: Callable[[str, str], None] | None = None,
-        poll_timeout: int = POLL_TIMEOUT,
+        poll_timeout: int | None = None,
     ) -> None:
         self.bot = bot
         self.claim = claim
         self.on_state = on_state
-        self.poll_timeout = poll_timeout
+        self.poll_timeout = POLL_TIMEOUT if poll_timeout is None else poll_timeout
         self.state: tuple[str, str] = ("ok", "starting")
         self._stop = threading.Event()
         self._wake = threading.Event()

@@ -4,7 +4,7 @@
 [telegram]
 token_env = "HITL_TELEGRAM_TOKEN"   # the bot token comes from the environment only
 chat_id = 123456789                 # the only chat that may answer
-allowed_user_ids = [42]             # optional, in a group: who may answer
+allowed_user_ids = [42]             # optional, in a group: who may answer (else anyone)
 api = "https://api.telegram.org"    # or a self-hosted Bot API server
 ```
 
@@ -65,9 +65,13 @@ class TelegramConfig:
 
     def allows(self, chat_id: object, user_id: object) -> bool:
         """Whether an update from this chat and user may answer."""
-        if isinstance(chat_id, bool) or chat_id != self.chat_id:
+        if isinstance(chat_id, bool) or chat_id != self.chat_id or isinstance(user_id, bool):
             return False
-        return not self.allowed_user_ids or user_id in self.allowed_user_ids
+        if self.allowed_user_ids:
+            return user_id in self.allowed_user_ids
+        # A private chat's id is its user's: only that user answers there. In a group, any
+        # member does, unless allowed_user_ids names who may.
+        return self.chat_id < 0 or user_id == self.chat_id
 
 
 def scrub(text: str, secrets: list[str]) -> str:
