@@ -353,3 +353,39 @@ def test_who_may_answer() -> None:
     assert group.allows(-100, 5) and not group.allows(-101, 5)
     named = TelegramConfig(chat_id=-100, allowed_user_ids=frozenset({5}))
     assert named.allows(-100, 5) and not named.allows(-100, 6)
+
+
+def test_an_answer_not_resumed_is_sent_with_restart_and_drop(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    repo = _repo(tmp_path)
+    marker = tmp_path / "restarted"
+    code = f"open({str(marker)!r}, 'a').write('x')"
+    loop = Loop(
+        match=(str(repo),),
+        restart=(sys.executable, "-c", code),
+        resume_within=timedelta(seconds=1),
+    )
+    bot, api = _bot(tmp_path, repo, loops=(loop,))
+    bot.sync()
+    bot.handle(_tap(api.sent[0], 0))
+    assert marker.read_text() == "x"  # the answer's own restart
+    book = bot.inbox.resumes
+    assert book is not None
+    book.due(datetime.now(UTC) + timedelta(seconds=5))  # the loop showed no sign in time
+    bot.sync()
+    late = api.sent[-1]
+    assert late["text"].startswith("shop: no sign of the loop since the answer")
+    assert [row["text"] for row in late["buttons"][0]] == ["Restart", "Drop"]
+    bot.sync()
+    assert api.sent[-1] is late  # sent once
+    restart = {"id": late["id"], "buttons": [[late["buttons"][0][0]]]}
+    bot.handle(_tap(restart, 0))
+    assert marker.read_text() == "xx"
+    assert api.edits[-1]["text"].endswith("↻ Restarted, via Telegram")
+    [record] = book.open()
+    assert record.state == "waiting"  # waits anew, with a new deadline
+    drop = {"id": late["id"], "buttons": [[late["buttons"][0][1]]]}
+    bot.handle(_tap(drop, 0))
+    assert book.open() == []
+    assert api.edits[-1]["text"].endswith("✓ Dropped, via Telegram")
