@@ -389,3 +389,54 @@ def test_an_answer_not_resumed_is_sent_with_restart_and_drop(tmp_path: Path) -> 
     bot.handle(_tap(drop, 0))
     assert book.open() == []
     assert api.edits[-1]["text"].endswith("✓ Dropped, via Telegram")
+
+
+def test_a_hitl_on_fewer_repos_leaves_the_others_messages_alone(tmp_path: Path) -> None:
+    shop, api_repo = _repo(tmp_path, "shop"), _repo(tmp_path, "api")
+    book = tgbook.TelegramBook(tmp_path / "telegram.json")
+    everything, api = _bot(tmp_path, shop, api_repo)
+    everything.book = book
+    everything.sync()
+    assert len(api.sent) == 2
+    # The app, opened on shop alone, polls next (the same chat, the same book).
+    some, its_api = _bot(tmp_path, shop)
+    some.book = book
+    some.sync()
+    assert its_api.edits == [] and its_api.sent == []
+    other = next(m for m in api.sent if m["text"].startswith("api"))
+    some.handle(_tap(other, 0))
+    assert its_api.said[-1][1].startswith("The hitl polling now does not watch")
+    assert (api_repo / "BLOCKED.md").exists() and its_api.edits == []
+
+
+def test_hostile_updates_are_ignored_without_a_crash(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    bot, api = _bot(tmp_path, repo)
+    bot.sync()
+    [sent] = api.sent
+    good = _tap(sent, 0)["callback_query"]
+    api.updates = [
+        [
+            {"update_id": 10, "callback_query": {**good, "data": "h1:" + "A" * 12}},
+            {"update_id": 11, "callback_query": {**good, "data": {"$": 1}}},
+            {"update_id": 12, "callback_query": {**good, "message": "x", "id": None}},
+            {"update_id": 13, "message": {"chat": {"id": CHAT}, "from": {"id": 7}, "text": None}},
+            {"update_id": True, "message": []},
+            {
+                "update_id": 14,
+                "message": {
+                    "chat": {"id": CHAT},
+                    "from": {"id": 7},
+                    "text": "x" * 100_000,
+                    "reply_to_message": {"message_id": "1e9"},
+                },
+            },
+            {"update_id": 15, "callback_query": {**good, "data": "h1:" + "A" * 12 + "\x00"}},
+        ]
+    ]
+    assert bot.poll_once(0) == 7
+    assert bot.offset == 16
+    assert (repo / "BLOCKED.md").exists() and list(journal.newest_first()) == []
+    assert {text for _, text in api.said} == {
+        "This button is not hitl's, or too old: nothing done."
+    }

@@ -11,6 +11,7 @@ channel's (`notices.claim`), so that no block is sent twice across the operator'
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -41,6 +42,8 @@ WINDOW = 60.0
 MAX_REPLY = 4096
 #: The most (chat, user) pairs remembered as logged once.
 MAX_IGNORED = 1000
+#: What a tap or reply on a block this hitl does not watch is told.
+NOT_WATCHED = "The hitl polling now does not watch this block's repository: nothing written."
 #: The longest wait between two errors (the backoff doubles up to it).
 MAX_BACKOFF = 60.0
 
@@ -92,6 +95,17 @@ class Bot:
         key = (str(row.get("src", "")), str(row.get("path", "")))
         return self._blocks().get(key)
 
+    def _watches(self, row: Row) -> bool:
+        """Whether this hitl's inbox covers the block of `row` (an app opened on a few repos
+        does not: a message of another repo's block is left as it is, never "answered")."""
+        source = self.inbox.source_named(str(row.get("src", "")))
+        if source is None:
+            return False
+        if source.remote:
+            return True
+        repo = row.get("repo")
+        return isinstance(repo, str) and Path(repo) in set(self.inbox.workspace.repos)
+
     # -- sending ----------------------------------------------------------------------------------
 
     def budget(self) -> int:
@@ -126,6 +140,8 @@ class Bot:
             block = blocks.get(key)
             if block is not None and block.fingerprint == row.get("fp"):
                 shown.add((key, block.fingerprint))
+                continue
+            if block is None and not self._watches(row):
                 continue
             if not self.book.set_state(message_id, "gone", when="open"):
                 continue
@@ -167,7 +183,7 @@ class Bot:
     def send_block(self, block: Block) -> int | None:
         """One block's message: its text, a button per choice, noted in the book."""
         key = statefile.block_key(block)
-        what = {"src": key[0], "path": key[1], "fp": block.fingerprint}
+        what = {"src": key[0], "path": key[1], "fp": block.fingerprint, "repo": _repo(block)}
         choices = words.shown_choices(block)
         tokens = self.book.add_tokens([{**what, "k": "choice", "c": c.key} for c in choices])
         buttons = [
@@ -187,7 +203,10 @@ class Bot:
         rows = []
         for block in listed:
             key = statefile.block_key(block)
-            rows.append({"src": key[0], "path": key[1], "fp": block.fingerprint, "k": "send"})
+            rows.append(
+                {"src": key[0], "path": key[1], "fp": block.fingerprint, "repo": _repo(block)}
+                | {"k": "send"}
+            )
         tokens = self.book.add_tokens(rows)
         buttons = [
             [{"text": words.plain(words.title(b), words.BUTTON_LIMIT), "callback_data": t}]
@@ -301,7 +320,8 @@ class Bot:
         elif kind == "send":
             block = self._current(row)
             if block is None:
-                self._say(callback_id, "No longer open: answered elsewhere.")
+                gone = "No longer open: answered elsewhere."
+                self._say(callback_id, gone if self._watches(row) else NOT_WATCHED)
             else:
                 self._say(callback_id, "Sent.")
                 self.send_block(block)
@@ -311,6 +331,9 @@ class Bot:
     def _tap_choice(self, callback_id: str, message_id: int, row: Row) -> None:
         said = self._message_text(message_id)
         block = self._current(row)
+        if block is None and not self._watches(row):
+            self._say(callback_id, NOT_WATCHED)
+            return
         if block is None:
             self._say(callback_id, "Already answered elsewhere: nothing written.")
             if self.book.set_state(message_id, "gone"):
@@ -387,6 +410,9 @@ class Bot:
         assert isinstance(to, int)
         said = str(row.get("text", ""))
         block = self._current(row)
+        if block is None and not self._watches(row):
+            self._send(NOT_WATCHED, [], reply_to)
+            return
         if block is None:
             self._send("Already answered elsewhere: nothing written.", [], reply_to)
             return
@@ -439,6 +465,10 @@ class Bot:
         self.book.set_state(message_id, "done")
         line = "↻ Restarted, via Telegram" if ran.ok else f"Restart failed: {ran.problem}"
         self._edit(message_id, f"{said}\n\n{printable(line)}")
+
+
+def _repo(block: Block) -> str:
+    return block.repo if isinstance(block.repo, str) else os.fsdecode(block.repo)
 
 
 def _get(data: dict[str, Any], *path: str) -> object:
