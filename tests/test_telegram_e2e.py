@@ -253,6 +253,52 @@ def test_two_hitl_one_poller_one_message(tmp_path: Path, tg: TelegramAPI, listen
     _no_token(out, err, first.stderr())
 
 
+def test_listen_against_a_server_that_hangs_up_backs_off_and_ends_on_sigint(
+    tmp_path: Path, listens: list
+) -> None:
+    """A server that accepts and closes every connection: each failure is said once while it
+    lasts, retries back off (a busy loop would make hundreds of connections), no token."""
+    import socket
+    import threading
+
+    repo = git_shop(tmp_path / "loops" / "shop")
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    accepted: list[float] = []
+
+    def hang_up() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            accepted.append(time.monotonic())
+            conn.close()
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'repos = ["{repo}"]\n[telegram]\nchat_id = {OPERATOR["id"]}\n'
+        f'api = "http://127.0.0.1:{port}"\n'
+    )
+    try:
+        listen = Listen(config, tmp_path)
+        listens.append(listen)
+        until_sync(lambda: len(accepted) >= 2, 20, saw=listen.stderr)
+        first = accepted[0]
+        until_sync(lambda: accepted[-1] - first >= 3, 20, saw=lambda: accepted)
+        window = [t for t in accepted if t - first <= 3]
+        assert len(window) <= 8, f"{len(window)} connections in 3 s: no backoff"
+        listen.proc.send_signal(signal.SIGINT)
+        code, out, err = listen.stop()
+    finally:
+        server.close()
+    assert code == 0 and err.endswith("hitl listen: stopped\n")
+    said = [line for line in err.splitlines() if "telegram: getUpdates" in line]
+    assert len(said) == 1, err  # said once while it lasts
+    _no_token(out, err)
+
+
 def test_listen_without_a_token_or_with_nothing_to_do_is_one_line(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text("[telegram]\nchat_id = 1\n")
@@ -361,3 +407,22 @@ def test_hostile_answers_are_bounded_errors_without_the_token(
     _no_token(str(caught.value), repr(caught.value))
     if mode == "flood":
         assert caught.value.retry_after == tgapi.MAX_RETRY_AFTER
+
+
+async def test_the_app_beside_a_polling_listen_does_not_poll_and_says_who(
+    tmp_path: Path, tg: TelegramAPI, monkeypatch: pytest.MonkeyPatch, listens: list
+) -> None:
+    app, repo = _app(tmp_path, tg, monkeypatch)
+    listen = Listen(_config(tmp_path, tg, [repo]), tmp_path)
+    listens.append(listen)
+    until_sync(lambda: tg.sent_messages() and tg.polling, 30, saw=listen.stderr)
+    async with app.run_test(size=(200, 30), notifications=True) as pilot:  # the whole reason
+        bar = await until(
+            pilot,
+            lambda: "another hitl polls" in _bar(app) and _bar(app),
+            30,
+            saw=lambda: _bar(app),
+        )
+        assert "telegram 1/1 ok" in bar and f"pid {listen.proc.pid} on " in bar
+        assert tg.max_pollers == 1 and tg.conflicts == 0
+        assert len(tg.sent_messages()) == 1
