@@ -6,6 +6,7 @@ tests/test_telegram_e2e.py)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -440,3 +441,17 @@ def test_hostile_updates_are_ignored_without_a_crash(tmp_path: Path) -> None:
     assert {text for _, text in api.said} == {
         "This button is not hitl's, or too old: nothing done."
     }
+
+
+def test_a_long_open_block_is_claimed_once_not_on_every_change(
+    tmp_path: Path, _isolated_state: Path
+) -> None:
+    bot, api = _bot(tmp_path, _repo(tmp_path))
+    bot.sync()
+    bot.handle(_tap(api.sent[0], 0))  # answered; its message no longer open
+    claims = _isolated_state / "notified.json"
+    before = os.stat(claims).st_ino
+    for _ in range(3):
+        bot.sync()  # the inbox changed (the watcher has not dropped the block yet)
+    assert os.stat(claims).st_ino == before  # not rewritten
+    assert len(api.sent) == 1

@@ -44,6 +44,8 @@ MAX_REPLY = 4096
 MAX_IGNORED = 1000
 #: What a tap or reply on a block this hitl does not watch is told.
 NOT_WATCHED = "The hitl polling now does not watch this block's repository: nothing written."
+#: The most claimed keys remembered in memory (then forgotten: the claim file still knows).
+MAX_ASKED = 100_000
 #: The longest wait between two errors (the backoff doubles up to it).
 MAX_BACKOFF = 60.0
 
@@ -80,6 +82,8 @@ class Bot:
         self._ignored: set[tuple[object, object]] = set()
         #: New blocks claimed by this hitl whose message could not be sent yet.
         self._unsent: set[str] = set()
+        #: The keys already claimed (by this hitl or, first, another): never claimed again.
+        self._asked: set[str] = set()
 
     def __repr__(self) -> str:
         return f"Bot(chat_id={self.cfg.chat_id})"
@@ -153,7 +157,13 @@ class Bot:
     def _claimed(self, keys: list[str]) -> set[str]:
         """The notice claim, on this chat's channel (a key hushed for every channel, by an
         undo, is not sent either)."""
-        mine = {f"{self.channel} {key}": key for key in keys}
+        asked = [key for key in keys if key not in self._asked]
+        if not asked:  # each key is claimed once: a long-open block costs no write per change
+            return set()
+        if len(self._asked) > MAX_ASKED:
+            self._asked.clear()
+        self._asked.update(asked)
+        mine = {f"{self.channel} {key}": key for key in asked}
         hushed = {full: f"{notices.ANY} {key}" for full, key in mine.items()}
         fresh = notices.claim(list(mine), hushed=hushed)
         return {mine[full] for full in fresh}
