@@ -455,3 +455,25 @@ def test_a_long_open_block_is_claimed_once_not_on_every_change(
         bot.sync()  # the inbox changed (the watcher has not dropped the block yet)
     assert os.stat(claims).st_ino == before  # not rewritten
     assert len(api.sent) == 1
+
+
+def test_choices_that_need_words_and_several_questions_get_no_buttons(tmp_path: Path) -> None:
+    from tests.conftest import FIXTURES
+
+    repo = tmp_path / "billing"
+    shutil.copytree(FIXTURES / "agenticloop-billing", repo)
+    (repo / ".git").mkdir()
+    bot, api = _bot(tmp_path, repo)
+    bot.sync()
+    sent = {m["text"].split("\n")[0]: m for m in api.sent}
+    several = sent["billing/T-012"]
+    assert several["buttons"] == []
+    assert several["text"].endswith("This block asks several questions: answer it in hitl.")
+    bot.handle(_reply(several, "Use the EU region"))
+    assert api.sent[-1]["text"] == "This block asks several questions: answer it in hitl."
+    worded = sent["billing/T-009"]
+    assert (
+        worded["buttons"] == [] and "2 choices need your words: open it in hitl." in worded["text"]
+    )
+    mixed = sent["billing/T-007"]
+    assert len(mixed["buttons"]) == 2 and "2 choices need your words" in mixed["text"]
