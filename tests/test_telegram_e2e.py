@@ -426,3 +426,43 @@ async def test_the_app_beside_a_polling_listen_does_not_poll_and_says_who(
         assert "telegram 1/1 ok" in bar and f"pid {listen.proc.pid} on " in bar
         assert tg.max_pollers == 1 and tg.conflicts == 0
         assert len(tg.sent_messages()) == 1
+
+
+def test_hostile_agent_text_is_sent_plain_and_within_telegrams_bounds(
+    tmp_path: Path, tg: TelegramAPI, _isolated_state: Path
+) -> None:
+    """A question of 3,000 emoji with markup, escapes and control characters in it, and a
+    choice of the same: the real server (which counts UTF-16 units and parses nothing without
+    parse_mode) takes the message, the tap, the answer and the edit."""
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.loops.resume import ResumeBook
+    from hitl_tui.telegram.api import BotApi
+    from hitl_tui.telegram.book import TelegramBook
+    from hitl_tui.telegram.bot import Bot
+    from hitl_tui.telegram.settings import TelegramConfig
+
+    hostile = "<b>bold</b> [bold]x[/] \x1b[31mred\x07 *_`~ 😀" * 3 + "😀" * 3000
+    repo = tmp_path / "loops" / "evil"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "BLOCKED.md").write_text(
+        f"## Question:\n{hostile}\n\n## Context:\n{hostile}\n\n"
+        f"## Choices:\n- A) {'😀' * 200} <i>go</i>\n- B) stop\n"
+    )
+    inbox = Inbox.open([repo])
+    inbox.use_resumes(ResumeBook.for_state(), ())
+    cfg = TelegramConfig(chat_id=OPERATOR["id"], api=tg.api)
+    logged: list[str] = []
+    bot = Bot(cfg, BotApi(tg.api, TOKEN), inbox, (), "Ada", TelegramBook(None), logged.append)
+    bot.sync()
+    [message] = tg.sent_messages()
+    text = message["text"]
+    assert len(text.encode("utf-16-le")) // 2 <= 4096
+    assert "<b>bold</b> [bold]x[/]" in text and "\x1b" not in text and "\x07" not in text
+    assert "entities" not in message  # nothing was parsed as markup
+    [first, _second] = tg.buttons(message)
+    tg.tap(message, data=first[1])
+    bot.poll_once(0)
+    assert not (repo / "BLOCKED.md").exists()
+    edited = tg.message(message["message_id"])
+    assert "via Telegram" in edited["text"] and tg.buttons(edited) == []
+    assert len(tg.callback_answers) == 1 and logged == []
