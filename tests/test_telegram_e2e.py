@@ -218,6 +218,10 @@ def test_a_block_answered_with_the_cli_has_its_message_edited(
         saw=listen.stderr,
     )
     assert tg.buttons(edited) == []
+    assert edited["text"].endswith(
+        "✓ Answered elsewhere: C) Block deletion while invoices exist — no data loss; users "
+        "must contact support. (Ada)"
+    )
     tg.tap(message, data=dict(tg.buttons(message))["A) Cascade delete everything"], forge=True)
     until_sync(lambda: tg.callback_answers, 20, saw=listen.stderr)
     assert tg.callback_answers[-1]["text"] == "Already answered elsewhere: nothing written."

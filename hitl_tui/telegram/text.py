@@ -79,7 +79,11 @@ def answered(message: str, what: str) -> str:
     return f"{message}\n\n✓ {plain(what, 300)}, via Telegram"
 
 
-def answered_elsewhere(message: str) -> str:
+def answered_elsewhere(message: str, what: str | None = None) -> str:
+    """A block's message once it is no longer open, answered in the app, with `hitl answer`,
+    on another machine: what its journal says was answered, when it says."""
+    if what:
+        return f"{message}\n\n✓ Answered elsewhere: {plain(what, 300)}"
     return f"{message}\n\n✓ Answered elsewhere (no longer open)."
 
 
