@@ -303,6 +303,30 @@ def test_listen_against_a_server_that_hangs_up_backs_off_and_ends_on_sigint(
     _no_token(out, err)
 
 
+def test_listen_runs_the_notices_once_per_block_across_two(tmp_path: Path, listens: list) -> None:
+    """`hitl listen` with `[notify]` alone: a block that arrives is one notice on the
+    command, even with two of them running (the notice claim)."""
+    repo = tmp_path / "loops" / "shop"
+    (repo / ".git").mkdir(parents=True)
+    out = tmp_path / "notices.txt"
+    code = "import sys; open(sys.argv[1], 'ab').write(sys.stdin.buffer.read())"
+    command = [sys.executable, "-c", code, str(out)]
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f"repos = {json.dumps([str(repo)])}\n[notify]\ndesktop = false\n"
+        f"command = {json.dumps(command)}\n"
+    )
+    both = [Listen(config, tmp_path, "one"), Listen(config, tmp_path, "two")]
+    listens.extend(both)
+    for one in both:
+        until_sync(lambda one=one: "watching 1 repository" in one.stderr(), 30, saw=one.stderr)
+    (repo / "BLOCKED.md").write_text("## Question:\nShip it?\n")
+    until_sync(lambda: out.exists() and out.read_text(), 30, saw=both[0].stderr)
+    time.sleep(1.0)  # a bounded look: the other listen sends nothing more
+    assert out.read_text().splitlines() == ["hitl: shop: Ship it?"]
+    assert [one.stop()[0] for one in both] == [0, 0]
+
+
 def test_listen_without_a_token_or_with_nothing_to_do_is_one_line(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text("[telegram]\nchat_id = 1\n")
