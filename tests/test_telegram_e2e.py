@@ -141,6 +141,8 @@ def test_listen_tap_writes_journals_restarts_and_edits(
     assert [a["text"] for a in tg.callback_answers] == [f"✓ Written: {KEEP}"]
     code, out, err = listen.stop()
     assert code == 0, err
+    assert f"hitl listen: telegram: answered shop: {KEEP}, via Telegram\n" in err
+    assert "hitl listen: telegram: shop: ↻ Loop restarted.\n" in err
     [entry] = _journal(_isolated_state)
     assert entry["operator"] == "Ada" and "Keep invoices" in json.dumps(entry)
     _no_token(out, err, *(p.read_text(errors="replace") for p in _isolated_state.rglob("*.json*")))
@@ -493,4 +495,5 @@ def test_hostile_agent_text_is_sent_plain_and_within_telegrams_bounds(
     assert not (repo / "BLOCKED.md").exists()
     edited = tg.message(message["message_id"])
     assert "via Telegram" in edited["text"] and tg.buttons(edited) == []
-    assert len(tg.callback_answers) == 1 and logged == []
+    assert len(tg.callback_answers) == 1
+    assert [line.split(":")[0] for line in logged] == ["answered evil"]  # no refusal logged

@@ -398,11 +398,14 @@ class Bot:
             self._say(callback_id, f"✓ Written: {what}"[:200])
         edited = words.answered(said, what)
         self._edit(message_id, edited)
+        block_id = words.plain(done.plan.block.id, 80)
+        self.log(f"answered {block_id}: {words.plain(what, 200)}, via Telegram")
         done = service.restart_after(done, self.loops, self.inbox.resumes)
         if done.ran is not None:
             ran = done.ran
             line = "↻ Loop restarted." if ran.ok else f"Restart failed: {ran.problem}"
             self._edit(message_id, f"{edited}\n{printable(line)}")
+            self.log(f"{block_id}: {line}")
 
     def _changed(self, callback_id: str, message_id: int, block: Block, said: str) -> None:
         self._say(
