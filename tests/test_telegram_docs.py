@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from hitl_tui.config import load_config
+from hitl_tui.telegram.settings import TelegramConfig
 from tests.support.telegram_api import OPERATOR, TelegramAPI
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,3 +97,20 @@ def test_the_readme_chat_id_command_prints_the_chat_id() -> None:
         f'"chat":{{"id":{OPERATOR["id"]}',
         '"chat":{"id":-1001234567890',
     ], printed.stderr
+
+
+def test_the_readme_telegram_table_loads_as_written_and_with_its_comments_taken(
+    tmp_path: Path,
+) -> None:
+    """Step 5's table, word for word, is a valid `[telegram]`; so is it with its two
+    commented keys taken (a user id in the list)."""
+    table = re.search(r"```toml\n(.*?)```", _section(), re.S).group(1)
+    table = "\n".join(line.removeprefix("   ") for line in table.splitlines()) + "\n"
+    config = tmp_path / "config.toml"
+    config.write_text(table)
+    assert load_config(config).telegram == TelegramConfig(chat_id=123456789)
+    taken = re.sub(r"(?m)^# ", "", table).replace("[...]", "[42]")
+    config.write_text(taken)
+    assert load_config(config).telegram == TelegramConfig(
+        chat_id=123456789, allowed_user_ids=frozenset({42}), api="https://api.telegram.org"
+    )

@@ -45,6 +45,7 @@ class Listen:
 
     def __init__(self, tmp_path: Path, tg: TelegramAPI) -> None:
         self.tg = tg
+        tmp_path.mkdir(parents=True, exist_ok=True)
         self.repo = copy_shop(tmp_path / "shop")
         config = tmp_path / "config.toml"
         config.write_text(
@@ -109,8 +110,8 @@ def tg():
 def listen(tmp_path: Path, tg: TelegramAPI):
     started: list[Listen] = []
 
-    def start() -> Listen:
-        started.append(Listen(tmp_path, tg))
+    def start(folder: str = "") -> Listen:
+        started.append(Listen(tmp_path / folder if folder else tmp_path, tg))
         return started[-1]
 
     yield start
@@ -210,6 +211,24 @@ def test_a_slow_server_still_takes_a_tap(tg, listen):
     ]
     assert hitl.stop()[0] == 0
     hitl.assert_no_token()
+
+
+def test_another_machine_polling_the_same_bot_is_named(tg, listen):
+    """Two hitl listen with state folders of their own (two machines: no shared lock) poll
+    the same bot. Telegram ends the older long poll with 409 Conflict; the one that got it
+    says another program polls the bot."""
+    here, there = listen("here"), listen("there")
+    until_sync(lambda: tg.conflicts >= 1, 15, what="a 409 Conflict", saw=tg.summary)
+    until_sync(
+        lambda: [h for h in (here, there) if "another program polls this bot (409" in h.log()],
+        15,
+        what="a hitl listen naming the conflict",
+        saw=lambda: (here.log(), there.log()),
+    )
+    assert tg.max_pollers == 2
+    for each in (here, there):
+        assert each.stop()[0] == 0
+        each.assert_no_token()
 
 
 async def test_the_apps_header_names_a_failing_bot_server(tmp_path, tg, monkeypatch):
