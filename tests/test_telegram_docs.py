@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from hitl_tui.config import load_config
+from hitl_tui.telegram import api, bot
 from hitl_tui.telegram.settings import TelegramConfig
 from tests.support.telegram_api import OPERATOR, TelegramAPI
 
@@ -114,3 +115,14 @@ def test_the_readme_telegram_table_loads_as_written_and_with_its_comments_taken(
     assert load_config(config).telegram == TelegramConfig(
         chat_id=123456789, allowed_user_ids=frozenset({42}), api="https://api.telegram.org"
     )
+
+
+def test_the_readme_bounds_are_the_code_s() -> None:
+    """The bounds the section states are the client's constants (which
+    tests/test_telegram_hostile.py holds `hitl listen` to)."""
+    text = " ".join(_section().split())
+    assert f"at most {api.MAX_BODY // (1 << 20)} MiB of an answer" in text
+    assert f"gives up on a call after {api.CALL_TIMEOUT:g} s" in text
+    assert f"(a long poll after {bot.POLL_TIMEOUT} + {api.POLL_SLACK:g} s)" in text
+    assert f"`retry_after` (at most {api.MAX_RETRY_AFTER:g} s)" in text
+    assert f"doubling up to {bot.MAX_BACKOFF:g} s" in text
