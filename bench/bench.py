@@ -20,6 +20,8 @@ times a block written on "another machine", a real sshd on 127.0.0.1, to the Inb
 the same write watched locally; row 9b (bench/flood_bench.py) times the cursor's moves while a
 host there floods the app with changes. Rows 10a-10c (bench/mcp_bench.py) time `hitl mcp`: an
 agent's ask to its row in the app, a queued ask's call, a waiting ask's return after the answer.
+Rows 12a-12b (bench/telegram_bench.py) time the Telegram bot: `hitl listen` against a local Bot
+API server, a tap to the answer fsynced, and its CPU while idle.
 """
 
 from __future__ import annotations
@@ -813,6 +815,12 @@ def main() -> int:
         calls = asyncio.run(mcp_bench.calls(max(10, args.trials)))
         raw["mcp"] = calls
         rows.extend(Row(*cells) for cells in mcp_bench.verdicts(calls))
+        import telegram_bench
+
+        tapped = telegram_bench.taps(4 if args.smoke else args.trials)
+        quiet = telegram_bench.idle(3.0 if args.smoke else 20.0)
+        raw["telegram"] = {"taps": tapped, "idle": quiet}
+        rows.extend(Row(*cells) for cells in telegram_bench.verdicts(tapped, quiet))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

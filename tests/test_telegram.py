@@ -6,6 +6,7 @@ tests/test_telegram_e2e.py)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -353,3 +354,126 @@ def test_who_may_answer() -> None:
     assert group.allows(-100, 5) and not group.allows(-101, 5)
     named = TelegramConfig(chat_id=-100, allowed_user_ids=frozenset({5}))
     assert named.allows(-100, 5) and not named.allows(-100, 6)
+
+
+def test_an_answer_not_resumed_is_sent_with_restart_and_drop(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    repo = _repo(tmp_path)
+    marker = tmp_path / "restarted"
+    code = f"open({str(marker)!r}, 'a').write('x')"
+    loop = Loop(
+        match=(str(repo),),
+        restart=(sys.executable, "-c", code),
+        resume_within=timedelta(seconds=1),
+    )
+    bot, api = _bot(tmp_path, repo, loops=(loop,))
+    bot.sync()
+    bot.handle(_tap(api.sent[0], 0))
+    assert marker.read_text() == "x"  # the answer's own restart
+    book = bot.inbox.resumes
+    assert book is not None
+    book.due(datetime.now(UTC) + timedelta(seconds=5))  # the loop showed no sign in time
+    bot.sync()
+    late = api.sent[-1]
+    assert late["text"].startswith("shop: no sign of the loop since the answer")
+    assert [row["text"] for row in late["buttons"][0]] == ["Restart", "Drop"]
+    bot.sync()
+    assert api.sent[-1] is late  # sent once
+    restart = {"id": late["id"], "buttons": [[late["buttons"][0][0]]]}
+    bot.handle(_tap(restart, 0))
+    assert marker.read_text() == "xx"
+    assert api.edits[-1]["text"].endswith("↻ Restarted, via Telegram")
+    [record] = book.open()
+    assert record.state == "waiting"  # waits anew, with a new deadline
+    drop = {"id": late["id"], "buttons": [[late["buttons"][0][1]]]}
+    bot.handle(_tap(drop, 0))
+    assert book.open() == []
+    assert api.edits[-1]["text"].endswith("✓ Dropped, via Telegram")
+
+
+def test_a_hitl_on_fewer_repos_leaves_the_others_messages_alone(tmp_path: Path) -> None:
+    shop, api_repo = _repo(tmp_path, "shop"), _repo(tmp_path, "api")
+    book = tgbook.TelegramBook(tmp_path / "telegram.json")
+    everything, api = _bot(tmp_path, shop, api_repo)
+    everything.book = book
+    everything.sync()
+    assert len(api.sent) == 2
+    # The app, opened on shop alone, polls next (the same chat, the same book).
+    some, its_api = _bot(tmp_path, shop)
+    some.book = book
+    some.sync()
+    assert its_api.edits == [] and its_api.sent == []
+    other = next(m for m in api.sent if m["text"].startswith("api"))
+    some.handle(_tap(other, 0))
+    assert its_api.said[-1][1].startswith("The hitl polling now does not watch")
+    assert (api_repo / "BLOCKED.md").exists() and its_api.edits == []
+
+
+def test_hostile_updates_are_ignored_without_a_crash(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    bot, api = _bot(tmp_path, repo)
+    bot.sync()
+    [sent] = api.sent
+    good = _tap(sent, 0)["callback_query"]
+    api.updates = [
+        [
+            {"update_id": 10, "callback_query": {**good, "data": "h1:" + "A" * 12}},
+            {"update_id": 11, "callback_query": {**good, "data": {"$": 1}}},
+            {"update_id": 12, "callback_query": {**good, "message": "x", "id": None}},
+            {"update_id": 13, "message": {"chat": {"id": CHAT}, "from": {"id": 7}, "text": None}},
+            {"update_id": True, "message": []},
+            {
+                "update_id": 14,
+                "message": {
+                    "chat": {"id": CHAT},
+                    "from": {"id": 7},
+                    "text": "x" * 100_000,
+                    "reply_to_message": {"message_id": "1e9"},
+                },
+            },
+            {"update_id": 15, "callback_query": {**good, "data": "h1:" + "A" * 12 + "\x00"}},
+        ]
+    ]
+    assert bot.poll_once(0) == 7
+    assert bot.offset == 16
+    assert (repo / "BLOCKED.md").exists() and list(journal.newest_first()) == []
+    assert {text for _, text in api.said} == {
+        "This button is not hitl's, or too old: nothing done."
+    }
+
+
+def test_a_long_open_block_is_claimed_once_not_on_every_change(
+    tmp_path: Path, _isolated_state: Path
+) -> None:
+    bot, api = _bot(tmp_path, _repo(tmp_path))
+    bot.sync()
+    bot.handle(_tap(api.sent[0], 0))  # answered; its message no longer open
+    claims = _isolated_state / "notified.json"
+    before = os.stat(claims).st_ino
+    for _ in range(3):
+        bot.sync()  # the inbox changed (the watcher has not dropped the block yet)
+    assert os.stat(claims).st_ino == before  # not rewritten
+    assert len(api.sent) == 1
+
+
+def test_choices_that_need_words_and_several_questions_get_no_buttons(tmp_path: Path) -> None:
+    from tests.conftest import FIXTURES
+
+    repo = tmp_path / "billing"
+    shutil.copytree(FIXTURES / "agenticloop-billing", repo)
+    (repo / ".git").mkdir()
+    bot, api = _bot(tmp_path, repo)
+    bot.sync()
+    sent = {m["text"].split("\n")[0]: m for m in api.sent}
+    several = sent["billing/T-012"]
+    assert several["buttons"] == []
+    assert several["text"].endswith("This block asks several questions: answer it in hitl.")
+    bot.handle(_reply(several, "Use the EU region"))
+    assert api.sent[-1]["text"] == "This block asks several questions: answer it in hitl."
+    worded = sent["billing/T-009"]
+    assert (
+        worded["buttons"] == [] and "2 choices need your words: open it in hitl." in worded["text"]
+    )
+    mixed = sent["billing/T-007"]
+    assert len(mixed["buttons"]) == 2 and "2 choices need your words" in mixed["text"]

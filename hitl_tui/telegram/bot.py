@@ -11,6 +11,7 @@ channel's (`notices.claim`), so that no block is sent twice across the operator'
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -41,6 +42,10 @@ WINDOW = 60.0
 MAX_REPLY = 4096
 #: The most (chat, user) pairs remembered as logged once.
 MAX_IGNORED = 1000
+#: What a tap or reply on a block this hitl does not watch is told.
+NOT_WATCHED = "The hitl polling now does not watch this block's repository: nothing written."
+#: The most claimed keys remembered in memory (then forgotten: the claim file still knows).
+MAX_ASKED = 100_000
 #: The longest wait between two errors (the backoff doubles up to it).
 MAX_BACKOFF = 60.0
 
@@ -77,6 +82,8 @@ class Bot:
         self._ignored: set[tuple[object, object]] = set()
         #: New blocks claimed by this hitl whose message could not be sent yet.
         self._unsent: set[str] = set()
+        #: The keys already claimed (by this hitl or, first, another): never claimed again.
+        self._asked: set[str] = set()
 
     def __repr__(self) -> str:
         return f"Bot(chat_id={self.cfg.chat_id})"
@@ -91,6 +98,17 @@ class Bot:
     def _current(self, row: Row) -> Block | None:
         key = (str(row.get("src", "")), str(row.get("path", "")))
         return self._blocks().get(key)
+
+    def _watches(self, row: Row) -> bool:
+        """Whether this hitl's inbox covers the block of `row` (an app opened on a few repos
+        does not: a message of another repo's block is left as it is, never "answered")."""
+        source = self.inbox.source_named(str(row.get("src", "")))
+        if source is None:
+            return False
+        if source.remote:
+            return True
+        repo = row.get("repo")
+        return isinstance(repo, str) and Path(repo) in set(self.inbox.workspace.repos)
 
     # -- sending ----------------------------------------------------------------------------------
 
@@ -127,6 +145,8 @@ class Bot:
             if block is not None and block.fingerprint == row.get("fp"):
                 shown.add((key, block.fingerprint))
                 continue
+            if block is None and not self._watches(row):
+                continue
             if not self.book.set_state(message_id, "gone", when="open"):
                 continue
             said = str(row.get("text", ""))
@@ -137,7 +157,13 @@ class Bot:
     def _claimed(self, keys: list[str]) -> set[str]:
         """The notice claim, on this chat's channel (a key hushed for every channel, by an
         undo, is not sent either)."""
-        mine = {f"{self.channel} {key}": key for key in keys}
+        asked = [key for key in keys if key not in self._asked]
+        if not asked:  # each key is claimed once: a long-open block costs no write per change
+            return set()
+        if len(self._asked) > MAX_ASKED:
+            self._asked.clear()
+        self._asked.update(asked)
+        mine = {f"{self.channel} {key}": key for key in asked}
         hushed = {full: f"{notices.ANY} {key}" for full, key in mine.items()}
         fresh = notices.claim(list(mine), hushed=hushed)
         return {mine[full] for full in fresh}
@@ -167,7 +193,7 @@ class Bot:
     def send_block(self, block: Block) -> int | None:
         """One block's message: its text, a button per choice, noted in the book."""
         key = statefile.block_key(block)
-        what = {"src": key[0], "path": key[1], "fp": block.fingerprint}
+        what = {"src": key[0], "path": key[1], "fp": block.fingerprint, "repo": _repo(block)}
         choices = words.shown_choices(block)
         tokens = self.book.add_tokens([{**what, "k": "choice", "c": c.key} for c in choices])
         buttons = [
@@ -187,7 +213,10 @@ class Bot:
         rows = []
         for block in listed:
             key = statefile.block_key(block)
-            rows.append({"src": key[0], "path": key[1], "fp": block.fingerprint, "k": "send"})
+            rows.append(
+                {"src": key[0], "path": key[1], "fp": block.fingerprint, "repo": _repo(block)}
+                | {"k": "send"}
+            )
         tokens = self.book.add_tokens(rows)
         buttons = [
             [{"text": words.plain(words.title(b), words.BUTTON_LIMIT), "callback_data": t}]
@@ -301,7 +330,8 @@ class Bot:
         elif kind == "send":
             block = self._current(row)
             if block is None:
-                self._say(callback_id, "No longer open: answered elsewhere.")
+                gone = "No longer open: answered elsewhere."
+                self._say(callback_id, gone if self._watches(row) else NOT_WATCHED)
             else:
                 self._say(callback_id, "Sent.")
                 self.send_block(block)
@@ -311,6 +341,9 @@ class Bot:
     def _tap_choice(self, callback_id: str, message_id: int, row: Row) -> None:
         said = self._message_text(message_id)
         block = self._current(row)
+        if block is None and not self._watches(row):
+            self._say(callback_id, NOT_WATCHED)
+            return
         if block is None:
             self._say(callback_id, "Already answered elsewhere: nothing written.")
             if self.book.set_state(message_id, "gone"):
@@ -387,6 +420,9 @@ class Bot:
         assert isinstance(to, int)
         said = str(row.get("text", ""))
         block = self._current(row)
+        if block is None and not self._watches(row):
+            self._send(NOT_WATCHED, [], reply_to)
+            return
         if block is None:
             self._send("Already answered elsewhere: nothing written.", [], reply_to)
             return
@@ -439,6 +475,10 @@ class Bot:
         self.book.set_state(message_id, "done")
         line = "↻ Restarted, via Telegram" if ran.ok else f"Restart failed: {ran.problem}"
         self._edit(message_id, f"{said}\n\n{printable(line)}")
+
+
+def _repo(block: Block) -> str:
+    return block.repo if isinstance(block.repo, str) else os.fsdecode(block.repo)
 
 
 def _get(data: dict[str, Any], *path: str) -> object:

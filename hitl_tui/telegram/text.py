@@ -27,8 +27,9 @@ SEVERAL = "This block asks several questions: answer it in hitl."
 
 
 def title(block: Block) -> str:
-    repo = plain(block.repo_name, 80)
-    return repo if block.id == block.repo_name else f"{repo} · {plain(block.id, 80)}"
+    if block.id == block.repo_name or block.id.startswith(f"{block.repo_name}/"):
+        return plain(block.id, 120)  # the id names the repo: shop, billing/T-012
+    return f"{plain(block.repo_name, 80)} · {plain(block.id, 80)}"
 
 
 def block_message(block: Block) -> str:
@@ -37,15 +38,33 @@ def block_message(block: Block) -> str:
     parts = [title(block), plain(block.question or block.one_line_question(400), QUESTION_LIMIT)]
     if block.context.strip():
         parts.append(plain(block.context, CONTEXT_LIMIT))
-    hidden = len(block.choices) - MAX_BUTTONS
+    if len(block.questions) > 1:
+        parts.append(SEVERAL)
+        return "\n\n".join(parts)
+    tappable = [c for c in block.choices if not c.needs_text]
+    worded = len(block.choices) - len(tappable)
+    if worded:
+        parts.append(
+            f"{_count(worded, 'choice')} need{'s' if worded == 1 else ''} your words: "
+            "open it in hitl."
+        )
+    hidden = len(tappable) - MAX_BUTTONS
     if hidden > 0:
-        parts.append(f"{hidden} more choice{'s' if hidden > 1 else ''}: open in hitl.")
-    parts.append(SEVERAL if len(block.questions) > 1 else REPLY_HINT)
+        parts.append(f"{_count(hidden, 'more choice')}: open in hitl.")
+    parts.append(REPLY_HINT)
     return "\n\n".join(parts)
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
+
+
 def shown_choices(block: Block) -> Sequence[Choice]:
-    return block.choices[:MAX_BUTTONS] if len(block.questions) <= 1 else ()
+    """The choices given a button: a tap answers them alone (none of a block asking several
+    questions, none that needs the operator's words), at most MAX_BUTTONS."""
+    if len(block.questions) > 1:
+        return ()
+    return [c for c in block.choices if not c.needs_text][:MAX_BUTTONS]
 
 
 def button(choice: Choice) -> str:
