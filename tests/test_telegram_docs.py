@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from hitl_tui.config import load_config
+from hitl_tui.telegram import api, bot
+from hitl_tui.telegram.settings import TelegramConfig
 from tests.support.telegram_api import OPERATOR, TelegramAPI
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,3 +98,33 @@ def test_the_readme_chat_id_command_prints_the_chat_id() -> None:
         f'"chat":{{"id":{OPERATOR["id"]}',
         '"chat":{"id":-1001234567890',
     ], printed.stderr
+
+
+def test_the_readme_telegram_table_loads_as_written_and_with_its_comments_taken(
+    tmp_path: Path,
+) -> None:
+    """Step 5's table, word for word, is a valid `[telegram]`; so is it with its two
+    commented keys taken (a user id in the list)."""
+    table = re.search(r"```toml\n(.*?)```", _section(), re.S).group(1)
+    table = "\n".join(line.removeprefix("   ") for line in table.splitlines()) + "\n"
+    config = tmp_path / "config.toml"
+    config.write_text(table)
+    assert load_config(config).telegram == TelegramConfig(chat_id=123456789)
+    taken = re.sub(r"(?m)^# ", "", table).replace("[...]", "[42]")
+    config.write_text(taken)
+    assert load_config(config).telegram == TelegramConfig(
+        chat_id=123456789, allowed_user_ids=frozenset({42}), api="https://api.telegram.org"
+    )
+
+
+def test_the_stated_bounds_are_the_code_s() -> None:
+    """The bounds docs/config.md states for [telegram] are the client's constants (which
+    tests/test_telegram_hostile.py holds `hitl listen` to)."""
+    page = (ROOT / "docs" / "config.md").read_text()
+    start = page.index("There is no `token` key")
+    text = " ".join(page[start : page.index("\n#", start)].split())
+    assert f"bounded in total ({api.CALL_TIMEOUT:g} s;" in text
+    assert f"holds up to {bot.POLL_TIMEOUT} s for an update, plus {api.POLL_SLACK:g} s" in text
+    assert f"each answer at {api.MAX_BODY // (1 << 20)} MiB" in text
+    assert f"`retry_after` is honoured up to {api.MAX_RETRY_AFTER:g} s" in text
+    assert f"back off from 1 s to {bot.MAX_BACKOFF:g} s" in text
