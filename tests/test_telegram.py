@@ -477,3 +477,22 @@ def test_choices_that_need_words_and_several_questions_get_no_buttons(tmp_path: 
     )
     mixed = sent["billing/T-007"]
     assert len(mixed["buttons"]) == 2 and "2 choices need your words" in mixed["text"]
+
+
+def test_the_book_keeps_the_newest_messages_and_a_bounded_text_of_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At most MAX_MESSAGES messages, each text kept to TEXT_KEPT characters: the file stays
+    a few MB at 1,000 messages (here 20, for speed), never past what it reads back."""
+    row = tgbook.TEXT_KEPT * 4 + 300  # the most a message's row takes on disk
+    assert tgbook.MAX_MESSAGES * row + tgbook.MAX_ROWS * 300 < tgbook.MAX_BYTES
+    monkeypatch.setattr(tgbook, "MAX_MESSAGES", 20)
+    path = tmp_path / "telegram.json"
+    book = tgbook.TelegramBook(path)
+    text = "😀" * 3000  # a message at its longest, 4 bytes a character on disk
+    for message_id in range(1, 31):
+        book.note_message(message_id, {"k": "block", "state": "open", "text": text})
+    assert path.stat().st_size < 20 * row
+    shown = tgbook.TelegramBook(path).messages()  # another process reads it whole
+    assert sorted(shown) == list(range(11, 31))
+    assert shown[30]["text"].startswith("😀" * 100) and shown[30]["text"].endswith("…")

@@ -5,7 +5,8 @@ A button's `callback_data` is at most 64 bytes, and comes back from Telegram unt
 `h1:` and a random token of TOKEN_CHARS characters, looked up here. Anything else, or a token
 not in the book, is refused. The book is one of the state folder's small files
 (`state.files`: read and written whole, under a lock); rows older than KEEP are dropped, and at
-most MAX_ROWS of each kind are kept.
+most MAX_ROWS of each kind are kept (MAX_MESSAGES messages, each text kept to TEXT_KEPT
+characters: the file stays a few MB at most, well under MAX_BYTES).
 """
 
 from __future__ import annotations
@@ -21,9 +22,12 @@ from hitl_tui.state import files as statefile
 
 FILE = "telegram.json"
 FORMAT = 1
-MAX_BYTES = 8 << 20
+MAX_BYTES = 16 << 20
 KEEP = timedelta(days=7)
 MAX_ROWS = 5000
+MAX_MESSAGES = 1000
+#: The most of a message's text kept (to edit it later): a block's message is well under it.
+TEXT_KEPT = 1500
 PREFIX = "h1:"
 TOKEN_CHARS = 12
 _DATA = re.compile(rf"{re.escape(PREFIX)}([A-Za-z0-9_-]{{{TOKEN_CHARS}}})\Z")
@@ -105,6 +109,9 @@ class TelegramBook:
     def note_message(self, message_id: int, row: Row) -> None:
         stamp = self.clock().astimezone(UTC).isoformat()
 
+        if isinstance(row.get("text"), str) and len(row["text"]) > TEXT_KEPT:
+            row = {**row, "text": row["text"][: TEXT_KEPT - 1] + "…"}
+
         def change(data: dict[str, Any]) -> None:
             data["messages"][str(message_id)] = {**row, "t": stamp}
 
@@ -151,5 +158,6 @@ def _prune(data: dict[str, Any], now: datetime) -> None:
             for k, r in data[kind].items()
             if isinstance(k, str) and isinstance(r, dict) and str(r.get("t", "")) >= cutoff
         }
-        newest = sorted(rows.items(), key=lambda kv: str(kv[1].get("t", "")))[-MAX_ROWS:]
+        most = MAX_MESSAGES if kind == "messages" else MAX_ROWS
+        newest = sorted(rows.items(), key=lambda kv: str(kv[1].get("t", "")))[-most:]
         data[kind] = dict(newest)

@@ -346,7 +346,7 @@ class Bot:
             return
         kind = row.get("k")
         if kind == "choice" and isinstance(message_id, int):
-            self._tap_choice(callback_id, message_id, row)
+            self._tap_choice(callback_id, message_id, row, message.get("text"))
         elif kind == "send":
             block = self._current(row)
             if block is None:
@@ -356,10 +356,10 @@ class Bot:
                 self._say(callback_id, "Sent.")
                 self.send_block(block)
         elif kind in ("restart", "drop") and isinstance(message_id, int):
-            self._tap_late(callback_id, message_id, row, str(kind))
+            self._tap_late(callback_id, message_id, row, str(kind), message.get("text"))
 
-    def _tap_choice(self, callback_id: str, message_id: int, row: Row) -> None:
-        said = self._message_text(message_id)
+    def _tap_choice(self, callback_id: str, message_id: int, row: Row, shown: object) -> None:
+        said = self._message_text(message_id, shown)
         block = self._current(row)
         if block is None and not self._watches(row):
             self._say(callback_id, NOT_WATCHED)
@@ -424,9 +424,13 @@ class Bot:
                 return
         self.send_block(block)
 
-    def _message_text(self, message_id: int) -> str:
+    def _message_text(self, message_id: int, shown: object = None) -> str:
+        """The text the message was sent with (the book's), else as Telegram showed it with
+        the tap (`shown`)."""
         row = self.book.message(message_id)
-        return str(row.get("text", "")) if row else ""
+        if row and isinstance(row.get("text"), str):
+            return str(row["text"])
+        return shown if isinstance(shown, str) else ""
 
     def _reply(self, message: dict[str, Any]) -> None:
         chat = _get(message, "chat", "id")
@@ -473,10 +477,12 @@ class Bot:
             return
         self._written(to, said, f"“{typed}”", done, None)
 
-    def _tap_late(self, callback_id: str, message_id: int, row: Row, kind: str) -> None:
+    def _tap_late(
+        self, callback_id: str, message_id: int, row: Row, kind: str, shown: object
+    ) -> None:
         book = self.inbox.resumes
         record = book.get(str(row.get("r", ""))) if book is not None else None
-        said = self._message_text(message_id)
+        said = self._message_text(message_id, shown)
         if book is None or record is None or not record.is_open:
             self._say(callback_id, "No longer waiting for its loop: nothing done.")
             if self.book.set_state(message_id, "gone"):

@@ -84,5 +84,5 @@ class RunsTelegram:
 
     def stop_telegram(self) -> None:
         if self.telegram is not None:
-            self.telegram.stop(wait=0.5)
+            self.telegram.stop(wait=0.2)  # the app exits at once; a long poll is left
             self.telegram = None
