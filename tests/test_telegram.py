@@ -496,3 +496,42 @@ def test_the_book_keeps_the_newest_messages_and_a_bounded_text_of_each(
     shown = tgbook.TelegramBook(path).messages()  # another process reads it whole
     assert sorted(shown) == list(range(11, 31))
     assert shown[30]["text"].startswith("😀" * 100) and shown[30]["text"].endswith("…")
+
+
+def test_after_an_error_the_state_is_ok_again_as_soon_as_the_server_answers(
+    tmp_path: Path,
+) -> None:
+    """A failed poll is followed by a short one: the header says the server is back at once,
+    not when the next long poll ends (25 s later)."""
+    import threading
+
+    from hitl_tui.telegram.bot import Runner
+    from tests.support import until_sync
+
+    bot, api = _bot(tmp_path)
+    held = threading.Event()
+    calls: list[int] = []
+
+    def get_updates(offset, timeout):
+        calls.append(timeout)
+        if len(calls) == 1:
+            raise ApiError("getUpdates: could not connect (refused)")
+        if timeout:
+            held.wait(30)  # a long poll: nothing comes
+        return []
+
+    api.get_updates = get_updates  # type: ignore[method-assign]
+    states: list[tuple[str, str]] = []
+    runner = Runner(bot, PollerClaim(TOKEN, tmp_path / "poll.lock"), lambda *s: states.append(s))
+    try:
+        assert runner.start()
+        until_sync(
+            lambda: states[-1:] == [("ok", "polling")] and len(calls) >= 3,
+            10,
+            saw=lambda: (states, calls),
+        )
+        assert ("error", "getUpdates: could not connect (refused)") in states
+        assert calls[:2] == [25, 0]
+    finally:
+        held.set()
+        runner.stop()

@@ -380,7 +380,12 @@ async def test_the_app_runs_the_bot_and_a_tap_answers(
     app, repo = _app(tmp_path, tg, monkeypatch)
     async with app.run_test(size=SIZE) as pilot:
         [message] = await until(pilot, lambda: tg.sent_messages(), 30)
-        assert "telegram 1/1 ok" in _bar(app)
+        await until(
+            pilot,
+            lambda: "telegram 1/1 ok" in _bar(app),
+            20,
+            saw=lambda: (_bar(app), tg.summary()[-12:], tg.polling),
+        )
         tg.tap(message, text=KEEP)
         await until(pilot, lambda: not (repo / "BLOCKED.md").exists(), 20)
         await until(pilot, lambda: not app.inbox.blocks, 20, what="the app's list to follow")
@@ -401,17 +406,27 @@ async def test_a_hanging_server_is_bounded_and_named_in_the_header(
     app, _repo = _app(tmp_path, tg, monkeypatch)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         began = time.monotonic()
-        await until(pilot, lambda: "telegram 0/1 ok" in _bar(app), 20, saw=lambda: _bar(app))
+        bar = await until(
+            pilot,
+            lambda: (
+                "telegram 0/1 ok" in _bar(app) and "no answer within" in _bar(app) and _bar(app)
+            ),
+            20,
+            saw=lambda: _bar(app),
+        )
         assert time.monotonic() - began < 10
-        bar = _bar(app)
-        assert "no answer within" in bar
         _no_token(bar, *(str(n.message) for n in app._notifications))
         # The UI answers meanwhile: a key is handled while the server hangs.
         await pilot.press("question_mark")
         await until(pilot, lambda: app.screen.__class__.__name__ == "HelpScreen", 5)
         tg.clear_faults()
         await pilot.press("escape")
-        await until(pilot, lambda: "telegram 1/1 ok" in _bar(app), 20, saw=lambda: _bar(app))
+        await until(
+            pilot,
+            lambda: "telegram 1/1 ok" in _bar(app),
+            20,
+            saw=lambda: (_bar(app), tg.summary()[-12:], tg.polling),
+        )
         await until(pilot, lambda: tg.sent_messages(), 20)
 
 

@@ -609,8 +609,11 @@ class Runner:
     def _poll(self) -> None:
         backoff = 1.0
         while not self._stop.is_set():
+            # After an error, one short poll first: the header says the server is back at
+            # once, not when the next long poll ends (up to POLL_TIMEOUT s later).
+            wait = 0 if "poll" in self._errors else self.poll_timeout
             try:
-                self.bot.poll_once(self.poll_timeout)
+                self.bot.poll_once(wait)
             except ApiError as exc:
                 why = str(exc)
                 if exc.code == 409:

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import socket
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,6 +49,8 @@ class PollerClaim:
         self.path = path if path is not None else lock_path(token)
         self._fd: int | None = None
         self.holder: Holder | None = None
+        #: `release` and a waiting `acquire` may run in two threads: the fd is closed once.
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"PollerClaim(held={self.held})"
@@ -91,18 +94,20 @@ class PollerClaim:
             os.pwrite(fd, json.dumps(me).encode() + b"\n", 0)
         except OSError:
             pass
-        self._fd = fd
+        with self._lock:
+            self._fd = fd
         self.holder = None
         return True
 
     def release(self) -> None:
-        if self._fd is not None:
+        with self._lock:
+            fd, self._fd = self._fd, None
+        if fd is not None:
             try:
-                os.ftruncate(self._fd, 0)
+                os.ftruncate(fd, 0)
             except OSError:
                 pass
-            os.close(self._fd)
-            self._fd = None
+            os.close(fd)
 
 
 def _read_holder(fd: int) -> Holder:

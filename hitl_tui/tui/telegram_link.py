@@ -57,6 +57,8 @@ class RunsTelegram:
         runner.wake()
 
     def _from_bot(self, call, *args) -> None:
+        if not self.is_running:  # type: ignore[attr-defined]
+            return  # the app has exited: nothing to show it on
         try:
             self.call_from_thread(call, *args)  # type: ignore[attr-defined]
         except RuntimeError:  # the app has exited meanwhile
