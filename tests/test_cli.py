@@ -675,7 +675,7 @@ def test_unknown_config_key_is_a_one_line_exit_2(ws: Path, tmp_path: Path, inpro
         2,
         f"{config}: unknown key 'repoz' "
         "(known: bell, github, journal_keep, keys, loop, mcp, notify, operator, remote, repos, "
-        "sla)",
+        "sla, telegram)",
     )
 
 
