@@ -141,6 +141,8 @@ def test_listen_tap_writes_journals_restarts_and_edits(
     assert [a["text"] for a in tg.callback_answers] == [f"✓ Written: {KEEP}"]
     code, out, err = listen.stop()
     assert code == 0, err
+    assert f"hitl listen: telegram: answered shop: {KEEP}, via Telegram\n" in err
+    assert "hitl listen: telegram: shop: ↻ Loop restarted.\n" in err
     [entry] = _journal(_isolated_state)
     assert entry["operator"] == "Ada" and "Keep invoices" in json.dumps(entry)
     _no_token(out, err, *(p.read_text(errors="replace") for p in _isolated_state.rglob("*.json*")))
@@ -218,6 +220,10 @@ def test_a_block_answered_with_the_cli_has_its_message_edited(
         saw=listen.stderr,
     )
     assert tg.buttons(edited) == []
+    assert edited["text"].endswith(
+        "✓ Answered elsewhere: C) Block deletion while invoices exist — no data loss; users "
+        "must contact support. (Ada)"
+    )
     tg.tap(message, data=dict(tg.buttons(message))["A) Cascade delete everything"], forge=True)
     until_sync(lambda: tg.callback_answers, 20, saw=listen.stderr)
     assert tg.callback_answers[-1]["text"] == "Already answered elsewhere: nothing written."
@@ -297,6 +303,30 @@ def test_listen_against_a_server_that_hangs_up_backs_off_and_ends_on_sigint(
     said = [line for line in err.splitlines() if "telegram: getUpdates" in line]
     assert len(said) == 1, err  # said once while it lasts
     _no_token(out, err)
+
+
+def test_listen_runs_the_notices_once_per_block_across_two(tmp_path: Path, listens: list) -> None:
+    """`hitl listen` with `[notify]` alone: a block that arrives is one notice on the
+    command, even with two of them running (the notice claim)."""
+    repo = tmp_path / "loops" / "shop"
+    (repo / ".git").mkdir(parents=True)
+    out = tmp_path / "notices.txt"
+    code = "import sys; open(sys.argv[1], 'ab').write(sys.stdin.buffer.read())"
+    command = [sys.executable, "-c", code, str(out)]
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f"repos = {json.dumps([str(repo)])}\n[notify]\ndesktop = false\n"
+        f"command = {json.dumps(command)}\n"
+    )
+    both = [Listen(config, tmp_path, "one"), Listen(config, tmp_path, "two")]
+    listens.extend(both)
+    for one in both:
+        until_sync(lambda one=one: "watching 1 repository" in one.stderr(), 30, saw=one.stderr)
+    (repo / "BLOCKED.md").write_text("## Question:\nShip it?\n")
+    until_sync(lambda: out.exists() and out.read_text(), 30, saw=both[0].stderr)
+    time.sleep(1.0)  # a bounded look: the other listen sends nothing more
+    assert out.read_text().splitlines() == ["hitl: shop: Ship it?"]
+    assert [one.stop()[0] for one in both] == [0, 0]
 
 
 def test_listen_without_a_token_or_with_nothing_to_do_is_one_line(tmp_path: Path) -> None:
@@ -426,3 +456,44 @@ async def test_the_app_beside_a_polling_listen_does_not_poll_and_says_who(
         assert "telegram 1/1 ok" in bar and f"pid {listen.proc.pid} on " in bar
         assert tg.max_pollers == 1 and tg.conflicts == 0
         assert len(tg.sent_messages()) == 1
+
+
+def test_hostile_agent_text_is_sent_plain_and_within_telegrams_bounds(
+    tmp_path: Path, tg: TelegramAPI, _isolated_state: Path
+) -> None:
+    """A question of 3,000 emoji with markup, escapes and control characters in it, and a
+    choice of the same: the real server (which counts UTF-16 units and parses nothing without
+    parse_mode) takes the message, the tap, the answer and the edit."""
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.loops.resume import ResumeBook
+    from hitl_tui.telegram.api import BotApi
+    from hitl_tui.telegram.book import TelegramBook
+    from hitl_tui.telegram.bot import Bot
+    from hitl_tui.telegram.settings import TelegramConfig
+
+    hostile = "<b>bold</b> [bold]x[/] \x1b[31mred\x07 *_`~ 😀" * 3 + "😀" * 3000
+    repo = tmp_path / "loops" / "evil"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "BLOCKED.md").write_text(
+        f"## Question:\n{hostile}\n\n## Context:\n{hostile}\n\n"
+        f"## Choices:\n- A) {'😀' * 200} <i>go</i>\n- B) stop\n"
+    )
+    inbox = Inbox.open([repo])
+    inbox.use_resumes(ResumeBook.for_state(), ())
+    cfg = TelegramConfig(chat_id=OPERATOR["id"], api=tg.api)
+    logged: list[str] = []
+    bot = Bot(cfg, BotApi(tg.api, TOKEN), inbox, (), "Ada", TelegramBook(None), logged.append)
+    bot.sync()
+    [message] = tg.sent_messages()
+    text = message["text"]
+    assert len(text.encode("utf-16-le")) // 2 <= 4096
+    assert "<b>bold</b> [bold]x[/]" in text and "\x1b" not in text and "\x07" not in text
+    assert "entities" not in message  # nothing was parsed as markup
+    [first, _second] = tg.buttons(message)
+    tg.tap(message, data=first[1])
+    bot.poll_once(0)
+    assert not (repo / "BLOCKED.md").exists()
+    edited = tg.message(message["message_id"])
+    assert "via Telegram" in edited["text"] and tg.buttons(edited) == []
+    assert len(tg.callback_answers) == 1
+    assert [line.split(":")[0] for line in logged] == ["answered evil"]  # no refusal logged

@@ -24,8 +24,26 @@ CALL_TIMEOUT = 10.0
 POLL_SLACK = 10.0
 #: The longest a 429's retry_after is honoured (a server asking for an hour is not obeyed).
 MAX_RETRY_AFTER = 60.0
+#: Telegram's bounds, in UTF-16 code units (as it counts): a message, a callback's answer.
+MAX_TEXT = 4096
+MAX_ANSWER = 200
 #: What getUpdates asks for: nothing else reaches the bot.
 ALLOWED_UPDATES = ("message", "callback_query")
+
+
+def fit(text: str, units: int) -> str:
+    """`text` cut to `units` UTF-16 code units (an emoji counts two), with "…" when cut."""
+    if len(text) * 2 <= units or len(text.encode("utf-16-le")) // 2 <= units:
+        return text
+    out: list[str] = []
+    used = 0
+    for char in text:
+        size = 2 if ord(char) > 0xFFFF else 1
+        if used + size > units - 1:
+            break
+        out.append(char)
+        used += size
+    return "".join(out) + "…"
 
 
 class ApiError(Exception):
@@ -124,7 +142,7 @@ class BotApi:
         reply_to: int | None = None,
     ) -> int:
         """Send plain `text` (no parse_mode: shown as typed); the new message's id."""
-        params: dict[str, Any] = {"chat_id": chat_id, "text": text}
+        params: dict[str, Any] = {"chat_id": chat_id, "text": fit(text, MAX_TEXT)}
         if buttons:
             params["reply_markup"] = {"inline_keyboard": buttons}
         if reply_to is not None:
@@ -149,7 +167,7 @@ class BotApi:
         params: dict[str, Any] = {
             "chat_id": chat_id,
             "message_id": message_id,
-            "text": text,
+            "text": fit(text, MAX_TEXT),
             "reply_markup": {"inline_keyboard": buttons or []},
         }
         try:
@@ -160,4 +178,5 @@ class BotApi:
 
     def answer_callback(self, callback_id: str, text: str) -> None:
         """Stop the button's spinner, saying `text` (at most 200 characters)."""
-        self.call("answerCallbackQuery", {"callback_query_id": callback_id, "text": text[:200]})
+        answer = {"callback_query_id": callback_id, "text": fit(text, MAX_ANSWER)}
+        self.call("answerCallbackQuery", answer)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from hitl_tui import journal
 from hitl_tui.answers import service
 from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.loops import notices
@@ -44,6 +45,8 @@ MAX_REPLY = 4096
 MAX_IGNORED = 1000
 #: What a tap or reply on a block this hitl does not watch is told.
 NOT_WATCHED = "The hitl polling now does not watch this block's repository: nothing written."
+#: How many of the newest journal entries are looked at for what answered a block elsewhere.
+JOURNAL_LOOK = 50
 #: The most claimed keys remembered in memory (then forgotten: the claim file still knows).
 MAX_ASKED = 100_000
 #: The longest wait between two errors (the backoff doubles up to it).
@@ -150,9 +153,26 @@ class Bot:
             if not self.book.set_state(message_id, "gone", when="open"):
                 continue
             said = str(row.get("text", ""))
-            edited = words.answered_elsewhere(said) if block is None else words.changed(said)
+            if block is None:
+                edited = words.answered_elsewhere(said, self._journaled(row))
+            else:
+                edited = words.changed(said)
             self._edit(message_id, edited)
         return shown
+
+    def _journaled(self, row: Row) -> str | None:
+        """What the journal says was answered to the block of `row` (its newest JOURNAL_LOOK
+        answers looked at), and by whom; None when it is not there (the loop took the block
+        away itself, or it was answered on another machine)."""
+        try:
+            for entry in journal.history(limit=JOURNAL_LOOK):
+                if str(entry.block_path) == row.get("path") and (
+                    entry.block_fingerprint == row.get("fp")
+                ):
+                    return f"{entry.answered} ({entry.operator})"
+        except Exception:  # the chat's view only
+            return None
+        return None
 
     def _claimed(self, keys: list[str]) -> set[str]:
         """The notice claim, on this chat's channel (a key hushed for every channel, by an
@@ -378,11 +398,14 @@ class Bot:
             self._say(callback_id, f"✓ Written: {what}"[:200])
         edited = words.answered(said, what)
         self._edit(message_id, edited)
+        block_id = words.plain(done.plan.block.id, 80)
+        self.log(f"answered {block_id}: {words.plain(what, 200)}, via Telegram")
         done = service.restart_after(done, self.loops, self.inbox.resumes)
         if done.ran is not None:
             ran = done.ran
             line = "↻ Loop restarted." if ran.ok else f"Restart failed: {ran.problem}"
             self._edit(message_id, f"{edited}\n{printable(line)}")
+            self.log(f"{block_id}: {line}")
 
     def _changed(self, callback_id: str, message_id: int, block: Block, said: str) -> None:
         self._say(

@@ -10,6 +10,7 @@ from hitl_tui.loops.notices import plain
 
 __all__ = ["plain"]
 from hitl_tui.model import Block, Choice
+from hitl_tui.telegram.api import fit
 
 #: The longest question shown, in characters.
 QUESTION_LIMIT = 1000
@@ -19,6 +20,8 @@ CONTEXT_LIMIT = 500
 MAX_BUTTONS = 8
 #: The longest text of a button.
 BUTTON_LIMIT = 60
+#: A block's message at most, in UTF-16 code units: what an edit adds still fits Telegram's 4096.
+MESSAGE_LIMIT = 3300
 #: The most blocks a summary lists (each with a button that sends its own message).
 SUMMARY_MAX = 8
 
@@ -40,7 +43,7 @@ def block_message(block: Block) -> str:
         parts.append(plain(block.context, CONTEXT_LIMIT))
     if len(block.questions) > 1:
         parts.append(SEVERAL)
-        return "\n\n".join(parts)
+        return fit("\n\n".join(parts), MESSAGE_LIMIT)
     tappable = [c for c in block.choices if not c.needs_text]
     worded = len(block.choices) - len(tappable)
     if worded:
@@ -52,7 +55,7 @@ def block_message(block: Block) -> str:
     if hidden > 0:
         parts.append(f"{_count(hidden, 'more choice')}: open in hitl.")
     parts.append(REPLY_HINT)
-    return "\n\n".join(parts)
+    return fit("\n\n".join(parts), MESSAGE_LIMIT)
 
 
 def _count(n: int, what: str) -> str:
@@ -76,7 +79,11 @@ def answered(message: str, what: str) -> str:
     return f"{message}\n\n✓ {plain(what, 300)}, via Telegram"
 
 
-def answered_elsewhere(message: str) -> str:
+def answered_elsewhere(message: str, what: str | None = None) -> str:
+    """A block's message once it is no longer open, answered in the app, with `hitl answer`,
+    on another machine: what its journal says was answered, when it says."""
+    if what:
+        return f"{message}\n\n✓ Answered elsewhere: {plain(what, 300)}"
     return f"{message}\n\n✓ Answered elsewhere (no longer open)."
 
 
