@@ -459,6 +459,24 @@ def test_invalid_json_huge_and_endless_bodies(tg):
     assert ok(tg, "getMe")  # the server goes on serving
 
 
+def test_a_trickle_outlasts_a_read_timeout_until_cleared(tg):
+    tg.trickle(0.2, methods="sendMessage")
+    read = b""
+    began = time.monotonic()
+    timeout = httpx.Timeout(5.0, read=0.5)  # each byte comes well within the read timeout
+    with httpx.stream("POST", tg.url("sendMessage"), json={}, timeout=timeout) as response:
+        assert response.status_code == 200
+        chunks = response.iter_raw(1)
+        while time.monotonic() - began < 1.5:
+            read += next(chunks)
+        thread, box = in_thread(lambda: b"".join(chunks))
+        tg.clear_faults()
+        thread.join(5)
+    assert read.strip() == b"" and len(read) >= 4
+    assert isinstance(box.get("error"), httpx.RemoteProtocolError), box  # cut short, never done
+    assert tg.sent_messages() == []
+
+
 def test_stop_ends_a_held_long_poll(tg):
     thread, box = in_thread(call, tg, "getUpdates", timeout=30)
     until_sync(lambda: tg.polling, 5)

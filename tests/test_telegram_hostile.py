@@ -178,9 +178,11 @@ def test_a_bad_body_is_named_and_read_no_further_than_its_cap(tg, listen, make, 
 
 
 def test_a_hung_server_is_given_up_on_and_sigterm_still_stops_listen(tg, listen):
-    """The server takes every request and never answers: sendMessage gives up after its 10 s
-    and says so; with getUpdates still hanging, SIGTERM ends hitl listen at once (exit 0)."""
-    tg.hang()
+    """The server never finishes an answer: sendMessage's comes a byte every half second
+    (no read ever times out), getUpdates' never starts. sendMessage gives up after its 10 s
+    in all and says so; with getUpdates still hanging, SIGTERM ends hitl listen at once."""
+    tg.trickle(0.5, methods="sendMessage")
+    tg.hang(methods="getUpdates")
     hitl = listen()
     until_sync(lambda: tg.calls("getUpdates") and tg.calls("sendMessage"), 10, saw=tg.summary)
     hitl.logged("sendMessage: no answer within 10 s", 20)

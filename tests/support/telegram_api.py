@@ -64,9 +64,10 @@ reply_markup after every edit), `message(id)`, `buttons(message)`, `edits`,
 `clear_faults()` or `stop()`, which drop the connection), `fail(status)` (a 500 by default),
 `flood(retry_after)` (429 with parameters.retry_after and Retry-After), `invalid_json()`,
 `huge_body(size)` (a complete body of `size` bytes), `endless_body()` (a body that never ends,
-until the client hangs up). `clear_faults()` ends them all. Optional `chat_rate=(n, seconds)`:
-past n messages in a chat within the window, sendMessage is 429 (Telegram publishes no exact
-figure; off by default).
+until the client hangs up), `trickle(interval)` (a byte of the body now and then, never
+done). `clear_faults()` ends them all. Optional `chat_rate=(n, seconds)`: past n messages in a
+chat within the window, sendMessage is 429 (Telegram publishes no exact figure; off by
+default).
 
 Nothing here talks to any address but 127.0.0.1, and every wait is bounded (`max_hang`).
 """
@@ -208,7 +209,7 @@ class Request:
 
 @dataclass
 class Fault:
-    kind: str  # slow hang status invalid_json huge endless
+    kind: str  # slow hang status invalid_json huge endless trickle
     methods: frozenset[str] | None
     times: int | None
     seconds: float = 0.0
@@ -551,6 +552,14 @@ class TelegramAPI:
     def endless_body(self, *, methods: Any = None, times: int | None = None) -> None:
         """A 200 whose JSON body never ends (no Content-Length), until the client hangs up."""
         self._add(Fault("endless", _methods(methods), times))
+
+    def trickle(
+        self, interval: float = 0.5, *, methods: Any = None, times: int | None = None
+    ) -> None:
+        """Headers at once, then the body one byte every `interval` seconds, never complete
+        (a per-read timeout never fires: only a bound on the whole exchange ends it)."""
+        self._release.clear()
+        self._add(Fault("trickle", _methods(methods), times, seconds=interval))
 
     def clear_faults(self) -> None:
         """Back to normal; hung requests are dropped."""
@@ -929,11 +938,15 @@ class TelegramAPI:
             handler.send_header("Content-Type", "application/json")
             if fault.kind == "huge" and fault.declare:
                 handler.send_header("Content-Length", str(fault.size))
+            elif fault.kind == "trickle":
+                handler.send_header("Content-Length", str(1 << 20))
             else:
                 handler.send_header("Connection", "close")
             handler.end_headers()
             if fault.kind == "huge":
                 self._stream_huge(handler, fault.size)
+            elif fault.kind == "trickle":
+                self._stream_trickle(handler, fault.seconds)
             else:
                 self._stream_endless(handler)
         except OSError:
@@ -950,6 +963,12 @@ class TelegramAPI:
             handler.wfile.write(piece)
             left -= len(piece)
         handler.wfile.write(tail)
+
+    def _stream_trickle(self, handler: _Handler, interval: float) -> None:
+        ends = time.monotonic() + self.max_hang
+        while not self._release.wait(interval) and time.monotonic() < ends:
+            handler.wfile.write(b" ")  # JSON's own whitespace: a body that is never done
+            handler.wfile.flush()
 
     def _stream_endless(self, handler: _Handler) -> None:
         handler.wfile.write(b'{"ok":true,"result":[')
