@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -660,10 +660,9 @@ def start_bot(
     inbox: Inbox,
     loops: Sequence[Loop],
     operator: str,
-    env: dict[str, str] | Any,
+    env: Mapping[str, str],
     log: Callable[[str], None] = stderr_log,
     on_state: Callable[[str, str], None] | None = None,
-    state_dir: Path | None = None,
 ) -> Runner:
     """The Runner of `[telegram]` for `inbox`, started (see `Runner.state` for whether it
     polls). Raises UsageError when the token is missing or malformed."""
