@@ -535,3 +535,21 @@ def test_after_an_error_the_state_is_ok_again_as_soon_as_the_server_answers(
     finally:
         held.set()
         runner.stop()
+
+
+def test_the_next_poller_does_not_send_a_block_again(tmp_path: Path) -> None:
+    """One message per block across every hitl: the hitl that polls next (the app after
+    `hitl listen`, a restart) finds the block claimed and its message in the book."""
+    repo = _repo(tmp_path)
+    book = tgbook.TelegramBook(tmp_path / "telegram.json")
+    first, api = _bot(tmp_path, repo)
+    first.book = book
+    first.sync()
+    assert len(api.sent) == 1
+    second, its_api = _bot(tmp_path, repo)
+    second.book = tgbook.TelegramBook(tmp_path / "telegram.json")
+    second.sync()
+    assert its_api.sent == [] and its_api.edits == []
+    second.handle(_tap(api.sent[0], 1))  # the tap on the first one's message is answered
+    assert not (repo / "BLOCKED.md").exists()
+    assert its_api.said == [("cb1", "✓ Written: B) Keep invoices, detach them from the workspace")]
