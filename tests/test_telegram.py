@@ -553,3 +553,19 @@ def test_the_next_poller_does_not_send_a_block_again(tmp_path: Path) -> None:
     second.handle(_tap(api.sent[0], 1))  # the tap on the first one's message is answered
     assert not (repo / "BLOCKED.md").exists()
     assert its_api.said == [("cb1", "✓ Written: B) Keep invoices, detach them from the workspace")]
+
+
+def test_past_eight_choices_a_last_button_says_to_open_hitl(tmp_path: Path) -> None:
+    repo = tmp_path / "loops" / "wide"
+    (repo / ".git").mkdir(parents=True)
+    choices = "".join(f"- {chr(65 + i)}) option {i}\n" for i in range(11))
+    (repo / "BLOCKED.md").write_text(f"## Question:\nWhich one?\n\n## Choices:\n{choices}")
+    bot, api = _bot(tmp_path, repo)
+    bot.sync()
+    [sent] = api.sent
+    labels = [row[0]["text"] for row in sent["buttons"]]
+    assert labels == [f"{chr(65 + i)}) option {i}" for i in range(8)] + ["+3 more: open in hitl"]
+    assert "3 more choices: open in hitl." in sent["text"]
+    bot.handle(_tap(sent, 8))
+    assert api.said == [("cb8", "Its other choices are in hitl: answer it there.")]
+    assert (repo / "BLOCKED.md").exists()

@@ -220,6 +220,10 @@ class Bot:
             [{"text": words.button(c), "callback_data": t}]
             for c, t in zip(choices, tokens, strict=True)
         ]
+        hidden = words.hidden_choices(block)
+        if hidden:  # the rest: a button that says where they are
+            [more] = self.book.add_tokens([{**what, "k": "more", "n": hidden}])
+            buttons.append([{"text": f"+{hidden} more: open in hitl", "callback_data": more}])
         said = words.block_message(block)
         message_id = self._send(said, buttons)
         if message_id is not None:
@@ -347,6 +351,8 @@ class Bot:
         kind = row.get("k")
         if kind == "choice" and isinstance(message_id, int):
             self._tap_choice(callback_id, message_id, row, message.get("text"))
+        elif kind == "more":
+            self._say(callback_id, "Its other choices are in hitl: answer it there.")
         elif kind == "send":
             block = self._current(row)
             if block is None:

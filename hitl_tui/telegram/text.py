@@ -70,6 +70,13 @@ def shown_choices(block: Block) -> Sequence[Choice]:
     return [c for c in block.choices if not c.needs_text][:MAX_BUTTONS]
 
 
+def hidden_choices(block: Block) -> int:
+    """How many choices a tap could answer but have no button (past MAX_BUTTONS)."""
+    if len(block.questions) > 1:
+        return 0
+    return max(0, len([c for c in block.choices if not c.needs_text]) - MAX_BUTTONS)
+
+
 def button(choice: Choice) -> str:
     return plain(f"{choice.key}) {choice.option}", BUTTON_LIMIT)
 
