@@ -512,3 +512,58 @@ def test_hostile_agent_text_is_sent_plain_and_within_telegrams_bounds(
     assert "via Telegram" in edited["text"] and tg.buttons(edited) == []
     assert len(tg.callback_answers) == 1
     assert [line.split(":")[0] for line in logged] == ["answered evil"]  # no refusal logged
+
+
+async def test_in_the_app_an_answer_not_resumed_comes_with_restart_and_drop(
+    tmp_path: Path, tg: TelegramAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tap answers; the loop shows no sign within its resume_within; the app turns the
+    answer late, and the bot sends it with Restart and Drop; Restart runs the [[loop]]
+    restart again and the answer waits anew (Drop: tests/test_telegram.py)."""
+    from datetime import timedelta
+
+    from hitl_tui.config import Config
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.workspace import Workspace
+    from hitl_tui.loops.commands import Loop
+    from hitl_tui.telegram.settings import TelegramConfig
+    from hitl_tui.tui.app import HitlApp
+    from hitl_tui.tui.inbox_screen import InboxScreen
+    from tests.tui_support import SIZE
+
+    monkeypatch.setattr(InboxScreen, "LOOK_EVERY", 0.2)
+    monkeypatch.setenv("HITL_TELEGRAM_TOKEN", TOKEN)
+    repo = git_shop(tmp_path / "loops" / "shop")
+    calls = tmp_path / "restarts.txt"
+    code = f"open({str(calls)!r}, 'a').write('restart\\n')"
+    loop = Loop(
+        (str(repo),), restart=(sys.executable, "-c", code), resume_within=timedelta(seconds=1)
+    )
+    cfg = TelegramConfig(chat_id=OPERATOR["id"], api=tg.api)
+    config = Config(operator="Ada", bell=False, loops=(loop,), telegram=cfg)
+    app = HitlApp(Inbox(Workspace.discover([repo])), config=config, watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        [message] = await until(pilot, lambda: tg.sent_messages(), 30)
+        tg.tap(message, text=KEEP)
+        await until(pilot, lambda: calls.exists(), 20, what="the answer's restart")
+        late = await until(
+            pilot,
+            lambda: len(tg.sent_messages()) == 2 and tg.sent_messages()[1],
+            30,
+            saw=lambda: [m["text"] for m in tg.sent_messages()],
+        )
+        assert late["text"].startswith("shop: no sign of the loop since the answer")
+        assert [b[0] for b in tg.buttons(late)] == ["Restart", "Drop"]
+        tg.tap(late, text="Restart")
+        await until(pilot, lambda: calls.read_text().count("restart") == 2, 20)
+        edited = await until(
+            pilot,
+            lambda: (
+                "Restarted, via Telegram" in tg.message(late["message_id"])["text"]
+                and tg.message(late["message_id"])
+            ),
+            20,
+        )
+        assert tg.buttons(edited) == []
+        book = app.inbox.resumes
+        assert book is not None and [r.state for r in book.open()] == ["waiting"]
