@@ -20,9 +20,11 @@ times a block written on "another machine", a real sshd on 127.0.0.1, to the Inb
 the same write watched locally; row 9b (bench/flood_bench.py) times the cursor's moves while a
 host there floods the app with changes. Rows 10a-10c (bench/mcp_bench.py) time `hitl mcp`: an
 agent's ask to its row in the app, a queued ask's call, a waiting ask's return after the answer.
-Rows 12a-12b (bench/stats_bench.py) time `hitl stats` on a journal of 100,000 answers over 90
+Rows 12a-12b (bench/telegram_bench.py) time the Telegram bot: `hitl listen` against a local Bot
+API server, a tap to the answer fsynced, and its CPU while idle.
+Rows 13a-13b (bench/stats_bench.py) time `hitl stats` on a journal of 100,000 answers over 90
 days and the repos' count (2,000 answers with --smoke), and the segments each window reads.
-Rows 13a-13e (bench/remote_fleet_bench.py; --smoke: 2 hosts x 50 blocks) run ten machines over
+Rows 14a-14e (bench/remote_fleet_bench.py; --smoke: 2 hosts x 50 blocks) run ten machines over
 `[[remote]]`, ten aliases of one real sshd, 1,000 blocks each: connect, detection, keys, and
 one ssh connection per host.
 """
@@ -818,6 +820,12 @@ def main() -> int:
         calls = asyncio.run(mcp_bench.calls(max(10, args.trials)))
         raw["mcp"] = calls
         rows.extend(Row(*cells) for cells in mcp_bench.verdicts(calls))
+        import telegram_bench
+
+        tapped = telegram_bench.taps(4 if args.smoke else args.trials)
+        quiet = telegram_bench.idle(3.0 if args.smoke else 20.0)
+        raw["telegram"] = {"taps": tapped, "idle": quiet}
+        rows.extend(Row(*cells) for cells in telegram_bench.verdicts(tapped, quiet))
         import stats_bench
 
         answers = 2000 if args.smoke else 100_000
@@ -830,7 +838,7 @@ def main() -> int:
         fleet_of_ten = ten.measure(**({} if not args.smoke else sizes))
         raw["remote_fleet"] = fleet_of_ten
         if "skipped" in fleet_of_ten:
-            rows.append(Row("13. ten machines over [[remote]]", "skipped", "", None))
+            rows.append(Row("14. ten machines over [[remote]]", "skipped", "", None))
         else:
             rows.extend(Row(*cells) for cells in ten.verdicts(fleet_of_ten))
     finally:

@@ -1,4 +1,4 @@
-"""Rows 13a-13e of the benchmark: ten machines over `[[remote]]`, each figure beside its floor.
+"""Rows 14a-14e of the benchmark: ten machines over `[[remote]]`, each figure beside its floor.
 
     .venv/bin/python bench/remote_fleet_bench.py                 # 10 hosts x 1,000 blocks
     .venv/bin/python bench/remote_fleet_bench.py --smoke         # 2 hosts x 50 blocks (CI)
@@ -10,17 +10,17 @@ folder of 1,000 blocks (BLOCKED.md repos and agenticloop tasks, bench.py's fleet
 quiet repositories, and the hitl of this venv runs there. The operator's side is the real
 backend (`sources.ssh`, one `[[remote]]` per host, connection reuse as configured).
 
-- 13a/13b. Connect: every host's watch started at once; the time to the first host's blocks in
+- 14a/14b. Connect: every host's watch started at once; the time to the first host's blocks in
   the inbox, and to the last host's (all ten listed). Floors, same run: `ssh fleet-0 true`,
   and one host's `hitl list --json` over ssh, alone. Rounds: the first is cold (the far
   side's parse cache empty), the rest warm; medians of the rounds.
-- 13c. Detection with all ten streaming: a BLOCKED.md written into a quiet repo of each host in
+- 14c. Detection with all ten streaming: a BLOCKED.md written into a quiet repo of each host in
   turn, timed to its block in the inbox; beside the same writes watched locally (the domain's
   watcher on one host's folder), in the same run.
-- 13d. The app's key latency (cursor move, key event to frame, as row 3a) with the ten hosts
+- 14d. The app's key latency (cursor move, key event to frame, as row 3a) with the ten hosts
   connected while every one of them sends changes (its block files rewritten, RATE a second
   per host), beside the same app's moves with no remote at all, in the same run.
-- 13e. Connections: TCP connections to the sshd's port while all ten watch (in the backend,
+- 14e. Connections: TCP connections to the sshd's port while all ten watch (in the backend,
   then in the app after the moves): one per host.
 
 bench/bench.py runs this as its row 12 (`--smoke`: 2 hosts x 50 blocks); skipped, with the
@@ -105,7 +105,7 @@ def remote_count(inbox, host: str) -> int:
     return sum(1 for key in list(inbox.blocks) if str(key[1]).startswith(prefix))
 
 
-# -- 13a/13b, 13c, 13e: the backend alone --------------------------------------------------------
+# -- 14a/14b, 14c, 14e: the backend alone --------------------------------------------------------
 
 
 async def connect_and_detect(
@@ -175,7 +175,7 @@ async def detections(inbox, quiet: list[list[Path]], trials: int, remote: bool) 
 
 
 async def local_detect(quiet: list[list[Path]], fleets: list[Path], trials: int) -> list[float]:
-    """The floor of 13c: the same writes into host 0's quiet repos, watched here."""
+    """The floor of 14c: the same writes into host 0's quiet repos, watched here."""
     from hitl_tui.inbox.inbox import Inbox
     from hitl_tui.inbox.watch import watch_inbox
 
@@ -214,7 +214,7 @@ def floors(server, fleets: list[Path], runs: int) -> dict:
     return {"ssh": true, "alone": alone}
 
 
-# -- 13d: the app's keys while ten hosts send changes ---------------------------------------------
+# -- 14d: the app's keys while ten hosts send changes ---------------------------------------------
 
 
 class Churn:
@@ -318,7 +318,7 @@ def measure(
     rate: float = 5.0,
     local_repos: int = 1000,
 ) -> dict:
-    """Every figure of rows 13a-13e (seconds), or {"skipped": why}."""
+    """Every figure of rows 14a-14e (seconds), or {"skipped": why}."""
     from bench import build_fleet
     from tests.sshd import Sshd, unavailable_reason
 
@@ -367,7 +367,7 @@ def verdicts(f: dict) -> list[tuple[str, str, str, bool]]:
     )
     rows = [
         (
-            f"13a. first remote blocks: {hosts} hosts x {blocks:,} blocks connected at once → "
+            f"14a. first remote blocks: {hosts} hosts x {blocks:,} blocks connected at once → "
             "the first host's blocks in the inbox",
             f"{med(first):.2f} s ({rounds}); {med(first) - ssh:.2f} s after the ssh floor; "
             f"floors: `ssh host true` {ssh:.2f} s, one host's `hitl list --json` over ssh alone "
@@ -376,7 +376,7 @@ def verdicts(f: dict) -> list[tuple[str, str, str, bool]]:
             med(first) <= 1.0,
         ),
         (
-            f"13b. all {hosts} hosts listed ({hosts * blocks:,} blocks)",
+            f"14b. all {hosts} hosts listed ({hosts * blocks:,} blocks)",
             f"{med(every):.2f} s; the last round's hosts: "
             + ", ".join(f"{x:.2f}" for x in f["connect"][-1])
             + " s",
@@ -387,7 +387,7 @@ def verdicts(f: dict) -> list[tuple[str, str, str, bool]]:
     remote, local = f["detect"], f["local_detect"]
     rows.append(
         (
-            f"13c. detection with all {hosts} streaming: BLOCKED.md written on a host → its block "
+            f"14c. detection with all {hosts} streaming: BLOCKED.md written on a host → its block "
             f"here, each host in turn (median / p95 of {len(remote)})",
             f"remote {med(remote) * 1000:.0f} / {pct(remote, 95) * 1000:.0f} ms; the same writes "
             f"watched locally {med(local) * 1000:.0f} / {pct(local, 95) * 1000:.0f} ms",
@@ -399,7 +399,7 @@ def verdicts(f: dict) -> list[tuple[str, str, str, bool]]:
     ql, bl = med(quiet["move"]), med(busy["move"])
     rows.append(
         (
-            f"13d. cursor move in the app while all {hosts} hosts send changes "
+            f"14d. cursor move in the app while all {hosts} hosts send changes "
             f"({f['rate']:g} a second each), key → frame (median / p95 of {len(busy['move'])})",
             f"{bl * 1000:.0f} / {pct(busy['move'], 95) * 1000:.0f} ms at {busy['blocks']:,} blocks "
             f"({busy.get('changes', 0)} changes written meanwhile); no remote: {ql * 1000:.0f} / "
@@ -411,7 +411,7 @@ def verdicts(f: dict) -> list[tuple[str, str, str, bool]]:
     conns = [*f["connections"], busy.get("connections", -1)]
     rows.append(
         (
-            f"13e. ssh connections while all {hosts} watch (TCP to the sshd: streaming, after "
+            f"14e. ssh connections while all {hosts} watch (TCP to the sshd: streaming, after "
             "the detections, in the app after the moves)",
             " / ".join(str(c) for c in conns),
             f"{hosts} (one per host)",

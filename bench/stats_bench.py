@@ -219,7 +219,7 @@ def rows(figures: dict) -> list[tuple[str, str, str, bool]]:
     times = " / ".join(f"{figures[f'warm_{d}d_s'] * 1000:.0f}" for d in (7, 30, whole))
     return [
         (
-            f"12a. hitl stats --since 30d, {size} (median, warm)",
+            f"13a. hitl stats --since 30d, {size} (median, warm)",
             f"{warm * 1000:.0f} ms, CPU {figures['warm_30d_cpu_s'] * 1000:.0f} ms "
             f"({figures['answered_30d']:,} answers in the window, "
             f"{read[1]} of {figures['segments']} segments read); the first run after the "
@@ -228,7 +228,7 @@ def rows(figures: dict) -> list[tuple[str, str, str, bool]]:
             warm <= 1.0,
         ),
         (
-            f"12b. hitl stats --since 7d / 30d / {whole}d: the window's segments only",
+            f"13b. hitl stats --since 7d / 30d / {whole}d: the window's segments only",
             f"{times} ms; segments read {read[0]} / {read[1]} / {read[2]} of {figures['segments']}",
             "never a segment closed before the window",
             read[0] <= read[1] <= read[2] <= figures["segments"],

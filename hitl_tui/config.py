@@ -17,6 +17,9 @@ alert = "1h"
 desktop = "auto"
 command = ["ntfy", "publish", "my-topic"]
 
+[telegram]                           # answer from the phone (see telegram/)
+chat_id = 123456789
+
 [[loop]]                             # how to restart / open loops (see loops.py)
 match = ["~/loops/*"]
 restart = ["tmux", "send-keys", "-t", "{name}", "./run.sh", "Enter"]
@@ -44,10 +47,13 @@ from hitl_tui.model import HitlError, UsageError
 from hitl_tui.paths import config_file
 from hitl_tui.sources.base import Source
 from hitl_tui.sources.registry import REMOTE, remote_sources
+from hitl_tui.telegram.settings import TelegramConfig
+from hitl_tui.telegram.settings import from_config as telegram_from_config
 
 #: The config's own keys, and one table per remote backend (`[[github]]`, see `registry`).
 KNOWN_KEYS = {
     *("repos", "operator", "bell", "journal_keep", "keys", "sla", "loop", "notify", "mcp"),
+    "telegram",
     *REMOTE,
 }
 #: How long closed journal segments are kept, by default (see retention).
@@ -81,6 +87,8 @@ class Config:
     notify: NoticeConfig = field(default_factory=NoticeConfig)
     #: `[mcp] approve_wait`: how long `hitl mcp`'s approve tool waits for an answer.
     approve_wait: timedelta = APPROVE_WAIT
+    #: `[telegram]`: the bot that sends blocks to a chat and takes taps and replies (None: off).
+    telegram: TelegramConfig | None = None
 
     def operator_name(self) -> str:
         return self.operator or git_user_name() or _login()
@@ -146,6 +154,7 @@ def load_config(explicit: str | Path | None = None) -> Config:
     loops = loops_from_config(path, data["loop"]) if "loop" in data else ()
     notices = notices_from_config(path, data.get("notify", {}))
     approve_wait = _mcp(path, data.get("mcp", {}))
+    telegram = telegram_from_config(path, data["telegram"]) if "telegram" in data else None
     base = path.parent
     resolved = tuple(base / _expand(path, r) for r in repos)
     return Config(
@@ -161,6 +170,7 @@ def load_config(explicit: str | Path | None = None) -> Config:
         loops=loops,
         notify=notices,
         approve_wait=approve_wait,
+        telegram=telegram,
     )
 
 

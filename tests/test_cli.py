@@ -572,7 +572,8 @@ def test_every_command_is_listed_and_has_its_help(ws: Path, inproc):
 
     assert set(cli.COMMANDS) == {
         *("list", "answer", "demo", "undo", "history", "escalate", "guard"),
-        *("snooze", "unsnooze", "restart", "status", "serve", "mcp", "grants", "note", "stats"),
+        *("snooze", "unsnooze", "restart", "status", "serve", "mcp", "grants", "note"),
+        *("stats", "listen"),
     }
     listing = inproc("--help", cwd=ws).stdout
     for name in cli.COMMANDS:
@@ -675,7 +676,7 @@ def test_unknown_config_key_is_a_one_line_exit_2(ws: Path, tmp_path: Path, inpro
         2,
         f"{config}: unknown key 'repoz' "
         "(known: bell, github, journal_keep, keys, loop, mcp, notify, operator, remote, repos, "
-        "sla)",
+        "sla, telegram)",
     )
 
 

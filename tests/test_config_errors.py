@@ -226,7 +226,7 @@ CONFIG_CASES = [
         "unknown = 1",
         "unknown key 'unknown' "
         "(known: bell, github, journal_keep, keys, loop, mcp, notify, operator, remote, repos, "
-        "sla)",
+        "sla, telegram)",
     ),
 ]
 

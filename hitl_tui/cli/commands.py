@@ -21,6 +21,7 @@ from hitl_tui import __version__
 from hitl_tui.cli import agent as agent_cli
 from hitl_tui.cli import batch as batch_cli
 from hitl_tui.cli import journal as journal_cli
+from hitl_tui.cli import listen as listen_cli
 from hitl_tui.cli import loop as loop_cli
 from hitl_tui.cli import mcp as mcp_cli
 from hitl_tui.cli import note as note_cli
@@ -55,6 +56,7 @@ commands:
                           (many: ID ID..., --filter QUERY or --similar ID, --option TEXT)
   hitl demo               open the app on a throw-away workspace with sample blocks
   hitl serve [PATH...]    the app in a web browser, on http://127.0.0.1:8000
+  hitl listen [PATH...]   the notices and the Telegram bot, with no terminal
   hitl undo [ID]          revert the last answer (or the named one), byte for byte
   hitl history            every answer given, newest first (--json for scripts)
   hitl note ID TEXT       reply and keep it blocked: your note where the loop reads it
@@ -535,6 +537,7 @@ COMMANDS: dict[str, tuple[Build, Run]] = {
     "escalate": (agent_cli.build_escalate, agent_cli.run_escalate),
     "guard": (agent_cli.build_guard, agent_cli.run_guard),
     "serve": (serve_cli.build_serve, serve_cli.run_serve),
+    "listen": (listen_cli.build_listen, listen_cli.run_listen),
     "mcp": (mcp_cli.build_mcp, mcp_cli.run_mcp),
     "grants": (mcp_cli.build_grants, mcp_cli.run_grants),
 }
@@ -633,7 +636,7 @@ def _report_skipped() -> None:
 #: Commands that journal or lock in the state folder (answer unless --dry-run), and ones that
 #: only read it; `escalate` and `guard` (the agent's side) work without one, and `demo` uses
 #: one of its own in its temp folder.
-STATE_WRITERS = ("", "answer", "undo")
+STATE_WRITERS = ("", "answer", "undo", "listen")
 STATE_READERS = ("history", "stats")
 
 

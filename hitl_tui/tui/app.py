@@ -46,6 +46,7 @@ from hitl_tui.tui.commands import HitlCommands, HitlPalette
 from hitl_tui.tui.inbox_screen import InboxScreen
 from hitl_tui.tui.messages import ScanBatch, ScanDone
 from hitl_tui.tui.screens import HelpScreen, HistoryScreen
+from hitl_tui.tui.telegram_link import RunsTelegram
 from hitl_tui.tui.toasts import ProgressToasts, show
 from hitl_tui.tui.waiting import row_for
 from hitl_tui.tui.widgets import row_key
@@ -83,7 +84,7 @@ STOP_WAIT = 2.0
 REMOTE_DRAW_EVERY = 0.1
 
 
-class HitlApp(App[int]):
+class HitlApp(RunsTelegram, App[int]):
     """hitl's terminal app: the Inbox and its workers, arrivals, the header, failures, and the
     screens. The inbox screen is the default screen; its keys (tui/bindings.py) are its own,
     but for quit, help, history and grants, which are the app's."""
@@ -227,6 +228,7 @@ class HitlApp(App[int]):
             self.run_watcher()
             for source in self.inbox.remotes:
                 self.run_remote(source)
+            self.start_telegram()
         # What the first preview needs, built once the list is drawn and the app idle.
         self.set_timer(0.2, self.inbox_screen.prepare_preview)
         # Each question read once for the same-question rule (M, grouping by question).
@@ -380,6 +382,7 @@ class HitlApp(App[int]):
         if self.loaded:  # (the warnings wait for the lock the first scan holds)
             self._toast_warnings()
         self.asked.journal_may_have_changed(self)  # an answer or an undo: read what is new
+        self.wake_telegram()  # the bot sends what is new, edits what was answered
         if announce and delta.added:
             self._arrived(delta.added)
 
@@ -470,6 +473,8 @@ class HitlApp(App[int]):
         """`notice` on every channel `[notify]` enables for its kind: the terminal's escape
         written here, the others sent by a worker thread (each within its timeout); with
         `shared`, those get the notice of the items no other hitl of the operator sent."""
+        if notice.kind == "not-resumed":
+            self.wake_telegram()  # its Restart and Drop buttons
         cfg = self.config.notify
         if not cfg.wants(notice.kind):
             return
@@ -571,6 +576,7 @@ class HitlApp(App[int]):
     async def on_unmount(self) -> None:
         self.stop_event.set()
         notices.stop_all()  # a notice command still running is not left behind
+        self.stop_telegram()
         if self.loaded:
             self.inbox_screen.save_seen_now()  # the marks learnt since the last save
         await self._remote_stopped()
