@@ -12,9 +12,11 @@ error, the same words).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -307,3 +309,54 @@ async def test_the_app_says_it_once_in_a_notice_and_its_header(tmp_path: Path, m
         assert len(notices()) == 1  # once (not again with the warnings' toasts)
         app.stop_event.set()
     assert refusals
+
+
+def test_hitl_listen_says_it_once_and_notices_a_block_in_a_polled_repository(tmp_path: Path):
+    """`hitl listen` (a server, a systemd unit: nobody at a terminal) past the limit: one line
+    in its log, and a block written into a repository it could not watch is still a notice."""
+    why = strace_works()
+    if why:
+        pytest.skip(why)
+    root = tmp_path / "loops"
+    repos = fleet(root, 12)
+    out = tmp_path / "notices.txt"
+    code = "import sys; open(sys.argv[1], 'a').write(sys.stdin.read() + '\\n')"
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f"repos = {json.dumps([str(root)])}\n[notify]\ndesktop = false\n"
+        f"command = {json.dumps([sys.executable, '-c', code, str(out)])}\n"
+    )
+    err = tmp_path / "listen.err"
+    proc = subprocess.Popen(
+        [
+            *("strace", "-f", "-qq", "-o", os.devnull, "-e", "trace=inotify_add_watch"),
+            *("-e", "inject=inotify_add_watch:error=ENOSPC:when=6+"),
+            *(*HITL, "listen", "--config", str(config)),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=err.open("wb"),
+        start_new_session=True,  # SIGTERM to hitl listen itself, not only to strace
+    )
+
+    def log() -> str:
+        return err.read_text(errors="replace")
+
+    try:
+        until_sync(lambda: "could not be watched" in log(), 30, what="the limit said", saw=log)
+        write_block(repos[-1], "Past the limit, from listen?")
+        until_sync(
+            lambda: out.exists() and "Past the limit, from listen?" in out.read_text(),
+            POLL_EVERY + 15,
+            what="the polled repository's notice",
+            saw=log,
+        )
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(15)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+    lines = [line for line in log().splitlines() if "could not be watched" in line]
+    assert len(lines) == 1, log()
+    assert lines[0].startswith("hitl listen: ") and SYSCTL in lines[0], lines[0]

@@ -144,11 +144,21 @@ async def _listen(inbox, config, runner) -> None:
     def on_error(exc: Exception) -> None:
         log(f"watching hit an error (still watching): {type(exc).__name__}: {exc}")
 
+    said_limit = False
+
+    def on_limit(limit) -> None:
+        # Past the kernel's limit on inotify watches: said once (the unit's journal shows it);
+        # the repositories past it are polled all the same.
+        nonlocal said_limit
+        if limit is not None and not said_limit:
+            said_limit = True
+            log(limit.message())
+
     timer = asyncio.ensure_future(deadlines())
     try:
         while not stop.is_set():
             try:
-                await watch_inbox(inbox, on_delta, stop, on_error=on_error)
+                await watch_inbox(inbox, on_delta, stop, on_error=on_error, on_limit=on_limit)
             except Exception as exc:
                 on_error(exc)
                 try:
