@@ -461,7 +461,7 @@ class HitlApp(App[int]):
             self.inbox_screen.show_failure(printable(text))
         self.notify(printable(text), title="Error", severity="error", markup=False, timeout=30)
 
-    # -- switching screens: help, history, grants (the inbox screen is the default) ------------
+    # -- switching screens: help, history, grants, stats (the inbox screen is the default) -----
 
     def action_command_palette(self) -> None:
         """Ctrl+P: Textual's palette, with its search icon as the browser of `hitl serve` can
@@ -486,6 +486,20 @@ class HitlApp(App[int]):
 
         repos = list(self.inbox.workspace.ids.items())
         self.push_screen(GrantsScreen(repos, self.operator, self.inbox.remotes))
+
+    def action_stats(self) -> None:
+        """`S`: the fleet's figures (tui/stats_screen.py), computed by the screen's worker;
+        Enter on a repository comes back here as the inbox's filter."""
+        from hitl_tui.tui.commands import repo_filter
+        from hitl_tui.tui.stats_screen import StatsScreen, loader
+
+        def closed(repo: str | None) -> None:
+            if repo is not None:
+                self.inbox_screen.set_filter(repo_filter(repo) if repo else "")
+
+        labels = {str(path): label for path, label in self.inbox.workspace.ids.items()}
+        sla = (self.config.sla_warn, self.config.sla_alert)
+        self.push_screen(StatsScreen(loader(self), labels, sla), closed)
 
     async def action_quit(self) -> None:
         self.stop_event.set()

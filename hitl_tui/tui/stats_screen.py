@@ -1,0 +1,417 @@
+"""`S`: fleet stats, which loops block most, how long they wait, and whether answers took.
+
+The figures are the domain's (`hitl_tui.stats.compute`, the same as `hitl stats`), computed in
+a worker on each open and each change of window (`w`: 7, 30, 90 days); until they come the
+screen says so. It shows the overall line, time blocked per repository (`RepoBars`, the top
+ten and the rest summed), opened and answered per day (`DayChart`), and the table of every
+figure per repository, sorted by the column `s` picks (named in the header, ▼). A figure not
+known (a host not reached, a pruned journal) reads `unknown`, never 0, and the lines under the
+table say since when. `Enter` on a repository closes the screen and filters the inbox to it
+(`repo:NAME`); on the overall row, it clears the filter.
+
+Repository names and error messages are plain text (`printable`, `Text`), never markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Footer, Static
+from textual.worker import Worker, WorkerState
+
+from hitl_tui.stats import Figures, Stats, Unknown
+from hitl_tui.textio import printable
+from hitl_tui.tui.bindings import bindings
+from hitl_tui.tui.stats_charts import Bar, DayChart, DayCounts, RepoBars, level, span
+
+#: The windows `w` cycles through, in days; the first is where the screen opens.
+WINDOWS = (30, 90, 7)
+#: Bars of the chart: the repositories most blocked; the rest are summed in one more.
+TOP = 10
+#: Computes the figures of a window (blocking: the screen's worker runs it).
+Load = Callable[[timedelta], Stats]
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of the table: its title, the figure it shows, and how its cell reads."""
+
+    title: str
+    value: Callable[[Figures], float | int | str | None]
+    show: Callable[[Figures], str]
+    #: Sorted largest first (a name: A to Z).
+    descending: bool = True
+    #: The SLA colour applies (a time waited).
+    waited: bool = False
+
+
+#: A figure not known, in the table (the lines under it say what, and since when).
+UNKNOWN = "?"
+
+
+def _count(name: str) -> Callable[[Figures], str]:
+    def show(f: Figures) -> str:
+        value = getattr(f, name)
+        return UNKNOWN if value is None else f"{value:,}"
+
+    return show
+
+
+def _rate(count: str, rate: str) -> Callable[[Figures], str]:
+    def show(f: Figures) -> str:
+        n, r = getattr(f, count), getattr(f, rate)
+        if n is None:
+            return UNKNOWN
+        if r is None:  # no answer whose outcome is known: no rate
+            return f"{n}" if n else "–"
+        return f"{n} ({r:.0%})"
+
+    return show
+
+
+def _wait(name: str) -> Callable[[Figures], str]:
+    def show(f: Figures) -> str:
+        value = getattr(f, name)
+        if value is None:
+            return "–" if f.answered == 0 else UNKNOWN
+        return _span(value)
+
+    return show
+
+
+def _oldest(f: Figures) -> str:
+    if f.oldest_open_s is None:
+        return "–" if f.open_now == 0 else UNKNOWN
+    return _span(f.oldest_open_s)
+
+
+def _span(seconds: float | None) -> str:
+    return UNKNOWN if seconds is None else span(seconds)
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("repo", lambda f: f.key.lower(), lambda f: f.key, descending=False),
+    Column("time\nblocked", lambda f: f.blocked_s, lambda f: _span(f.blocked_s)),
+    Column("\nopened", lambda f: f.opened, _count("opened")),
+    Column("\nanswered", lambda f: f.answered, _count("answered")),
+    Column("wait\nmedian", lambda f: f.wait_median_s, _wait("wait_median_s"), waited=True),
+    Column("wait\np90", lambda f: f.wait_p90_s, _wait("wait_p90_s"), waited=True),
+    Column("wait\nmax", lambda f: f.wait_max_s, _wait("wait_max_s"), waited=True),
+    Column("open\nnow", lambda f: f.open_now, _count("open_now")),
+    Column("oldest\nopen", lambda f: f.oldest_open_s, _oldest, waited=True),
+    Column("\nundone", lambda f: f.undone, _count("undone")),
+    Column("asked\nagain", lambda f: f.asked_again_rate, _rate("asked_again", "asked_again_rate")),
+    Column("not\nresumed", lambda f: f.not_resumed_rate, _rate("not_resumed", "not_resumed_rate")),
+    Column("restart\nfailed", lambda f: f.restarts_failed, _count("restarts_failed")),
+)
+#: The column the table opens sorted by: time blocked, most first.
+SORT = 1
+
+
+def sorted_rows(rows: Sequence[Figures], column: Column) -> list[Figures]:
+    """`rows` by `column`, largest first (names A to Z); an unknown figure always last."""
+    known = [r for r in rows if column.value(r) is not None]
+    unknown = [r for r in rows if column.value(r) is None]
+    known.sort(key=lambda r: r.key)  # ties stay by name, A to Z (the sorts are stable)
+    known.sort(key=column.value, reverse=column.descending)  # type: ignore[arg-type]
+    return known + sorted(unknown, key=lambda r: r.key)
+
+
+def unknown_line(unknown: Unknown) -> str:
+    """`? host build-1 (agents): unknown since 2026-12-01 10:15 (why)`, in local time: what
+    the table's `?` stand for."""
+    if unknown.since is not None:
+        since = "unknown since " + unknown.since.astimezone().strftime("%Y-%m-%d %H:%M")
+    elif unknown.kind == "host":
+        since = "unknown, never reached"
+    else:
+        since = "unknown"
+    return printable(f"{UNKNOWN} {unknown.what}: {since} ({unknown.why})")
+
+
+def _word(shown: str) -> str:
+    return "unknown" if shown == UNKNOWN else shown
+
+
+def overall_line(stats: Stats, days: int) -> str:
+    f = stats.overall
+    median, p90 = _word(_wait("wait_median_s")(f)), _word(_wait("wait_p90_s")(f))
+    parts = [
+        f"last {days} days",
+        f"{_word(_count('opened')(f))} opened",
+        f"{_word(_count('answered')(f))} answered",
+        f"median wait {median}, p90 {p90}",
+        f"{span(f.blocked_s)} blocked",
+    ]
+    if f.open_now is None:
+        parts.append("open now unknown")
+    else:
+        oldest = f", oldest {span(f.oldest_open_s)}" if f.oldest_open_s is not None else ""
+        parts.append(f"{f.open_now} open{oldest}")
+    return " · ".join(parts)
+
+
+def chart_bars(
+    rows: Sequence[Figures], label: Callable[[str], str], sla: tuple[timedelta, timedelta] | None
+) -> list[Bar]:
+    """The chart's bars: the TOP repositories most blocked, then one for the rest (summed;
+    unknown when one of them is), then the repositories whose time is unknown."""
+    known = sorted(
+        (r for r in rows if r.blocked_s is not None), key=lambda r: (-(r.blocked_s or 0), r.key)
+    )
+    unknown = [r for r in rows if r.blocked_s is None]
+    bars = [Bar(label(r.key), r.blocked_s, level(r.wait_median_s, sla)) for r in known[:TOP]]
+    rest = known[TOP:]
+    if rest:
+        total = sum(r.blocked_s or 0.0 for r in rest)
+        bars.append(Bar(f"{len(rest):,} others", total))
+    bars += [Bar(label(r.key), None) for r in unknown[: max(0, TOP + 1 - len(bars))]]
+    return bars
+
+
+@dataclass
+class StatsRead(Message):
+    """The figures of a window, computed by the screen's worker."""
+
+    days: int
+    stats: Stats
+
+
+class StatsScreen(ModalScreen[str | None]):
+    """The fleet's figures over a window: charts, and the table by repository. Dismissed with
+    the repository name to filter the inbox by ("": every one), or None (Esc)."""
+
+    DEFAULT_CSS = """
+    StatsScreen { align: center middle; background: $background; }
+    #stats-box {
+        width: 100%; height: 100%;
+        border: round $accent; background: $surface; padding: 0 1;
+    }
+    #stats-overall { height: 1; text-style: bold; }
+    #stats-charts { height: auto; margin-top: 1; }
+    #stats-bars-box, #stats-days-box {
+        width: 1fr; height: 13; border: round $primary 50%; padding: 0 1;
+        border-title-color: $text-muted;
+    }
+    #stats-days-box { margin-left: 1; }
+    #stats-days { height: 1fr; }
+    #stats-table { height: 1fr; min-height: 4; }
+    #stats-unknowns { height: auto; max-height: 4; color: $warning; }
+    #stats-hint { color: $text-muted; height: 1; }
+    StatsScreen.-short #stats-box { border: none; padding: 0; }
+    StatsScreen.-short #stats-charts { display: none; }
+    """
+    BINDINGS: ClassVar = bindings("stats")
+
+    def __init__(
+        self,
+        load: Load,
+        labels: Mapping[str, str] | None = None,
+        sla: tuple[timedelta, timedelta] | None = None,
+    ) -> None:
+        super().__init__()
+        #: Computes the figures of a window (blocking: run by the worker).
+        self.load = load
+        #: A row's key (a repository's path as text) -> its name in the inbox (`shop`).
+        self.labels = dict(labels or {})
+        self.sla = sla
+        self.window = 0
+        self.sort = SORT
+        self.stats: Stats | None = None
+        #: The rows shown, in the table's order: the overall row first.
+        self.shown: list[Figures] = []
+
+    @property
+    def days(self) -> int:
+        return WINDOWS[self.window]
+
+    def label(self, key: str) -> str:
+        """A repository as the inbox names it (its path's last part if the inbox has none)."""
+        if key in self.labels:
+            return self.labels[key]
+        return key.rstrip("/").rsplit("/", 1)[-1] or key
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="stats-box") as box:
+            box.border_title = "Fleet stats"
+            yield Static("Computing the figures…", id="stats-overall", markup=False)
+            with Horizontal(id="stats-charts"):
+                with Vertical(id="stats-bars-box") as bars:
+                    bars.border_title = "Time blocked per repo"
+                    yield RepoBars(id="stats-bars")
+                with Vertical(id="stats-days-box") as days:
+                    days.border_title = "Blocks per day"
+                    yield DayChart(id="stats-days")
+            yield DataTable(
+                id="stats-table", cursor_type="row", zebra_stripes=True, header_height=2
+            )
+            yield Static("", id="stats-unknowns", markup=False)
+            yield Static("", id="stats-hint", markup=False)
+        yield Footer(show_command_palette=False)
+
+    def on_mount(self) -> None:
+        self.table.focus()
+        self._hint()
+        self._compute(self.days)
+
+    @property
+    def table(self) -> DataTable:
+        return self.query_one("#stats-table", DataTable)
+
+    @work(thread=True, exclusive=True, group="stats", exit_on_error=False, description="stats")
+    def _compute(self, days: int) -> None:
+        self.post_message(StatsRead(days, self.load(timedelta(days=days))))
+
+    @on(StatsRead)
+    def _read(self, message: StatsRead) -> None:
+        if message.days != self.days:  # a window changed since (`w` pressed twice)
+            return
+        self.stats = message.stats
+        self._show()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            error = event.worker.error
+            text = printable(f"The figures could not be computed: {type(error).__name__}: {error}")
+            self.query_one("#stats-overall", Static).update(text)
+
+    def _show(self) -> None:
+        stats = self.stats
+        if stats is None:
+            return
+        self.query_one("#stats-overall", Static).update(overall_line(stats, self.days))
+        bars = chart_bars(stats.rows, self.label, self.sla)
+        self.query_one(RepoBars).show(bars, "No block in the window.")
+        self.query_one(DayChart).show([DayCounts(d.day, d.opened, d.answered) for d in stats.days])
+        unknowns = "\n".join(unknown_line(u) for u in stats.unknowns)
+        self.query_one("#stats-unknowns", Static).update(unknowns)
+        self._fill()
+
+    def _fill(self, keep: str | None = None) -> None:
+        """The table, sorted by the chosen column; the cursor stays on `keep`'s row."""
+        table = self.table
+        table.clear(columns=True)
+        for i, column in enumerate(COLUMNS):
+            title = column.title + ("▼" if i == self.sort else "")
+            justify = "left" if i == 0 else "right"
+            label = Text(title, style="bold" if i == self.sort else "", justify=justify)
+            table.add_column(label, key=str(i))
+        stats = self.stats
+        if stats is None:
+            return
+        column = COLUMNS[self.sort]
+        overall = Figures(**{**stats.overall.to_json(), "key": ""})
+        self.shown = [overall, *sorted_rows(stats.rows, column)]
+        for figures in self.shown:
+            table.add_row(*self._cells(figures), key=figures.key or "\0all")
+        if keep is not None:
+            keys = [f.key for f in self.shown]
+            if keep in keys:
+                table.move_cursor(row=keys.index(keep), animate=False)
+
+    def _cells(self, figures: Figures) -> list[Text]:
+        """A row's cells; a time waited past the `[sla]` times in the inbox's amber and red."""
+        colours = self.app.theme_variables
+        sla_styles = {
+            "warn": colours.get("warning", "yellow"),
+            "alert": colours.get("error", "red"),
+        }
+        cells = []
+        for i, column in enumerate(COLUMNS):
+            if i == 0:
+                name = "all repos" if not figures.key else self.label(figures.key)
+                cells.append(Text(printable(name), style="bold" if not figures.key else ""))
+                continue
+            shown = column.show(figures)
+            style = ""
+            if shown == UNKNOWN:
+                style = sla_styles["warn"] + " bold"
+            elif column.waited:
+                wait = column.value(figures)
+                at = level(wait if isinstance(wait, float | int) else None, self.sla)
+                style = sla_styles.get(at, "") + (" bold" if at == "alert" else "")
+            cells.append(Text(shown, style=style, justify="right"))
+        return cells
+
+    def _hint(self) -> None:
+        sort = " ".join(COLUMNS[self.sort].title.split())
+        windows = "/".join(f"{d}d" for d in sorted(WINDOWS))
+        self.query_one("#stats-hint", Static).update(
+            f"Enter: the inbox filtered to the repo · s: sort (by {sort}) · "
+            f"w: window ({windows}, now {self.days}d) · Esc: back"
+        )
+
+    @property
+    def current(self) -> Figures | None:
+        row = self.table.cursor_row
+        return self.shown[row] if 0 <= row < len(self.shown) else None
+
+    def action_cursor_down(self) -> None:
+        self.table.action_cursor_down()
+
+    def action_cursor_up(self) -> None:
+        self.table.action_cursor_up()
+
+    def action_cycle_sort(self) -> None:
+        """`s`: the next column to sort by (the header marks it ▼)."""
+        current = self.current
+        self.sort = (self.sort + 1) % len(COLUMNS)
+        self._fill(current.key if current else None)
+        self._hint()
+
+    def action_cycle_window(self) -> None:
+        """`w`: the next window (30, 90, 7 days), computed again in the worker."""
+        self.window = (self.window + 1) % len(WINDOWS)
+        self.query_one("#stats-overall", Static).update(
+            f"Computing the figures of the last {self.days} days…"
+        )
+        self._hint()
+        self._compute(self.days)
+
+    @on(DataTable.RowSelected, "#stats-table")
+    def action_filter_repo(self) -> None:
+        """`Enter`: close, and filter the inbox to the highlighted repository."""
+        figures = self.current
+        if figures is None:
+            return
+        self.dismiss(self.label(figures.key) if figures.key else "")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+def unreached(source_states: Mapping[str, Mapping[str, tuple[str, str]]]) -> list[Unknown]:
+    """The remote scopes the app could not read when last polled (`HitlApp.source_states`):
+    their open blocks are not known."""
+    out = []
+    for title, scopes in source_states.items():
+        for scope, (state, message) in scopes.items():
+            if state not in ("ok", "warning"):
+                out.append(Unknown("host", f"{title} {scope}", None, message))
+    return out
+
+
+def loader(app: Any) -> Load:
+    """The app's figures for a window: the state folder's journal and books, the inbox's open
+    blocks, and the remote scopes not read (run in the screen's worker)."""
+    from hitl_tui.stats import compute
+
+    def load(window: timedelta) -> Stats:
+        now: datetime = app.clock()
+        inbox = app.inbox
+        with inbox.lock:  # (the first scan holds it until its end)
+            blocks = list(inbox.blocks.values())
+        return compute(
+            since=now - window, now=now, open_blocks=blocks, unreached=unreached(app.source_states)
+        )
+
+    return load

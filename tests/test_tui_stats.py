@@ -1,0 +1,150 @@
+"""The fleet stats screen (`S`): figures of real answers, sorting (`s`), the window (`w`),
+unknowns that never read 0, and Enter on a repository filtering the inbox to it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+
+from hitl_tui.stats.sample import sample
+from hitl_tui.tui.stats_charts import RepoBars
+from hitl_tui.tui.stats_screen import StatsScreen
+from hitl_tui.tui.widgets import BlockList
+from tests.support import until
+from tests.support.pilot import select, settle
+from tests.tui_support import NOW, SIZE, demo_workspace, make_app
+
+SLA = (timedelta(minutes=15), timedelta(hours=1))
+
+
+async def _answer(pilot, app, block_id: str, key: str = "2") -> None:
+    await select(pilot, app, block_id)
+    await pilot.press(key, "enter")
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def _stats(pilot, app) -> StatsScreen:
+    """The stats screen, once its figures are shown."""
+    await until(pilot, lambda: isinstance(app.screen, StatsScreen), 5, what="the stats screen")
+    screen = app.screen
+    await until(
+        pilot,
+        lambda: screen.stats is not None and screen.table.row_count > 0,
+        10,
+        what="the figures",
+        saw=lambda: str(screen.query_one("#stats-overall").content),
+    )
+    return screen
+
+
+def _rows(screen: StatsScreen) -> dict[str, list[str]]:
+    """Each row of the table as shown: its first cell -> every cell's text."""
+    table = screen.table
+    out = {}
+    for i in range(table.row_count):
+        cells = [str(c) for c in table.get_row_at(i)]
+        out[cells[0]] = cells
+    return out
+
+
+def _column(title: str) -> int:
+    from hitl_tui.tui.stats_screen import COLUMNS
+
+    return [" ".join(c.title.split()) for c in COLUMNS].index(title)
+
+
+async def test_s_shows_real_answers_s_sorts_and_enter_filters_the_inbox(tmp_path: Path) -> None:
+    root = demo_workspace(tmp_path)
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        # Two real answers at NOW: shop blocked 190 minutes before, api 48.
+        await _answer(pilot, app, "shop")
+        await _answer(pilot, app, "api")
+        await pilot.press("S")
+        screen = await _stats(pilot, app)
+        rows = _rows(screen)
+        shop, api = rows["shop"], rows["api"]
+        answered, median, blocked = _column("answered"), _column("wait median"), 1
+        assert (shop[answered], shop[median], shop[blocked]) == ("1", "3h10m", "3h10m")
+        assert (api[answered], api[median], api[blocked]) == ("1", "48m", "48m")
+        assert rows["all repos"][answered] == "2"
+        assert rows["all repos"][_column("wait max")] == "3h10m"
+        # billing's two tasks are open: blocked 1500 and 400 minutes, none answered.
+        billing = rows["billing"]
+        assert billing[_column("open now")] == "2" and billing[answered] == "0"
+        assert billing[_column("oldest open")] == "1d01h"
+        # Sorted by time blocked, most first (the overall row stays on top).
+        order = [screen.label(f.key) for f in screen.shown[1:]]
+        assert order[0] == "billing" and order.index("shop") < order.index("api")
+        assert "time blocked▼" in " ".join(str(c.label) for c in screen.table.columns.values())
+        # `s`: sorted by the next column, opened, which the header and the hint say.
+        await pilot.press("s")
+        await pilot.pause()
+        assert "by opened" in str(screen.query_one("#stats-hint").content)
+        opened = [f.opened for f in screen.shown[1:]]
+        assert opened == sorted(opened, reverse=True) and opened[0] == 2
+        # The chart names the repositories most blocked, billing first.
+        assert screen.query_one(RepoBars).bars[0].label == "billing"
+        # Enter on billing: the screen closes, the inbox lists billing's blocks only.
+        await pilot.press("home")
+        for _ in range(len(screen.shown)):
+            if screen.current is not None and screen.label(screen.current.key) == "billing":
+                break
+            await pilot.press("j")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen is app.inbox_screen
+        assert app.inbox_screen.rows.spec.query.text == "repo:billing"
+        listed = {b.id for b in app.query_one(BlockList).blocks.values()}
+        shown = [app.inbox_screen.rows.blocks[rk].id for rk in app.query_one(BlockList).order]
+        assert shown and all(i.startswith("billing/") for i in shown), (shown, listed)
+        # S again, Enter on the overall row: the filter is cleared.
+        await pilot.press("S")
+        screen = await _stats(pilot, app)
+        await pilot.press("home", "enter")
+        await pilot.pause()
+        assert app.inbox_screen.rows.spec.query.text == ""
+
+
+async def test_unknown_figures_read_unknown_never_zero_and_w_changes_the_window(
+    tmp_path: Path,
+) -> None:
+    """A host never reached: its row is `?` in every cell, a line says what and why; a
+    repository's name with markup in it is shown as it is; `w` computes 90 days, then 7."""
+    asked: list[timedelta] = []
+    hostile = "/loops/[b]shop[b [@click=app.quit]"
+
+    def load(window: timedelta):
+        asked.append(window)
+        stats = sample(NOW, days=window.days)
+        rows = (replace(stats.rows[0], key=hostile), *stats.rows[1:])
+        return replace(stats, rows=rows)
+
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        app.push_screen(StatsScreen(load, {}, SLA))
+        screen = await _stats(pilot, app)
+        rows = _rows(screen)
+        agents = rows["agents"]
+        assert set(agents[1:]) == {"?"}, agents
+        unknowns = str(screen.query_one("#stats-unknowns").content)
+        assert "host build-1 (agents): unknown, never reached" in unknowns
+        assert "Connection refused" in unknowns
+        assert "open now unknown" in str(screen.query_one("#stats-overall").content)
+        assert "[b]shop[b [@click=app.quit]" in rows
+        assert "[b]shop[b [@click=app.quit]" in [b.label for b in screen.query_one(RepoBars).bars]
+        assert asked == [timedelta(days=30)]
+        await pilot.press("w")
+        await until(pilot, lambda: len(screen.stats.days) == 90, 5, what="90 days")
+        assert "now 90d" in str(screen.query_one("#stats-hint").content)
+        await pilot.press("w")
+        await until(pilot, lambda: len(screen.stats.days) == 7, 5, what="7 days")
+        assert asked == [timedelta(days=d) for d in (30, 90, 7)]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.inbox_screen
+        assert app.inbox_screen.rows.spec.query.text == ""
