@@ -25,6 +25,7 @@ from hitl_tui.cli import loop as loop_cli
 from hitl_tui.cli import mcp as mcp_cli
 from hitl_tui.cli import note as note_cli
 from hitl_tui.cli import serve as serve_cli
+from hitl_tui.cli import stats as stats_cli
 from hitl_tui.cli import status as status_cli
 from hitl_tui.cli import triage as triage_cli
 from hitl_tui.cli.base import (
@@ -60,6 +61,8 @@ commands:
   hitl restart ID         run the [[loop]] restart of the block's repository
   hitl status [PATH...]   per repo: open blocks, answers waiting for the loop, resumed,
                           not resumed (exit 4 when an answer did not resume)
+  hitl stats [PATH...]    fleet health over --since 30d: blocks opened and answered, time
+                          to answer and blocked, undone, asked again, not resumed
   hitl snooze ID --for 1h set a block aside unanswered (--until 09:00, --until-change)
   hitl unsnooze ID        bring a snoozed block back into the list now
   hitl escalate ...       (agents) write BLOCKED.md, notify a human, exit 2
@@ -526,6 +529,7 @@ COMMANDS: dict[str, tuple[Build, Run]] = {
     "restart": (loop_cli.build_restart, loop_cli.run_restart),
     "note": (note_cli.build_note, note_cli.run_note),
     "status": (status_cli.build_status, status_cli.run_status),
+    "stats": (stats_cli.build_stats, stats_cli.run_stats),
     "snooze": (triage_cli.build_snooze, triage_cli.run_snooze),
     "unsnooze": (triage_cli.build_unsnooze, triage_cli.run_unsnooze),
     "escalate": (agent_cli.build_escalate, agent_cli.run_escalate),
@@ -630,7 +634,7 @@ def _report_skipped() -> None:
 #: only read it; `escalate` and `guard` (the agent's side) work without one, and `demo` uses
 #: one of its own in its temp folder.
 STATE_WRITERS = ("", "answer", "undo")
-STATE_READERS = ("history",)
+STATE_READERS = ("history", "stats")
 
 
 def _check_state(name: str, args: argparse.Namespace) -> None:

@@ -11,6 +11,8 @@ In the state folder's `journal/`:
     open/<entry id>                         one file per entry in progress: its begin record
     blobs/<sha256>                          the bytes of each file before and after an answer
     journal.lock                            flock held to append, rotate or prune
+    pruned.json                             {"v": 1, "until": TIME}: retention deleted every
+                                            segment closed up to TIME (none: nothing pruned)
     prune.lock                              shared while an entry's blobs are not yet named by
                                             any record; exclusive while blobs are pruned
 
@@ -27,8 +29,10 @@ Rotation. Past SEGMENT_BYTES, right after an end record, `journal.jsonl` is rena
 numbered segment (one atomic rename, under journal.lock; a reader already holding it keeps
 reading it). Then retention: segments closed more than `journal_keep` ago are deleted, except
 any that may hold a record of an entry still open (its open file names the first segment that
-can); then every blob that no kept record and no open entry names is deleted. Segments go
-before blobs, so a crash in between leaves only unnamed blobs, which the next pass deletes.
+can), and `pruned.json` notes the newest close time of those deleted (`hitl stats` says what
+came before it is unknown); then every blob that no kept record and no open entry names is
+deleted. Segments go before blobs, so a crash in between leaves only unnamed blobs, which the
+next pass deletes.
 
 Reading is newest first: the active file, then the segments from the highest number down, each
 read backwards in chunks, so `history -n 20` and `undo` stop as soon as they have what they
@@ -234,9 +238,14 @@ def remove_stale_open(entry_id: str) -> None:
 # -- rotation and retention ------------------------------------------------------------------
 
 
+def _now() -> datetime:
+    """When a segment is closed (its name says it: tests and the bench set the clock here)."""
+    return datetime.now(UTC)
+
+
 def _rotate() -> None:
     """Close the active file into the next segment (the caller holds journal.lock)."""
-    now = datetime.now(UTC)
+    now = _now()
     name = f"journal-{_next_seq():06d}-{now:%Y%m%dT%H%M%SZ}.jsonl"
     os.rename(active_file(), folder() / name)
     fsio.fsync_dir(folder())
@@ -251,6 +260,7 @@ def apply_retention(now: datetime | None = None) -> list[Path]:
     keep = retention.current()
     now = now or datetime.now(UTC)
     removed: list[Path] = []
+    segments_gone: list[Segment] = []
     with _flock("prune.lock", fcntl.LOCK_EX), journal_lock():
         opened = [seq for seq, _ in _open_entries()]
         first_open = min(opened, default=None)
@@ -261,9 +271,11 @@ def apply_retention(now: datetime | None = None) -> list[Path]:
                 segment.path.unlink(missing_ok=True)
                 segment.refs.unlink(missing_ok=True)
                 removed.append(segment.path)
+                segments_gone.append(segment)
             else:
                 kept.append(segment)
         if removed:
+            _note_pruned(max(s.closed for s in segments_gone))
             fsio.fsync_dir(folder())
         for name in os.listdir(folder()):  # a .refs whose segment went (a crash in between)
             if name.endswith(".refs") and not (folder() / name).with_suffix(".jsonl").exists():
@@ -282,6 +294,24 @@ def apply_retention(now: datetime | None = None) -> list[Path]:
                         os.unlink(entry.path)
                         removed.append(Path(entry.path))
     return removed
+
+
+#: Written by retention: `{"v": 1, "until": TIME}`, the newest close time of the segments it
+#: deleted (every record older than that may be gone): `hitl stats` says so, never zero.
+PRUNED = "pruned.json"
+
+
+def _note_pruned(until: datetime) -> None:
+    """Remember that records up to `until` are gone (never earlier than a time noted before).
+    Never raises: retention stands without it."""
+    path = folder() / PRUNED
+    with contextlib.suppress(Exception):
+        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+            before = datetime.fromisoformat(json.loads(path.read_bytes())["until"])
+            if before.tzinfo is not None and before >= until:
+                return
+        data = json.dumps({"v": 1, "until": until.isoformat()}).encode()
+        fsio.atomic_write(path, data, 0o600)
 
 
 def _segment_refs(segment: Segment) -> set[str]:

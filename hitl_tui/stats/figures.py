@@ -99,6 +99,10 @@ class Unknown:
     since: datetime | None
     #: Why, one line (an error message, "pruned by journal_keep 90d").
     why: str
+    #: For a host: the backend's name (`Block.source`), and the ssh host (its repos are
+    #: `host:path`); "" for the others, or a backend not reached as a whole (GitHub).
+    source: str = ""
+    host: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -106,6 +110,8 @@ class Unknown:
             "what": self.what,
             "since": self.since.isoformat() if self.since else None,
             "why": self.why,
+            "source": self.source,
+            "host": self.host,
         }
 
 
