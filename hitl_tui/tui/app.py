@@ -112,6 +112,9 @@ class HitlApp(App[int]):
         self.notices = list(notices or ())
         #: Each remote backend's title -> scope -> (state, one-line message), as last polled.
         self.source_states: dict[str, dict[str, tuple[str, str]]] = {}
+        #: Each remote backend's title -> scope -> when it was last read (the stats' unknowns
+        #: say since when a scope is not known).
+        self.source_reached: dict[str, dict[str, datetime]] = {}
         self.inbox.use_remotes(self.config.remotes)
         if self.inbox.resumes is None:
             # Answers are watched until their loop acts on them (resume.json, state folder).
@@ -255,6 +258,8 @@ class HitlApp(App[int]):
         states = self.source_states.setdefault(source.title, {})
         before = states.get(scope)
         states[scope] = (state, message)
+        if state in ("ok", "warning"):
+            self.source_reached.setdefault(source.title, {})[scope] = self.clock()
         if delta is not None:
             self.apply_delta(delta, announce=before is not None)
         else:
@@ -497,7 +502,8 @@ class HitlApp(App[int]):
             if repo is not None:
                 self.inbox_screen.set_filter(repo_filter(repo) if repo else "")
 
-        labels = {str(path): label for path, label in self.inbox.workspace.ids.items()}
+        workspace = self.inbox.workspace
+        labels = {os.fsdecode(r): workspace.id_of(r) for r in workspace.repos}
         sla = (self.config.sla_warn, self.config.sla_alert)
         self.push_screen(StatsScreen(loader(self), labels, sla), closed)
 

@@ -82,7 +82,7 @@ class RepoBars(Widget):
     """Horizontal bars, one a line: the name, the bar, the time (or `unknown`)."""
 
     DEFAULT_CSS = """
-    RepoBars { height: auto; }
+    RepoBars { height: auto; text-wrap: nowrap; text-overflow: clip; }
     RepoBars > .stats--ok { color: $primary; }
     RepoBars > .stats--warn { color: $warning; }
     RepoBars > .stats--alert { color: $error; }
@@ -169,7 +169,7 @@ class DayChart(Widget):
     the scale's top on the left, the first and last day under the columns."""
 
     DEFAULT_CSS = """
-    DayChart { height: 8; }
+    DayChart { height: 8; text-wrap: nowrap; text-overflow: clip; }
     DayChart > .stats--opened { color: $warning; }
     DayChart > .stats--answered { color: $success; }
     DayChart > .stats--dim { color: $text-muted; }
@@ -194,20 +194,22 @@ class DayChart(Widget):
             return text
         width, height = self.size.width, self.size.height
         rows = max(1, height - 2)  # the legend above, the dates below
-        top = max(max(d.opened or 0, d.answered or 0) for d in self.days)
+        # The scale's width: room for the largest a column could sum to.
+        most = max(sum(d.opened or 0 for d in self.days), sum(d.answered or 0 for d in self.days))
+        room = max(3, width - len(str(most)) - 1)
+        # A day: opened, answered and a gap, a cell each (wider when there is room; no gap
+        # when there is not; runs of days summed when even that does not fit).
+        n = len(self.days)
+        gap = 1 if room >= 3 * n else 0
+        cols = grouped(self.days, room // (2 + gap))
+        cell = max(1, min(3, (room // len(cols) - gap) // 2))
+        top = max(max(c.opened or 0, c.answered or 0) for c in cols)
         axis_w = len(str(top)) + 1
-        room = max(3, width - axis_w)
-        # Each group: opened, answered and a gap, one cell each; wider when there is room.
-        cols = grouped(self.days, room // 3)
-        cell = max(1, min(3, (room // max(1, len(cols)) - 1) // 2))
-        per_day = "a day" if len(cols) == len(self.days) else "per column"
         text.append("■ opened", style=opened_style)
-        text.append("  ")
+        text.append(" ")
         text.append("■ answered", style=answered_style)
-        if len(cols) < len(self.days):
-            days_each = -(-len(self.days) // len(cols))
-            text.append(f"  (a column: {days_each} days)", style=dim)
-        text.append(f"  max {top} {per_day}" if top else "  none in the window", style=dim)
+        what = f"{-(-n // len(cols))} days a column" if len(cols) < n else "a day a column"
+        text.append(f" · {what} · max {top}" if top else " · none in the window", style=dim)
         scale = top or 1
         for row in range(rows, 0, -1):
             text.append("\n")
@@ -225,11 +227,11 @@ class DayChart(Widget):
                     filled = eighths - (row - 1) * 8
                     char = "█" if filled >= 8 else UP[filled] if filled > 0 else " "
                     text.append(char * cell, style=style)
-                text.append(" ")
+                text.append(" " * gap)
         text.append("\n")
         first = cols[0].day.strftime("%b %d")
         last = self.days[-1].day.strftime("%b %d")
-        used = len(cols) * (2 * cell + 1)
-        gap = max(1, used - len(first) - len(last))
-        text.append(" " * axis_w + first + " " * gap + last, style=dim)
+        used = len(cols) * (2 * cell + gap)
+        space = max(1, used - len(first) - len(last))
+        text.append(" " * axis_w + first + " " * space + last, style=dim)
         return text

@@ -199,10 +199,11 @@ class StatsScreen(ModalScreen[str | None]):
     #stats-overall { height: 1; text-style: bold; }
     #stats-charts { height: auto; margin-top: 1; }
     #stats-bars-box, #stats-days-box {
-        width: 1fr; height: 13; border: round $primary 50%; padding: 0 1;
+        height: 13; border: round $primary 50%; padding: 0 1;
         border-title-color: $text-muted;
     }
-    #stats-days-box { margin-left: 1; }
+    #stats-bars-box { width: 40%; }
+    #stats-days-box { width: 1fr; margin-left: 1; }
     #stats-days { height: 1fr; }
     #stats-table { height: 1fr; min-height: 4; }
     #stats-unknowns { height: auto; max-height: 4; color: $warning; }
@@ -389,20 +390,33 @@ class StatsScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-def unreached(source_states: Mapping[str, Mapping[str, tuple[str, str]]]) -> list[Unknown]:
-    """The remote scopes the app could not read when last polled (`HitlApp.source_states`):
-    their open blocks are not known."""
+def unreached(app: Any) -> list[Unknown]:
+    """The remote scopes the app could not read when it last polled them
+    (`HitlApp.source_states`): their open blocks are not known, since they were last read
+    (None: not once since the app started)."""
+    backends = {r.title: r for r in app.inbox.remotes}
     out = []
-    for title, scopes in source_states.items():
+    for title, scopes in app.source_states.items():
+        backend = backends.get(title)
+        source = str(backend.name) if backend is not None else title
+        hosts = set(getattr(backend, "hosts", None) or ())
         for scope, (state, message) in scopes.items():
-            if state not in ("ok", "warning"):
-                out.append(Unknown("host", f"{title} {scope}", None, message))
+            if state in ("ok", "warning"):
+                continue
+            last = app.source_reached.get(title, {}).get(scope)
+            host = scope if scope in hosts else ""
+            what = f"host {scope} ({source})" if host else f"{title} {scope}"
+            why = " ".join(printable(message).split())
+            out.append(Unknown("host", printable(what), last, why, source, host))
     return out
 
 
 def loader(app: Any) -> Load:
-    """The app's figures for a window: the state folder's journal and books, the inbox's open
-    blocks, and the remote scopes not read (run in the screen's worker)."""
+    """The app's figures for a window: the state folder's journal and books, the inbox's
+    repositories and open blocks, and the remote scopes not read (run in the screen's
+    worker)."""
+    import os
+
     from hitl_tui.stats import compute
 
     def load(window: timedelta) -> Stats:
@@ -410,8 +424,15 @@ def loader(app: Any) -> Load:
         inbox = app.inbox
         with inbox.lock:  # (the first scan holds it until its end)
             blocks = list(inbox.blocks.values())
+            repos = [os.fsdecode(r) for r in inbox.workspace.repos]
+        book = inbox.resumes
         return compute(
-            since=now - window, now=now, open_blocks=blocks, unreached=unreached(app.source_states)
+            since=now - window,
+            now=now,
+            repos=repos,
+            open_blocks=blocks,
+            resumes=book.recent(since=window) if book is not None else (),
+            unreached=unreached(app),
         )
 
     return load
