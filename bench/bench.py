@@ -20,6 +20,8 @@ times a block written on "another machine", a real sshd on 127.0.0.1, to the Inb
 the same write watched locally; row 9b (bench/flood_bench.py) times the cursor's moves while a
 host there floods the app with changes. Rows 10a-10c (bench/mcp_bench.py) time `hitl mcp`: an
 agent's ask to its row in the app, a queued ask's call, a waiting ask's return after the answer.
+Rows 12a-12b (bench/stats_bench.py) time `hitl stats` on a journal of 100,000 answers over 90
+days and the repos' count (2,000 answers with --smoke), and the segments each window reads.
 """
 
 from __future__ import annotations
@@ -813,6 +815,12 @@ def main() -> int:
         calls = asyncio.run(mcp_bench.calls(max(10, args.trials)))
         raw["mcp"] = calls
         rows.extend(Row(*cells) for cells in mcp_bench.verdicts(calls))
+        import stats_bench
+
+        answers = 2000 if args.smoke else 100_000
+        stats = stats_bench.measure(answers, args.repos, 90, 2 if args.smoke else 5)
+        raw["stats"] = stats
+        rows.extend(Row(*cells) for cells in stats_bench.rows(stats))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

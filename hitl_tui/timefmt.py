@@ -8,7 +8,13 @@ from datetime import UTC, datetime, timedelta
 
 
 def age(since: datetime, now: datetime | None = None) -> str:
-    seconds = max(0, int(((now or datetime.now(UTC)) - since).total_seconds()))
+    return duration(((now or datetime.now(UTC)) - since).total_seconds())
+
+
+def duration(length: float) -> str:
+    """A length of time in seconds as `age` says one: `45s`, `12m`, `3h`, `2d` (`hitl stats`'s
+    waits and blocked time)."""
+    seconds = max(0, int(length))
     if seconds < 60:
         return f"{seconds}s"
     if seconds < 3600:

@@ -572,7 +572,7 @@ def test_every_command_is_listed_and_has_its_help(ws: Path, inproc):
 
     assert set(cli.COMMANDS) == {
         *("list", "answer", "demo", "undo", "history", "escalate", "guard"),
-        *("snooze", "unsnooze", "restart", "status", "serve", "mcp", "grants", "note"),
+        *("snooze", "unsnooze", "restart", "status", "serve", "mcp", "grants", "note", "stats"),
     }
     listing = inproc("--help", cwd=ws).stdout
     for name in cli.COMMANDS:

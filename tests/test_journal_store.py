@@ -563,9 +563,10 @@ def test_a_crash_at_any_point_of_rotation_and_pruning(tmp_path: Path, monkeypatc
 
     states = set()
     # After its end record `hitl answer` also saves the since memory and the memory of the
-    # recent answers (`similar`, for `hitl list`): the sweep starts far enough back to cross
-    # the rotation and the pruning before those.
-    for n in range(max(1, total - 65), total + 1):
+    # recent answers (`similar`, for `hitl list`), and the pruning notes what it deleted
+    # (pruned.json): the sweep starts far enough back to cross the rotation and the pruning
+    # before those.
+    for n in range(max(1, total - 80), total + 1):
         repo, run = trial(f"crash-{n}", {"crash_at": n})
         assert run.returncode in (0, 86), (n, run.err)
         journal.recover()

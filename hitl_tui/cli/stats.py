@@ -16,13 +16,16 @@ import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from hitl_tui import timefmt
 from hitl_tui.cli.base import PROG, Parser, add_common, open_inbox, print_warnings
 from hitl_tui.model import UsageError
 from hitl_tui.textio import json_text, printable
-from hitl_tui.timefmt import age, parse_duration
+from hitl_tui.timefmt import parse_duration
 
 EPILOG = """\
-The window is the last --since (30d) up to now; the days are local days.
+The window is the last --since (30d) up to now; the days are local days. Counted: the
+PATHs' repositories (no PATH: the config's, else .) and the remote backends' (GitHub,
+[[remote]]).
   opened          blocks that began in the window (answered since, or open now)
   answered        answers given in the window (an undone one too); undo entries are not
   wait            time to answer: median, 90th percentile (nearest rank) and longest, from
@@ -88,7 +91,7 @@ def build_stats() -> argparse.ArgumentParser:
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    from hitl_tui.stats import compute
+    from hitl_tui.stats import of_inbox
     from hitl_tui.stats.figures import Unknown
     from hitl_tui.stats.remotes import read_remotes
 
@@ -114,15 +117,7 @@ def run_stats(args: argparse.Namespace) -> int:
             lambda text: print(f"hitl: {printable(text)}", file=sys.stderr),
         )
     print_warnings(inbox)
-    stats = compute(
-        since=now - window,
-        by=args.by,
-        now=now,
-        repos=[os.fsdecode(r) for r in inbox.workspace.repos],
-        open_blocks=inbox.sorted_blocks(),
-        resumes=inbox.resumes.recent(since=window) if inbox.resumes is not None else (),
-        unreached=unreached,
-    )
+    stats = of_inbox(inbox, since=now - window, by=args.by, now=now, unreached=unreached)
     if args.json:
         text = json.dumps(stats.to_json(), ensure_ascii=False, indent=1)
         sys.stdout.write(json_text(text) + "\n")
@@ -152,10 +147,7 @@ COLUMNS = (
 
 def duration(seconds: float | None) -> str:
     """A duration as hitl shows ages (`45s`, `12m`, `3h`, `2d`); `?` when unknown."""
-    if seconds is None:
-        return "?"
-    now = datetime.now(UTC)
-    return age(now - timedelta(seconds=seconds), now)
+    return "?" if seconds is None else timefmt.duration(seconds)
 
 
 def count(value: int | None) -> str:

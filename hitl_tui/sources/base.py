@@ -253,7 +253,9 @@ class Source:
             return block
         if fresh is None or fresh.fingerprint != block.fingerprint:
             return block
-        return replace(fresh, id=block.id)
+        # When it began is the inbox's (first seen: the since book), not the file's time: an
+        # undo rewrites the file, an agent may touch it. The journal records it with the answer.
+        return replace(fresh, id=block.id, since=block.since)
 
     def send(self, plan: Plan) -> Done:
         """Carry out a remote plan (blocking: call it off the UI thread): one line per thing

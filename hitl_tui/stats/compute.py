@@ -88,19 +88,26 @@ def _text(repo: object) -> str:
 def answers_of(window: Window, start: float, end: float) -> tuple[list[_Answer], int]:
     """The committed answers given in [start, end], and how many entries were read."""
     ends: dict[str, bool] = {}
-    begins: dict[str, Any] = {}
+    for summary in reversed(window.files):  # several: the first written counts
+        ends.update(zip(reversed(summary.end_ids), reversed(summary.end_ok), strict=True))
+    undone: set[str] = set()
     for summary in window.files:
-        for entry_id, committed in summary.ends:
-            ends.setdefault(entry_id, committed)  # several: the first written counts
-        for begin in summary.begins:
-            begins[begin.id] = begin
-    undone = {b.undoes for b in begins.values() if b.kind == "undo" and b.undoes and ends.get(b.id)}
-    found = [
-        _Answer(b.repo, b.source, b.time, b.since, b.id in undone)
-        for b in begins.values()
-        if b.kind == "answer" and ends.get(b.id) and start <= b.time <= end
-    ]
-    return found, len(begins)
+        for entry, undo, target in zip(summary.ids, summary.undo, summary.undoes, strict=True):
+            if undo and target and ends.get(entry):
+                undone.add(target)
+    found: list[_Answer] = []
+    seen: set[str] = set()
+    read = 0
+    for s in window.files:
+        repos, sources = s.repos, s.sources
+        rows = zip(s.ids, s.times, s.undo, s.repo_of, s.source_of, s.since, strict=True)
+        for entry, at, undo, repo, source, since in rows:
+            read += 1
+            if undo or not start <= at <= end or not ends.get(entry) or entry in seen:
+                continue
+            seen.add(entry)
+            found.append(_Answer(repos[repo], sources[source], at, since, entry in undone))
+    return found, read
 
 
 def _outcome(record: Any) -> _Outcome | None:
@@ -163,7 +170,7 @@ def compute(
       `oldest_open_s`, `opened` and `blocked_s` are None.
     - `resumes`: the resume book's records (`loops.records.Waiting`); None: read the state
       folder's book.
-    - `unreached`: Unknowns of kind "host" (`remote_unknowns`): the rows of their source (or
+    - `unreached`: Unknowns of kind "host" (`remotes.read_remotes`): the rows of their source (or
       host: repos `host:...`), the overall row and the days lose their open figures.
     - `tz`: the days' time zone (default: the local one).
     """
@@ -174,8 +181,13 @@ def compute(
     start, end = since.timestamp(), now.timestamp()
     only = None if repos is None else {_text(r) for r in repos}
 
+    verdicts: dict[str, bool] = {}
+
     def wanted(repo: str) -> bool:
-        return only is None or repo in only or not os.path.isabs(repo)
+        found = verdicts.get(repo)
+        if found is None:
+            found = verdicts[repo] = only is None or repo in only or not os.path.isabs(repo)
+        return found
 
     window = read_window(since)
     answers = [a for a in answers_of(window, start, end)[0] if wanted(a.repo)]
@@ -245,20 +257,30 @@ def compute(
     bounds = [max(start, datetime.combine(d, time(), tzinfo=tz).timestamp()) for d in day_list]
     bounds.append(end)
 
+    day_index = {d.isoformat(): i for i, d in enumerate(day_list)}
+
     def day_of(at: float) -> int:
         return min(len(day_list) - 1, max(0, bisect.bisect_right(bounds, at) - 1))
 
     kept = [a for a in answers if not a.undone]
     placed = all(a.since is not None for a in kept)
+    # A block whose start is unknown was blocked some time before its answer: the days from
+    # the last such answer's on are not touched by it.
+    unplaced_until = max((a.time for a in kept if a.since is None), default=None)
+
+    def placed_on(index: int) -> bool:
+        return unplaced_until is None or bounds[index] >= unplaced_until
+
     intervals = [(a.since, a.time) for a in kept if a.since is not None]
     intervals += [(o.since, end) for o in opens or ()]
     per_day = [0.0] * len(day_list)
     began = [0] * len(day_list)
+    last = len(day_list) - 1
     for begin, finish in intervals:
-        if start <= begin <= end:
-            began[day_of(begin)] += 1
         lo, hi = max(begin, start), min(finish, end)
-        index = day_of(lo)
+        index = min(last, max(0, bisect.bisect_right(bounds, lo) - 1))
+        if start <= begin <= end:
+            began[index] += 1  # lo is begin then
         while lo < hi and index < len(day_list):
             top = min(hi, bounds[index + 1])
             per_day[index] += max(0.0, top - lo)
@@ -300,17 +322,19 @@ def compute(
 
     def row(key: str, group: _Group, known_open: bool) -> Figures:
         if by == "day":
-            index = day_list.index(datetime.fromisoformat(key).date())
+            index = day_index[key]
             known_journal = cut is None or bounds[index] >= cut.timestamp()
             opened = began[index]
             blocked = per_day[index]
-            known_flow = known_journal and open_everywhere and placed
+            known_flow = known_journal and open_everywhere and placed_on(index)
         else:
             known_journal = journal_known
             mine = [a for a in group.answers if not a.undone]
             opened = sum(1 for a in mine if a.since is not None and a.since >= start)
             opened += sum(1 for o in group.opens if o.since >= start)
-            blocked = sum(_overlap(a.since, a.time, start, end) for a in mine if a.since)
+            blocked = sum(
+                _overlap(a.since, a.time, start, end) for a in mine if a.since is not None
+            )
             blocked += sum(_overlap(o.since, end, start, end) for o in group.opens)
             known_flow = known_journal and known_open and all(a.since is not None for a in mine)
         return _figures(key, group, end, opened, blocked, known_open, known_journal, known_flow)
@@ -331,15 +355,18 @@ def compute(
     else:
         rows.sort(key=lambda f: (f.blocked_s is None, -(f.blocked_s or 0.0), f.key))
 
+    answered = [0] * len(day_list)
+    for a in answers:
+        answered[day_of(a.time)] += 1
     days = []
     for index, d in enumerate(day_list):
         day_known = cut is None or bounds[index] >= cut.timestamp()
-        flow = day_known and placed and open_everywhere
+        flow = day_known and placed_on(index) and open_everywhere
         days.append(
             Day(
                 d,
                 began[index] if flow else None,
-                sum(1 for a in answers if day_of(a.time) == index) if day_known else None,
+                answered[index] if day_known else None,
                 per_day[index] if flow else None,
             )
         )
@@ -385,4 +412,28 @@ def _figures(
         not_resumed_rate=stuck / known if stuck is not None and known else None,
         restarts_failed=failed,
         outcomes_known=known,
+    )
+
+
+def of_inbox(
+    inbox: Any,
+    *,
+    since: datetime,
+    by: str = "repo",
+    now: datetime | None = None,
+    unreached: Iterable[Unknown] = (),
+) -> Stats:
+    """`compute` for an `Inbox` (the CLI's, the app's): its workspace's repositories, its open
+    blocks (local and those its remotes gave), its resume book's records; `unreached` the hosts
+    that did not answer (`remotes.read_remotes`, or the app's watch)."""
+    now = now or datetime.now(UTC)
+    book = getattr(inbox, "resumes", None)
+    return compute(
+        since=since,
+        by=by,
+        now=now,
+        repos=[os.fsdecode(r) for r in inbox.workspace.repos],
+        open_blocks=inbox.sorted_blocks(),
+        resumes=book.recent(since=now - since) if book is not None else (),
+        unreached=unreached,
     )

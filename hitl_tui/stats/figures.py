@@ -18,7 +18,9 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Figures:
-    """One row: the whole fleet (`key` ""), one repository, one source or one day."""
+    """One row: the whole fleet (`key` ""), one repository, one source or one day. A day's row
+    holds what happened that day: the answers given, the blocks begun (those still open are its
+    `open_now`), the outcomes of its answers, the time blocked within it."""
 
     #: "" for the overall row; else the repository (a local folder's path as text, a remote
     #: block's repo name), the source name (`loopkit`, `agenticloop`, a [[remote]]'s name), or

@@ -90,4 +90,5 @@ def read_remotes(
 def _unknown(source: str, host: str, why: str, reached: dict[str, str]) -> Unknown:
     last = aware_time(reached.get(f"{source} {host}"))
     what = f"host {host} ({source})" if host else f"{source}"
+    why = why.removesuffix(" (its blocks are not listed)")
     return Unknown("host", printable(what), last, printable(" ".join(why.split())), source, host)
