@@ -147,10 +147,10 @@ async def test_unknown_figures_read_unknown_never_zero_and_w_changes_the_window(
         assert "[b]shop[b [@click=app.quit]" in [b.label for b in screen.query_one(RepoBars).bars]
         assert asked == [timedelta(days=30)]
         await pilot.press("w")
-        await until(pilot, lambda: len(screen.stats.days) == 90, 5, what="90 days")
+        await until(pilot, lambda: screen.shown_days == 90, 5, what="90 days")
         assert "now 90d" in str(screen.query_one("#stats-hint").content)
         await pilot.press("w")
-        await until(pilot, lambda: len(screen.stats.days) == 7, 5, what="7 days")
+        await until(pilot, lambda: screen.shown_days == 7, 5, what="7 days")
         assert asked == [timedelta(days=d) for d in (30, 90, 7)]
         await pilot.press("escape")
         await pilot.pause()

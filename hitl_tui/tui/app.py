@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on, work
 from textual.app import App
@@ -50,6 +50,9 @@ from hitl_tui.tui.toasts import ProgressToasts, show
 from hitl_tui.tui.waiting import row_for
 from hitl_tui.tui.widgets import row_key
 
+if TYPE_CHECKING:
+    from hitl_tui.tui.stats_screen import StatsCache, StatsScreen
+
 #: What each worker group does, for the message when one fails.
 WORKER_TASKS = {
     "scan": "Reading the repositories",
@@ -62,6 +65,7 @@ WORKER_TASKS = {
     "preview": "Preparing the first preview",
     "grants": "Reading the grants",
     "questions": "Reading the questions (M, grouping by question)",
+    "stats": "Computing the fleet stats (S)",
 }
 
 #: A burst of arrivals ends after this many seconds without a new block ...
@@ -144,6 +148,9 @@ class HitlApp(App[int]):
         )
         #: The journal's answers: asked again, asked before, and `p` (tui/asked.py).
         self.asked = Asked(self.clock)
+        #: The fleet's figures kept per window, and the stats screen: built on first use.
+        self._stats_cache: StatsCache | None = None
+        self._stats_screen: StatsScreen | None = None
 
     # -- the inbox screen and the workers ------------------------------------------------------
 
@@ -217,6 +224,8 @@ class HitlApp(App[int]):
         self.set_timer(0.2, self.inbox_screen.prepare_preview)
         # Each question read once for the same-question rule (M, grouping by question).
         self.set_timer(0.4, self.inbox_screen.read_questions)
+        # The fleet's figures of the last 30 days, for `S` to show at once.
+        self.set_timer(1.0, self.prefetch_stats)
 
     @work(exclusive=True, group="watch", exit_on_error=False, description="run_watcher")
     async def run_watcher(self) -> None:
@@ -492,11 +501,20 @@ class HitlApp(App[int]):
         repos = list(self.inbox.workspace.ids.items())
         self.push_screen(GrantsScreen(repos, self.operator, self.inbox.remotes))
 
+    @property
+    def stats_cache(self) -> StatsCache:
+        """The fleet's figures kept per window (tui/stats_screen.py; imported on first use)."""
+        if self._stats_cache is None:
+            from hitl_tui.tui.stats_screen import StatsCache, loader
+
+            self._stats_cache = StatsCache(loader(self))
+        return self._stats_cache
+
     def action_stats(self) -> None:
         """`S`: the fleet's figures (tui/stats_screen.py), computed by the screen's worker;
         Enter on a repository comes back here as the inbox's filter."""
         from hitl_tui.tui.commands import repo_filter
-        from hitl_tui.tui.stats_screen import StatsScreen, loader
+        from hitl_tui.tui.stats_screen import StatsScreen
 
         def closed(repo: str | None) -> None:
             if repo is not None:
@@ -504,8 +522,20 @@ class HitlApp(App[int]):
 
         workspace = self.inbox.workspace
         labels = {os.fsdecode(r): workspace.id_of(r) for r in workspace.repos}
-        sla = (self.config.sla_warn, self.config.sla_alert)
-        self.push_screen(StatsScreen(loader(self), labels, sla), closed)
+        if self._stats_screen is None:  # one screen, kept: each open shows the last figures
+            sla = (self.config.sla_warn, self.config.sla_alert)
+            self._stats_screen = StatsScreen(self.stats_cache, labels, sla)
+            self.install_screen(self._stats_screen, "stats")
+        self._stats_screen.labels = labels
+        self.push_screen("stats", closed)
+
+    @work(thread=True, exclusive=True, group="stats", exit_on_error=False, description="stats")
+    def prefetch_stats(self) -> None:
+        """The 30 days' figures, computed while the app is idle after its first scan: `S`
+        shows them at once (and computes them again)."""
+        from hitl_tui.tui.stats_screen import WINDOWS
+
+        self.stats_cache.compute(WINDOWS[0])
 
     async def action_quit(self) -> None:
         self.stop_event.set()

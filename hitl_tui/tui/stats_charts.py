@@ -2,7 +2,7 @@
 
 - `RepoBars`: time blocked per repository, the top ten and the rest summed in one bar; each bar
   amber or red as the inbox colours an age (`[sla]` warn, alert), by the repository's median
-  time to answer.
+  time to answer or its oldest open block, whichever is longer.
 - `DayChart`: blocks opened and answered per day over the window, side by side, on one scale
   from zero (days grouped when the window has more days than the width has room for).
 

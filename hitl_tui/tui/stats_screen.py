@@ -163,19 +163,40 @@ def overall_line(stats: Stats, days: int) -> str:
 def chart_bars(
     rows: Sequence[Figures], label: Callable[[str], str], sla: tuple[timedelta, timedelta] | None
 ) -> list[Bar]:
-    """The chart's bars: the TOP repositories most blocked, then one for the rest (summed;
-    unknown when one of them is), then the repositories whose time is unknown."""
-    known = sorted(
-        (r for r in rows if r.blocked_s is not None), key=lambda r: (-(r.blocked_s or 0), r.key)
-    )
+    """The chart's bars: the TOP repositories most blocked, then one for the rest (summed),
+    then the repositories whose time is unknown; none for a repository not blocked at all.
+    A bar is amber or red (`[sla]`) by its repository's median wait or its oldest open
+    block, whichever is longer."""
+    known = sorted((r for r in rows if r.blocked_s), key=lambda r: (-(r.blocked_s or 0), r.key))
     unknown = [r for r in rows if r.blocked_s is None]
-    bars = [Bar(label(r.key), r.blocked_s, level(r.wait_median_s, sla)) for r in known[:TOP]]
+
+    def waited(r: Figures) -> float | None:
+        waits = [w for w in (r.wait_median_s, r.oldest_open_s) if w is not None]
+        return max(waits) if waits else None
+
+    bars = [Bar(label(r.key), r.blocked_s, level(waited(r), sla)) for r in known[:TOP]]
     rest = known[TOP:]
     if rest:
         total = sum(r.blocked_s or 0.0 for r in rest)
         bars.append(Bar(f"{len(rest):,} others", total))
     bars += [Bar(label(r.key), None) for r in unknown[: max(0, TOP + 1 - len(bars))]]
     return bars
+
+
+class StatsCache:
+    """The figures last computed for each window, so that `S` shows them at once while the
+    screen's worker computes them again (at 100,000 answers that takes longer than an open
+    may). The app fills the 30 days' ahead, once its first scan is over (`prefetch`)."""
+
+    def __init__(self, load: Load) -> None:
+        self.load = load
+        self.figures: dict[int, Stats] = {}
+
+    def compute(self, days: int) -> Stats:
+        """The figures of the last `days` days, computed now (blocking), and kept."""
+        stats = self.load(timedelta(days=days))
+        self.figures[days] = stats
+        return stats
 
 
 @dataclass
@@ -215,19 +236,23 @@ class StatsScreen(ModalScreen[str | None]):
 
     def __init__(
         self,
-        load: Load,
+        load: Load | StatsCache,
         labels: Mapping[str, str] | None = None,
         sla: tuple[timedelta, timedelta] | None = None,
     ) -> None:
         super().__init__()
-        #: Computes the figures of a window (blocking: run by the worker).
-        self.load = load
+        #: Computes the figures of a window (blocking: run by the worker), and keeps them.
+        self.cache = load if isinstance(load, StatsCache) else StatsCache(load)
         #: A row's key (a repository's path as text) -> its name in the inbox (`shop`).
         self.labels = dict(labels or {})
         self.sla = sla
         self.window = 0
         self.sort = SORT
         self.stats: Stats | None = None
+        #: The window (days) of the figures shown; None until the first come.
+        self.shown_days: int | None = None
+        #: The figures shown are those kept from before, being computed again.
+        self.updating = False
         #: The rows shown, in the table's order: the overall row first.
         self.shown: list[Figures] = []
 
@@ -262,6 +287,22 @@ class StatsScreen(ModalScreen[str | None]):
     def on_mount(self) -> None:
         self.table.focus()
         self._hint()
+
+    def on_screen_resume(self) -> None:
+        """Each open (the app keeps this screen installed): the figures kept from the last
+        time at once, if any, and computed again."""
+        self._open_window()
+
+    def _open_window(self) -> None:
+        kept = self.cache.figures.get(self.days)
+        self.updating = True
+        if kept is not None:
+            self.stats, self.shown_days = kept, self.days
+            self._show()
+        else:
+            self.query_one("#stats-overall", Static).update(
+                f"Computing the figures of the last {self.days} days…"
+            )
         self._compute(self.days)
 
     @property
@@ -270,14 +311,17 @@ class StatsScreen(ModalScreen[str | None]):
 
     @work(thread=True, exclusive=True, group="stats", exit_on_error=False, description="stats")
     def _compute(self, days: int) -> None:
-        self.post_message(StatsRead(days, self.load(timedelta(days=days))))
+        self.post_message(StatsRead(days, self.cache.compute(days)))
 
     @on(StatsRead)
     def _read(self, message: StatsRead) -> None:
         if message.days != self.days:  # a window changed since (`w` pressed twice)
             return
+        current = self.current
         self.stats = message.stats
-        self._show()
+        self.shown_days = message.days
+        self.updating = False
+        self._show(current.key if current is not None else None)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
@@ -285,17 +329,18 @@ class StatsScreen(ModalScreen[str | None]):
             text = printable(f"The figures could not be computed: {type(error).__name__}: {error}")
             self.query_one("#stats-overall", Static).update(text)
 
-    def _show(self) -> None:
+    def _show(self, keep: str | None = None) -> None:
         stats = self.stats
         if stats is None:
             return
-        self.query_one("#stats-overall", Static).update(overall_line(stats, self.days))
+        overall = overall_line(stats, self.days) + (" · updating…" if self.updating else "")
+        self.query_one("#stats-overall", Static).update(overall)
         bars = chart_bars(stats.rows, self.label, self.sla)
         self.query_one(RepoBars).show(bars, "No block in the window.")
         self.query_one(DayChart).show([DayCounts(d.day, d.opened, d.answered) for d in stats.days])
         unknowns = "\n".join(unknown_line(u) for u in stats.unknowns)
         self.query_one("#stats-unknowns", Static).update(unknowns)
-        self._fill()
+        self._fill(keep)
 
     def _fill(self, keep: str | None = None) -> None:
         """The table, sorted by the chosen column; the cursor stays on `keep`'s row."""
@@ -372,11 +417,8 @@ class StatsScreen(ModalScreen[str | None]):
     def action_cycle_window(self) -> None:
         """`w`: the next window (30, 90, 7 days), computed again in the worker."""
         self.window = (self.window + 1) % len(WINDOWS)
-        self.query_one("#stats-overall", Static).update(
-            f"Computing the figures of the last {self.days} days…"
-        )
         self._hint()
-        self._compute(self.days)
+        self._open_window()
 
     @on(DataTable.RowSelected, "#stats-table")
     def action_filter_repo(self) -> None:
