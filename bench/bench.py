@@ -22,6 +22,8 @@ host there floods the app with changes. Rows 10a-10c (bench/mcp_bench.py) time `
 agent's ask to its row in the app, a queued ask's call, a waiting ask's return after the answer.
 Rows 12a-12b (bench/stats_bench.py) time `hitl stats` on a journal of 100,000 answers over 90
 days and the repos' count (2,000 answers with --smoke), and the segments each window reads.
+Rows 13a-13c (bench/stats_tui_bench.py) time the app's stats screen on that journal: `S` to the
+figures drawn, the figures computed again, `w` to 90 days.
 """
 
 from __future__ import annotations
@@ -821,6 +823,11 @@ def main() -> int:
         stats = stats_bench.measure(answers, args.repos, 90, 2 if args.smoke else 5)
         raw["stats"] = stats
         rows.extend(Row(*cells) for cells in stats_bench.rows(stats))
+        import stats_tui_bench
+
+        screen = stats_tui_bench.measure(answers, args.repos, 90, 2 if args.smoke else 5)
+        raw["stats_screen"] = screen
+        rows.extend(Row(*cells) for cells in stats_tui_bench.rows(screen))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

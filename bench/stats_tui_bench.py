@@ -10,8 +10,7 @@ inbox scanned, no watcher), on the repositories' folder; each open is timed as b
 times a key: from the key event to the frame drawn once the table holds the figures (computed
 by the screen's worker). The app computes the last 30 days' figures ahead, once its first
 scan is over and it is idle; `S` shows the figures kept (from then, or from the last open) at
-once, and its worker computes them again: both times are given, from the key, and the first
-`S` right after start-up, before any figures were kept.
+once, and its worker computes them again: both times are given, from the key.
 
 `measure` returns the figures for bench/bench.py's table; `rows` its rows.
 """
@@ -44,15 +43,16 @@ async def _opens(repos: Path, trials: int) -> dict:
     app = HitlApp(Inbox(Workspace.discover([repos])), Config(operator="bench", bell=False))
     app.watch_enabled = False
     instrument(app)
-    # When the screen last put figures on screen (kept or fresh), and whether fresh.
+    # When the screen put figures on screen (kept or fresh: the overall line is written with
+    # each), and whether they were fresh.
     shows: list[tuple[float, bool]] = []
-    show = StatsScreen._show
+    show = StatsScreen._show_overall
 
-    def recording_show(self, keep=None):
-        show(self, keep)
+    def recording_show(self):
+        show(self)
         shows.append((time.perf_counter(), not self.updating))
 
-    StatsScreen._show = recording_show  # type: ignore[method-assign]
+    StatsScreen._show_overall = recording_show  # type: ignore[method-assign]
 
     async def timed(key: str, fresh: bool = False, days: int = 30) -> float:
         """Seconds from `key` to the first frame drawn after the screen showed figures of
@@ -90,8 +90,10 @@ async def _opens(repos: Path, trials: int) -> dict:
             await pilot.pause(0.01)
         await app.workers.wait_for_complete()
         out["repos"] = len(app.inbox.workspace.repos)
-        # Before the app computed the 30 days' figures ahead: the worker's time to them.
-        out["first"] = await timed("S")
+        # The app computes the 30 days' figures ahead, once its first scan is over.
+        await asyncio.sleep(1.5)
+        await app.workers.wait_for_complete()
+        out["ahead"] = await timed("S")  # those figures drawn: table, charts, all
         screen = app.screen
         assert isinstance(screen, StatsScreen) and screen.stats is not None
         out["answered"] = screen.stats.overall.answered
@@ -99,7 +101,7 @@ async def _opens(repos: Path, trials: int) -> dict:
         await back()
         opens, fresh, windows = [], [], []
         for _ in range(trials):
-            # The figures kept (computed ahead, or at the last open) shown at once ...
+            # The figures kept (those of the last open) shown at once ...
             opens.append(await timed("S"))
             # ... and the worker's, computed again, in their place (timed from the key).
             await back()
@@ -148,18 +150,17 @@ def rows(figures: dict) -> list[tuple[str, str, str, bool]]:
 
     return [
         (
-            f"13a. S opens the stats screen, key -> figures shown, {size} (median / worst of "
+            f"13a. S opens the stats screen, key -> figures shown, {size}: the first S, the "
+            "figures computed ahead drawn (table, charts); then S again (median / worst of "
             f"{len(opens)})",
-            f"{ms(opens)}: the figures kept (computed ahead once the app is idle, or at the "
-            f"last open), {figures['rows']:,} rows",
+            f"{figures['ahead'] * 1000:.0f} ms ({figures['rows']:,} rows); again {ms(opens)}",
             "<= 300 ms",
-            worst <= 0.3,
+            max(figures["ahead"], worst) <= 0.3,
         ),
         (
-            "13b. ... and the figures computed again in the screen's worker, in their place, "
-            "from the same key",
-            f"{ms(figures['fresh'])} ({figures['answered']:,} answers in 30 days); before any "
-            f"was kept (the first S, right after start-up) {figures['first'] * 1000:.0f} ms",
+            "13b. ... and the figures computed again by the screen's worker, in their place, "
+            "from the key (median / worst)",
+            f"{ms(figures['fresh'])} ({figures['answered']:,} answers in 30 days)",
             "",
             True,
         ),

@@ -480,6 +480,17 @@ KEYS: tuple[KeySpec, ...] = (
     KeySpec("stats.down", "down,j", "cursor_down", "Move", "stats", "next row", key_display="j/k"),
     KeySpec("stats.up", "up,k", "cursor_up", "Up", "stats", "previous row", show=False),
     KeySpec(
+        "stats.first",
+        "home,g",
+        "first",
+        "First",
+        "stats",
+        "first row (all repos)",
+        False,
+        priority=True,
+    ),
+    KeySpec("stats.last", "end,G", "last", "Last", "stats", "last row", False, priority=True),
+    KeySpec(
         "stats.filter",
         "enter",
         "filter_repo",
@@ -488,9 +499,7 @@ KEYS: tuple[KeySpec, ...] = (
         "close, and filter the inbox to the highlighted repo (on all repos: clear the filter)",
     ),
     KeySpec("stats.sort", "s", "cycle_sort", "Sort", "stats", "sort by the next column (▼)"),
-    KeySpec(
-        "stats.window", "w", "cycle_window", "Window", "stats", "the window: 30, 90 or 7 days"
-    ),
+    KeySpec("stats.window", "w", "cycle_window", "Window", "stats", "the window: 30, 90 or 7 days"),
     KeySpec("revoke.yes", "y", "yes", "Revoke", "revoke", "revoke it"),
     KeySpec("revoke.keep", "escape,n", "keep", "Keep", "revoke", "keep the grant: nothing revoked"),
     KeySpec(

@@ -156,3 +156,45 @@ async def test_unknown_figures_read_unknown_never_zero_and_w_changes_the_window(
         await pilot.pause()
         assert app.screen is app.inbox_screen
         assert app.inbox_screen.rows.spec.query.text == ""
+
+
+async def test_the_demo_history_fills_the_screen_and_asks_nothing_again(tmp_path: Path) -> None:
+    """`hitl demo`'s fortnight of past answers (`demo.build_history`): journaled, dated in the
+    past with their blocks' starts, shown by `S`; none reads as the open blocks asked again,
+    `u` on an open block is not about them, and an undo of one is refused, the repos
+    untouched."""
+    from hitl_tui import journal
+    from hitl_tui.answers.service import undo_answer
+    from hitl_tui.cli.demo import build_history
+    from hitl_tui.model import HitlError
+
+    root = demo_workspace(tmp_path)
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    made = build_history(root, NOW.timestamp())
+    entries = journal.history(limit=1000)
+    assert made == len(entries) > 30
+    assert all(NOW - timedelta(days=15) < e.time < NOW for e in entries)
+    shop = sum(e.block_id == "shop" for e in entries)
+    app = make_app([root])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        again = [b.id for b in app.inbox.blocks.values() if app.asked.again(b) is not None]
+        assert again == []
+        await select(pilot, app, "shop")
+        await pilot.press("u")  # as before the history: nothing of the demo's own to undo
+        await until(pilot, lambda: any(n.title == "Not undone" for n in app._notifications))
+        note = next(n for n in app._notifications if n.title == "Not undone")
+        assert note.message.startswith("nothing to undo"), note.message
+        await pilot.press("S")
+        screen = await _stats(pilot, app)
+        await until(pilot, lambda: not screen.updating, 10, what="the figures computed")
+        rows = _rows(screen)
+        assert rows["shop"][_column("answered")] == str(shop)
+        assert rows["all repos"][_column("answered")] == str(made)
+    try:
+        undo_answer(entries[0].id, "Ada")
+    except HitlError as exc:
+        assert "not undoable" in str(exc)
+    else:  # pragma: no cover - the assertion below says what happened
+        raise AssertionError("the undo of a demo answer went through")
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before

@@ -331,9 +331,9 @@ def build_history(root: Path, now: float | None = None, days: int = 14) -> int:
     """A fortnight of answers in the state folder's journal, for the stats screen (`S`) and the
     history (`h`) of the demo: answers to other questions of the sample repos, journaled by
     hitl's own `journal.begin` and `commit` (each a real plan of the block open now, never
-    applied), then dated into the past, each with when its block began. Their files are the
-    repos' as they are: an undo of one is refused (the files are not the answer's). Returns
-    how many answers were written. Call before the app starts, on a fresh state folder."""
+    applied), then dated into the past, each with when its block began, a block file of its
+    own (none open) and marked not undoable (`u` and `hitl undo` say so). Returns how many
+    answers were written. Call before the app starts, on a fresh state folder."""
     import json
 
     from hitl_tui import journal
@@ -371,6 +371,10 @@ def build_history(root: Path, now: float | None = None, days: int = 14) -> int:
                 entry = f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime(at))}-d{n:05x}"
                 block = {**template["block"], "since": _iso(at - wait)}
                 block["question"] = questions[(day + k) % len(questions)]
+                # A block file of its own (`u` on an open block is not about these), and
+                # never undone (its files are not the answer's): said so, as a remote's is.
+                block["path"] = str(Path(template["repo"]) / "past" / f"BLOCKED-{n}.md")
+                block["not_undoable"] = "a past answer the demo made up (for S): not undoable"
                 begin = {**template, "id": entry, "time": stamp, "block": block}
                 out += [begin, {**commit, "id": entry, "time": stamp}]
                 n += 1
