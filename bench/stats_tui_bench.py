@@ -38,7 +38,7 @@ async def _opens(repos: Path, trials: int) -> dict:
     from hitl_tui.inbox.inbox import Inbox
     from hitl_tui.inbox.workspace import Workspace
     from hitl_tui.tui.app import HitlApp
-    from hitl_tui.tui.stats_screen import StatsScreen
+    from hitl_tui.tui.stats_screen import AGAIN_AFTER, StatsScreen
 
     app = HitlApp(Inbox(Workspace.discover([repos])), Config(operator="bench", bell=False))
     app.watch_enabled = False
@@ -81,7 +81,9 @@ async def _opens(repos: Path, trials: int) -> dict:
 
     async def back() -> None:
         await keypress(app, "escape", until=lambda: app.screen is app.inbox_screen)
-        await app.workers.wait_for_complete()  # the screen's worker, computing again
+        await asyncio.sleep(AGAIN_AFTER + 0.1)
+        while any(w.group == "stats" and not w.is_finished for w in list(app.workers)):
+            await asyncio.sleep(0.01)  # the screen's worker, computing again
         await asyncio.sleep(0.2)
 
     out: dict = {}

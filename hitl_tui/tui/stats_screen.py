@@ -37,6 +37,8 @@ from hitl_tui.tui.stats_charts import Bar, DayChart, DayCounts, RepoBars, level,
 WINDOWS = (30, 90, 7)
 #: Bars of the chart: the repositories most blocked; the rest are summed in one more.
 TOP = 10
+#: Seconds after the kept figures are shown before they are computed again.
+AGAIN_AFTER = 0.2
 #: Rows of the table: the first by the sort (`hitl stats` lists every one). A table of 1,000
 #: rows took ~100 ms to fill, at each open and each sort.
 ROWS = 200
@@ -221,9 +223,9 @@ class StatsScreen(ModalScreen[str | None]):
         border: round $accent; background: $surface; padding: 0 1;
     }
     #stats-overall { height: 1; text-style: bold; }
-    #stats-charts { height: auto; margin-top: 1; }
+    #stats-charts { height: 40%; min-height: 8; max-height: 13; margin-top: 1; }
     #stats-bars-box, #stats-days-box {
-        height: 13; border: round $primary 50%; padding: 0 1;
+        height: 100%; border: round $primary 50%; padding: 0 1;
         border-title-color: $text-muted;
     }
     #stats-bars-box { width: 40%; }
@@ -310,8 +312,9 @@ class StatsScreen(ModalScreen[str | None]):
         else:
             self.stats, self.shown_days = kept, self.days
             self._show()
-        # Computed again once they are drawn: the worker's thread takes turns with this one.
-        self.call_after_refresh(self._compute, self.days)
+        # Computed again once they are drawn (the worker's thread takes turns with this one:
+        # started at once, it slowed the frame that shows them by as much as it took).
+        self.set_timer(AGAIN_AFTER, lambda days=self.days: self._compute(days))
 
     @property
     def table(self) -> DataTable:
