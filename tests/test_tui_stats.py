@@ -198,3 +198,25 @@ async def test_the_demo_history_fills_the_screen_and_asks_nothing_again(tmp_path
     else:  # pragma: no cover - the assertion below says what happened
         raise AssertionError("the undo of a demo answer went through")
     assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+
+
+async def test_figures_that_cannot_be_computed_say_why_as_plain_text(tmp_path: Path) -> None:
+    def load(window: timedelta):
+        raise OSError("[b]journal[/b unreadable [@click=app.quit]")
+
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        app.push_screen(StatsScreen(load, {}, SLA))
+        await until(pilot, lambda: isinstance(app.screen, StatsScreen), 5, what="the screen")
+        screen = app.screen
+        overall = screen.query_one("#stats-overall")
+        await until(
+            pilot,
+            lambda: "could not be computed" in str(overall.content),
+            5,
+            what="the failure said",
+            saw=lambda: str(overall.content),
+        )
+        assert "OSError: [b]journal[/b unreadable [@click=app.quit]" in str(overall.content)
+        assert app.is_running and screen.table.row_count == 0

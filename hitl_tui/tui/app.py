@@ -535,7 +535,9 @@ class HitlApp(App[int]):
         shows them at once (and computes them again)."""
         from hitl_tui.tui.stats_screen import WINDOWS
 
-        self.stats_cache.compute(WINDOWS[0])
+        # Not asked for: a failure is said by the screen, when `S` computes them itself.
+        with contextlib.suppress(Exception):
+            self.stats_cache.compute(WINDOWS[0])
 
     async def action_quit(self) -> None:
         self.stop_event.set()
