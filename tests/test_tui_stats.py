@@ -220,3 +220,20 @@ async def test_figures_that_cannot_be_computed_say_why_as_plain_text(tmp_path: P
         )
         assert "OSError: [b]journal[/b unreadable [@click=app.quit]" in str(overall.content)
         assert app.is_running and screen.table.row_count == 0
+
+
+async def test_the_palette_and_the_help_offer_the_stats(tmp_path: Path) -> None:
+    from hitl_tui.tui.screens import HelpScreen
+    from tests.support.pilot import palette
+
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await pilot.press("question_mark")
+        await until(pilot, lambda: isinstance(app.screen, HelpScreen), 5, what="the help")
+        text = str(app.screen.query_one("#help-text").content)
+        assert "In the fleet stats (S)" in text and "fleet stats: time blocked per repo" in text
+        await pilot.press("escape")
+        await palette(pilot, app, "fleet stats: time blocked")
+        screen = await _stats(pilot, app)
+        assert screen is app.screen
