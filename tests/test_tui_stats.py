@@ -237,3 +237,32 @@ async def test_the_palette_and_the_help_offer_the_stats(tmp_path: Path) -> None:
         await palette(pilot, app, "fleet stats: time blocked")
         screen = await _stats(pilot, app)
         assert screen is app.screen
+
+
+def test_a_host_the_app_could_not_read_is_unknown_since_it_last_was() -> None:
+    """`unreached`: the app's remote scopes not read when last polled, each an Unknown of
+    kind host, since the app last read it (None: not once), its message made one line."""
+    from types import SimpleNamespace
+
+    from hitl_tui.tui.stats_screen import unknown_line, unreached
+
+    ssh = SimpleNamespace(title="SSH", name="remote", hosts={"build-1": None, "down-1": None})
+    app = SimpleNamespace(
+        inbox=SimpleNamespace(remotes=[ssh]),
+        source_states={
+            "SSH": {
+                "build-1": ("error", "ssh: connect to host build-1\nport 22: refused"),
+                "down-1": ("unreachable", "timed out"),
+                "ok-1": ("ok", ""),
+            }
+        },
+        source_reached={"SSH": {"build-1": NOW - timedelta(hours=2)}},
+    )
+    found = {u.host: u for u in unreached(app)}
+    assert set(found) == {"build-1", "down-1"}
+    build = found["build-1"]
+    assert (build.kind, build.source, build.since) == ("host", "remote", NOW - timedelta(hours=2))
+    assert build.why == "ssh: connect to host build-1 port 22: refused"
+    assert found["down-1"].since is None
+    assert "unknown, never reached" in unknown_line(found["down-1"])
+    assert "unknown since " in unknown_line(build)

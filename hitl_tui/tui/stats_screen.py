@@ -474,7 +474,7 @@ def unreached(app: Any) -> list[Unknown]:
             last = app.source_reached.get(title, {}).get(scope)
             host = scope if scope in hosts else ""
             what = f"host {scope} ({source})" if host else f"{title} {scope}"
-            why = " ".join(printable(message).split())
+            why = printable(" ".join(message.split()))
             out.append(Unknown("host", printable(what), last, why, source, host))
     return out
 
