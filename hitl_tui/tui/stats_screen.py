@@ -1,13 +1,17 @@
 """`S`: fleet stats, which loops block most, how long they wait, and whether answers took.
 
-The figures are the domain's (`hitl_tui.stats.compute`, the same as `hitl stats`), computed in
-a worker on each open and each change of window (`w`: 7, 30, 90 days); until they come the
-screen says so. It shows the overall line, time blocked per repository (`RepoBars`, the top
-ten and the rest summed), opened and answered per day (`DayChart`), and the table of every
-figure per repository, sorted by the column `s` picks (named in the header, ▼). A figure not
-known (a host not reached, a pruned journal) reads `unknown`, never 0, and the lines under the
-table say since when. `Enter` on a repository closes the screen and filters the inbox to it
-(`repo:NAME`); on the overall row, it clears the filter.
+The figures are the domain's (`hitl_tui.stats.compute`, the same as `hitl stats`). Computing
+them takes longer than an open may (at 100,000 answers, about a second), so they are kept per
+window (`StatsCache`: the app fills the 30 days' once its first scan is over): `S` shows the
+kept figures at once ("updating…") and the screen's worker computes them again; with none
+kept, the screen says it is computing them. The app keeps one screen installed: a reopen
+redraws only what changed. It shows the overall line, time blocked per repository
+(`RepoBars`, the top ten and the rest summed), opened and answered per day (`DayChart`), and
+the table of every figure per repository (its first ROWS), sorted by the column `s` picks (▼);
+`w` changes the window (30, 90, 7 days). A figure not known (a host not reached, a pruned
+journal) is `?`, never 0, and the lines under the table say what, and since when. `Enter` on
+a repository closes the screen and filters the inbox to it (`repo:NAME`); on the overall
+row, it clears the filter.
 
 Repository names and error messages are plain text (`printable`, `Text`), never markup.
 """
