@@ -31,12 +31,13 @@ async def _answer(pilot, app, block_id: str, key: str = "2") -> None:
 
 
 async def _stats(pilot, app) -> StatsScreen:
-    """The stats screen, once its figures are shown."""
+    """The stats screen, once its figures are shown, computed since it opened (those kept
+    from before, the app's computed ahead among them, are shown first: "updating…")."""
     await until(pilot, lambda: isinstance(app.screen, StatsScreen), 5, what="the stats screen")
     screen = app.screen
     await until(
         pilot,
-        lambda: screen.stats is not None and screen.table.row_count > 0,
+        lambda: screen.stats is not None and screen.table.row_count > 0 and not screen.updating,
         10,
         what="the figures",
         saw=lambda: str(screen.query_one("#stats-overall").content),
@@ -266,3 +267,41 @@ def test_a_host_the_app_could_not_read_is_unknown_since_it_last_was() -> None:
     assert found["down-1"].since is None
     assert "unknown, never reached" in unknown_line(found["down-1"])
     assert "unknown since " in unknown_line(build)
+
+
+async def test_a_reopen_shows_the_kept_figures_at_once_then_the_new_ones(tmp_path: Path) -> None:
+    """The figures kept from the last open are shown as `S` opens, said to be updating, and
+    replaced by those the worker computes again."""
+    import threading
+
+    from hitl_tui.tui.stats_screen import StatsCache
+
+    release = threading.Event()
+    calls: list[int] = []
+
+    def load(window: timedelta):
+        calls.append(window.days)
+        if len(calls) > 1:  # the second computation waits for the test
+            assert release.wait(10)
+        stats = sample(NOW, days=window.days)
+        return replace(stats, overall=replace(stats.overall, answered=len(calls)))
+
+    cache = StatsCache(load)
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        app.install_screen(StatsScreen(cache, {}, SLA), "kept")  # as the app keeps it
+        app.push_screen("kept")
+        screen = await _stats(pilot, app)
+        assert _rows(screen)["all repos"][_column("answered")] == "1"
+        await pilot.press("escape")
+        await pilot.pause()
+        app.push_screen("kept")
+        await until(pilot, lambda: app.screen is screen, 5, what="the screen again")
+        overall = screen.query_one("#stats-overall")
+        assert screen.updating and "updating…" in str(overall.content)
+        assert _rows(screen)["all repos"][_column("answered")] == "1"
+        release.set()
+        await until(pilot, lambda: not screen.updating, 10, what="the new figures")
+        assert _rows(screen)["all repos"][_column("answered")] == "2"
+        assert "updating" not in str(overall.content)
