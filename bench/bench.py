@@ -24,6 +24,8 @@ Rows 12a-12b (bench/telegram_bench.py) time the Telegram bot: `hitl listen` agai
 API server, a tap to the answer fsynced, and its CPU while idle.
 Rows 13a-13b (bench/stats_bench.py) time `hitl stats` on a journal of 100,000 answers over 90
 days and the repos' count (2,000 answers with --smoke), and the segments each window reads.
+Rows 13d-13f (bench/stats_tui_bench.py) time the app's stats screen on that journal: `S` to the
+figures drawn, the figures computed again, `w` to 90 days.
 Rows 14a-14e (bench/remote_fleet_bench.py; --smoke: 2 hosts x 50 blocks) run ten machines over
 `[[remote]]`, ten aliases of one real sshd, 1,000 blocks each: connect, detection, keys, and
 one ssh connection per host.
@@ -832,6 +834,11 @@ def main() -> int:
         stats = stats_bench.measure(answers, args.repos, 90, 2 if args.smoke else 5)
         raw["stats"] = stats
         rows.extend(Row(*cells) for cells in stats_bench.rows(stats))
+        import stats_tui_bench
+
+        screen = stats_tui_bench.measure(answers, args.repos, 90, 2 if args.smoke else 5)
+        raw["stats_screen"] = screen
+        rows.extend(Row(*cells) for cells in stats_tui_bench.rows(screen))
         import remote_fleet_bench as ten
 
         sizes = dict(hosts=2, blocks=50, trials=6, moves=6, rounds=1, local_repos=20)

@@ -45,6 +45,7 @@ SECTIONS = {
     "help": "In this help",
     "history": "In the history",
     "grants": "In the grants (A)",
+    "stats": "In the fleet stats (S)",
     "revoke": "Asked before a grant is revoked (x)",
 }
 
@@ -247,6 +248,16 @@ KEYS: tuple[KeySpec, ...] = (
         "Grants",
         "inbox",
         "grants: the Allow always answers to agents' permission prompts (x revokes one)",
+        False,
+    ),
+    KeySpec(
+        "hitl.stats",
+        "S",
+        "stats",
+        "Stats",
+        "inbox",
+        "fleet stats: time blocked per repo, blocks per day, waits and answers that did not "
+        "take; Enter on a repo filters the inbox to it",
         False,
     ),
     *(
@@ -465,6 +476,30 @@ KEYS: tuple[KeySpec, ...] = (
         "grants",
         "revoke the highlighted grant: asks first; journaled, so hitl undo puts it back",
     ),
+    KeySpec("stats.close", "escape,q,S", "close", "Close", "stats", "close the stats"),
+    KeySpec("stats.down", "down,j", "cursor_down", "Move", "stats", "next row", key_display="j/k"),
+    KeySpec("stats.up", "up,k", "cursor_up", "Up", "stats", "previous row", show=False),
+    KeySpec(
+        "stats.first",
+        "home,g",
+        "first",
+        "First",
+        "stats",
+        "first row (all repos)",
+        False,
+        priority=True,
+    ),
+    KeySpec("stats.last", "end,G", "last", "Last", "stats", "last row", False, priority=True),
+    KeySpec(
+        "stats.filter",
+        "enter",
+        "filter_repo",
+        "Filter inbox",
+        "stats",
+        "close, and filter the inbox to the highlighted repo (on all repos: clear the filter)",
+    ),
+    KeySpec("stats.sort", "s", "cycle_sort", "Sort", "stats", "sort by the next column (▼)"),
+    KeySpec("stats.window", "w", "cycle_window", "Window", "stats", "the window: 30, 90 or 7 days"),
     KeySpec("revoke.yes", "y", "yes", "Revoke", "revoke", "revoke it"),
     KeySpec("revoke.keep", "escape,n", "keep", "Keep", "revoke", "keep the grant: nothing revoked"),
     KeySpec(

@@ -41,10 +41,14 @@ SHOTS: dict[str, list[str]] = {
     # With the asks of web's agent (hitl mcp, ASKS below): its question, its permission prompt.
     "ask": ["end", "k", "k"],
     "permission": ["end"],
+    # With a fortnight of past answers (`demo.build_history`): the fleet's figures.
+    "stats": ["S"],
 }
 
 #: The shots whose workspace also holds web's asks (`demo.build_asks`).
 ASKS = {"ask", "permission"}
+#: The shots whose journal holds the demo's past answers (`demo.build_history`).
+HISTORY = {"stats"}
 
 #: name -> what the loop does after the keys (given the app and the workspace), and the keys
 #: pressed after that.
@@ -85,6 +89,10 @@ async def shoot(name: str, keys: list[str], out: Path) -> Path:
                 from hitl_tui.cli.demo import build_asks
 
                 build_asks(root, now=NOW.timestamp())
+            if name in HISTORY:
+                from hitl_tui.cli.demo import build_history
+
+                build_history(root, now=NOW.timestamp())
             app = make_app([root])
         async with app.run_test(size=SIZE) as pilot:
             for _ in range(100):
@@ -94,6 +102,11 @@ async def shoot(name: str, keys: list[str], out: Path) -> Path:
             await app.workers.wait_for_complete()
             if keys:
                 await pilot.press(*keys)
+            if name in HISTORY:  # the figures, computed in the screen's worker
+                for _ in range(100):
+                    await pilot.pause(0.05)
+                    if not getattr(app.screen, "updating", True):
+                        break
             if name in AFTER:
                 await app.workers.wait_for_complete()
                 await pilot.pause(0.2)

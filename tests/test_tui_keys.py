@@ -27,6 +27,7 @@ from hitl_tui.tui.screens import (
     TextAnswerScreen,
 )
 from hitl_tui.tui.snooze_screen import SnoozeScreen
+from hitl_tui.tui.stats_screen import StatsScreen
 from hitl_tui.tui.undo_flow import ConfirmUndo
 from hitl_tui.tui.widgets import BlockList
 from tests.support.pilot import palette
@@ -35,7 +36,7 @@ from tests.tui_support import NOW, SIZE, demo_workspace
 SCREENS = (InboxScreen, BlockList, PreviewScreen, TextAnswerScreen, ConfirmDiscard, HelpScreen)
 SCREENS += (HistoryScreen, FilterInput, SnoozeScreen, ReuseScreen, ConfirmUndo)
 SCREENS += (GrantsScreen, ConfirmRevoke, ConfirmAct)
-SCREENS += (BatchPreviewScreen, BatchResultScreen)
+SCREENS += (BatchPreviewScreen, BatchResultScreen, StatsScreen)
 
 
 def test_every_binding_has_an_id_of_the_key_table() -> None:

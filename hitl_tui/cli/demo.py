@@ -317,6 +317,80 @@ def build_workspace(root: Path, now: float | None = None) -> list[Path]:
     return repos
 
 
+#: The demo's past answers (`build_history`): repo -> (questions asked before, the wait's scale
+#: in minutes). Other questions than the blocks open now (none reads as asked again).
+PAST = {
+    "shop": (("Which currency should refunds be issued in?", "Retry failed webhooks?"), 150),
+    "mobile": (("Ship the dark theme behind a flag?", "Keep iOS 15 support?"), 70),
+    "api": (("Rate-limit per token or per IP?", "404 or 410 for deleted users?"), 25),
+    "docs": (("Move the guides to the new site now?",), 10),
+}
+
+
+def build_history(root: Path, now: float | None = None, days: int = 14) -> int:
+    """A fortnight of answers in the state folder's journal, for the stats screen (`S`) and the
+    history (`h`) of the demo: answers to other questions of the sample repos, journaled by
+    hitl's own `journal.begin` and `commit` (each a real plan of the block open now, never
+    applied), then dated into the past, each with when its block began, a block file of its
+    own (none open) and marked not undoable (`u` and `hitl undo` say so). Returns how many
+    answers were written. Call before the app starts, on a fresh state folder."""
+    import json
+
+    from hitl_tui import journal
+    from hitl_tui.answers.service import plan_answer
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.model import Answer
+
+    now = time.time() if now is None else now
+    templates = {}
+    inbox = Inbox.open([root / name for name in PAST])
+    for block in inbox.sorted_blocks():
+        if block.repo.name in PAST and block.choices:
+            plan = plan_answer(inbox, block, Answer(choice=block.choices[0], operator="Ada"))
+            journal.commit(journal.begin(plan))
+    active = journal.journal_file()
+    lines = [json.loads(line) for line in active.read_bytes().splitlines()]
+    for record in lines:
+        if record["type"] == "begin":
+            templates[Path(record["repo"]).name] = record
+    commit = next(r for r in lines if r["type"] == "commit")
+    out = []
+    n = 0
+    for day in range(days, 0, -1):
+        for name, (questions, scale) in PAST.items():
+            # A quiet weekend, and a busier day now and then: a shape to read, not noise.
+            busy = 3 if scale > 60 else 2
+            count = 0 if day % 7 in (0, 6) else 1 + (day * 7 + len(name)) % busy
+            for k in range(count):
+                template = templates.get(name)
+                if template is None:
+                    continue
+                at = now - day * 86400 + (9 + 3 * k + len(name) % 4) * 3600
+                wait = scale * 60 * (0.3 + ((day * 13 + k * 7 + len(name)) % 10) / 4)
+                stamp = _iso(at)
+                entry = f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime(at))}-d{n:05x}"
+                block = {**template["block"], "since": _iso(at - wait)}
+                block["question"] = questions[(day + k) % len(questions)]
+                # A block file of its own (`u` on an open block is not about these), and
+                # never undone (its files are not the answer's): said so, as a remote's is.
+                block["path"] = str(Path(template["repo"]) / "past" / f"BLOCKED-{n}.md")
+                block["not_undoable"] = "a past answer the demo made up (for S): not undoable"
+                begin = {**template, "id": entry, "time": stamp, "block": block}
+                out += [begin, {**commit, "id": entry, "time": stamp}]
+                n += 1
+    data = b"".join(json.dumps(r, separators=(",", ":")).encode() + b"\n" for r in out)
+    from hitl_tui.fsio import atomic_write
+
+    atomic_write(active, data)
+    return n
+
+
+def _iso(epoch: float) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(epoch, UTC).isoformat()
+
+
 def simulated_agent(repo: Path, delay: float, stop: threading.Event) -> None:
     """After `delay` seconds, block like a loopkit agent: write BLOCKED.md atomically."""
     if stop.wait(delay):
@@ -345,6 +419,7 @@ def run_demo(keep: bool = False, agent_delay: float = 5.0, notices: list[str] | 
     try:
         build_workspace(root)
         build_asks(root)
+        build_history(root)
         config = load_config(None)
         inbox = Inbox(Workspace.discover([root]))
         if agent_delay > 0:

@@ -54,6 +54,7 @@ from hitl_tui.tui.widgets import row_key
 if TYPE_CHECKING:
     from hitl_tui.inbox.view import Key
     from hitl_tui.inbox.watch import WatchLimit
+    from hitl_tui.tui.stats_screen import StatsCache, StatsScreen
 
 #: What each worker group does, for the message when one fails.
 WORKER_TASKS = {
@@ -67,6 +68,7 @@ WORKER_TASKS = {
     "preview": "Preparing the first preview",
     "grants": "Reading the grants",
     "questions": "Reading the questions (M, grouping by question)",
+    "stats": "Computing the fleet stats (S)",
 }
 
 #: A burst of arrivals ends after this many seconds without a new block ...
@@ -121,6 +123,9 @@ class HitlApp(RunsTelegram, App[int]):
         self.notices = list(notices or ())
         #: Each remote backend's title -> scope -> (state, one-line message), as last polled.
         self.source_states: dict[str, dict[str, tuple[str, str]]] = {}
+        #: Each remote backend's title -> scope -> when it was last read (the stats' unknowns
+        #: say since when a scope is not known).
+        self.source_reached: dict[str, dict[str, datetime]] = {}
         self.inbox.use_remotes(self.config.remotes)
         if self.inbox.resumes is None:
             # Answers are watched until their loop acts on them (resume.json, state folder).
@@ -159,6 +164,9 @@ class HitlApp(RunsTelegram, App[int]):
         )
         #: The journal's answers: asked again, asked before, and `p` (tui/asked.py).
         self.asked = Asked(self.clock)
+        #: The fleet's figures kept per window, and the stats screen: built on first use.
+        self._stats_cache: StatsCache | None = None
+        self._stats_screen: StatsScreen | None = None
 
     # -- the inbox screen and the workers ------------------------------------------------------
 
@@ -233,6 +241,8 @@ class HitlApp(RunsTelegram, App[int]):
         self.set_timer(0.2, self.inbox_screen.prepare_preview)
         # Each question read once for the same-question rule (M, grouping by question).
         self.set_timer(0.4, self.inbox_screen.read_questions)
+        # The fleet's figures of the last 30 days, for `S` to show at once.
+        self.set_timer(1.0, self.prefetch_stats)
 
     @work(exclusive=True, group="watch", exit_on_error=False, description="run_watcher")
     async def run_watcher(self) -> None:
@@ -278,6 +288,8 @@ class HitlApp(RunsTelegram, App[int]):
         states = self.source_states.setdefault(source.title, {})
         before = states.get(scope)
         states[scope] = (state, message)
+        if state in ("ok", "warning"):
+            self.source_reached.setdefault(source.title, {})[scope] = self.clock()
         if delta is not None:
             self._remote_changed(delta, announce=before is not None)
         else:
@@ -543,7 +555,7 @@ class HitlApp(RunsTelegram, App[int]):
             self.inbox_screen.show_failure(printable(text))
         self.notify(printable(text), title="Error", severity="error", markup=False, timeout=30)
 
-    # -- switching screens: help, history, grants (the inbox screen is the default) ------------
+    # -- switching screens: help, history, grants, stats (the inbox screen is the default) -----
 
     def action_command_palette(self) -> None:
         """Ctrl+P: Textual's palette, with its search icon as the browser of `hitl serve` can
@@ -568,6 +580,44 @@ class HitlApp(RunsTelegram, App[int]):
 
         repos = list(self.inbox.workspace.ids.items())
         self.push_screen(GrantsScreen(repos, self.operator, self.inbox.remotes))
+
+    @property
+    def stats_cache(self) -> StatsCache:
+        """The fleet's figures kept per window (tui/stats_screen.py; imported on first use)."""
+        if self._stats_cache is None:
+            from hitl_tui.tui.stats_screen import StatsCache, loader
+
+            self._stats_cache = StatsCache(loader(self))
+        return self._stats_cache
+
+    def action_stats(self) -> None:
+        """`S`: the fleet's figures (tui/stats_screen.py), computed by the screen's worker;
+        Enter on a repository comes back here as the inbox's filter."""
+        from hitl_tui.tui.commands import repo_filter
+        from hitl_tui.tui.stats_screen import StatsScreen
+
+        def closed(repo: str | None) -> None:
+            if repo is not None:
+                self.inbox_screen.set_filter(repo_filter(repo) if repo else "")
+
+        workspace = self.inbox.workspace
+        labels = {os.fsdecode(r): workspace.id_of(r) for r in workspace.repos}
+        if self._stats_screen is None:  # one screen, kept: each open shows the last figures
+            sla = (self.config.sla_warn, self.config.sla_alert)
+            self._stats_screen = StatsScreen(self.stats_cache, labels, sla)
+            self.install_screen(self._stats_screen, "stats")
+        self._stats_screen.labels = labels
+        self.push_screen("stats", closed)
+
+    @work(thread=True, exclusive=True, group="stats", exit_on_error=False, description="stats")
+    def prefetch_stats(self) -> None:
+        """The 30 days' figures, computed while the app is idle after its first scan: `S`
+        shows them at once (and computes them again)."""
+        from hitl_tui.tui.stats_screen import WINDOWS
+
+        # Not asked for: a failure is said by the screen, when `S` computes them itself.
+        with contextlib.suppress(Exception):
+            self.stats_cache.compute(WINDOWS[0])
 
     async def action_quit(self) -> None:
         self.stop_event.set()

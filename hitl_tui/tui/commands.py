@@ -42,7 +42,7 @@ Entry = tuple[str, str, Callable[[], object], str]
 #: Where the palette's actions come from: the key table's sections the inbox answers to.
 SECTIONS = ("inbox", "list")
 #: The app's actions (not the inbox screen's), as in InboxScreen.BINDINGS.
-APP_ACTIONS = frozenset({"quit", "help", "history", "grants"})
+APP_ACTIONS = frozenset({"quit", "help", "history", "grants", "stats"})
 #: The palette's name for a key, when the help's line is not a good one.
 NAMES = {
     "hitl.own-words": "Answer in your own words",
@@ -50,6 +50,7 @@ NAMES = {
     "hitl.undo": "Undo the highlighted answer, or the last answer (asks first)",
     "hitl.history": "History",
     "hitl.grants": "Grants: allow-always answers",
+    "hitl.stats": "Fleet stats: time blocked per repo, blocks per day, waits",
     "hitl.help": "Keys",
     "hitl.quit": "Quit",
     "hitl.group": "Next grouping: none, by repo, by source, by state, by question",

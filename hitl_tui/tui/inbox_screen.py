@@ -82,7 +82,9 @@ class InboxScreen(
     """The app's first screen, under every modal: the inbox shown, and the answer flow."""
 
     #: Every key of the inbox section; quit, help and history switch screens: the app's.
-    BINDINGS: ClassVar = bindings("inbox", app_actions={"quit", "help", "history", "grants"})
+    BINDINGS: ClassVar = bindings(
+        "inbox", app_actions={"quit", "help", "history", "grants", "stats"}
+    )
 
     class Ready(Message):
         """The screen and its widgets are mounted: the app may fill them."""
