@@ -344,9 +344,10 @@ def build_history(root: Path, now: float | None = None, days: int = 14) -> int:
     now = time.time() if now is None else now
     templates = {}
     inbox = Inbox.open([root / name for name in PAST])
-    for block in inbox.sorted_blocks():
-        if block.repo.name in PAST and block.choices:
-            plan = plan_answer(inbox, block, Answer(choice=block.choices[0], operator="Ada"))
+    for open_block in inbox.sorted_blocks():
+        if Path(open_block.repo).name in PAST and open_block.choices:
+            answer = Answer(choice=open_block.choices[0], operator="Ada")
+            plan = plan_answer(inbox, open_block, answer)
             journal.commit(journal.begin(plan))
     active = journal.journal_file()
     lines = [json.loads(line) for line in active.read_bytes().splitlines()]

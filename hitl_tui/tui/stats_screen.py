@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from rich.text import Text
 from textual import on, work
@@ -368,7 +368,7 @@ class StatsScreen(ModalScreen[str | None]):
         table.clear(columns=True)
         for i, column in enumerate(COLUMNS):
             title = column.title + ("▼" if i == self.sort else "")
-            justify = "left" if i == 0 else "right"
+            justify: Literal["left", "right"] = "left" if i == 0 else "right"
             label = Text(title, style="bold" if i == self.sort else "", justify=justify)
             table.add_column(label, key=str(i))
         stats = self.stats
