@@ -567,3 +567,25 @@ async def test_in_the_app_an_answer_not_resumed_comes_with_restart_and_drop(
         assert tg.buttons(edited) == []
         book = app.inbox.resumes
         assert book is not None and [r.state for r in book.open()] == ["waiting"]
+
+
+def test_listen_a_second_tap_keeps_what_the_first_wrote(
+    tmp_path: Path, tg: TelegramAPI, listens: list, _isolated_state: Path
+) -> None:
+    # The phone still shows the buttons until the edit arrives: the operator taps again.
+    repo = git_shop(tmp_path / "loops" / "shop")
+    listen = Listen(_config(tmp_path, tg, [repo]), tmp_path)
+    listens.append(listen)
+    [message] = until_sync(lambda: tg.sent_messages(), 30, saw=listen.stderr, what="a message")
+    tg.tap(message, text=KEEP)
+    until_sync(
+        lambda: "via Telegram" in tg.message(message["message_id"])["text"], 20, saw=listen.stderr
+    )
+    until_sync(lambda: not (repo / "BLOCKED.md").exists(), 20, saw=listen.stderr)
+    tg.tap(message, data=dict(tg.buttons(message))[KEEP], forge=True)
+    until_sync(lambda: len(tg.callback_answers) == 2, 20, saw=listen.stderr)
+    assert tg.callback_answers[-1]["text"] == "Already done via Telegram: nothing more done."
+    assert tg.message(message["message_id"])["text"].endswith(f"✓ {KEEP}, via Telegram")
+    assert len(tg.sent_messages()) == 1
+    assert listen.stop()[0] == 0
+    assert len(_journal(_isolated_state)) == 1

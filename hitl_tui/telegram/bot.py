@@ -349,6 +349,16 @@ class Bot:
             self._say(callback_id, "This button is not hitl's, or too old: nothing done.")
             return
         kind = row.get("k")
+        if kind in ("choice", "restart", "drop"):
+            # The token must be this message's own (a hostile client can send any data): a
+            # token of another block's message neither answers it nor edits this one.
+            shown = self.book.message(message_id)
+            if shown is None or any(shown.get(f) != row.get(f) for f in _SAME[str(kind)]):
+                self._say(callback_id, "This button is not this message's: nothing done.")
+                return
+            if (kind, shown.get("state")) in _DONE:  # a second tap: never twice
+                self._say(callback_id, "Already done via Telegram: nothing more done.")
+                return
         if kind == "choice" and isinstance(message_id, int):
             self._tap_choice(callback_id, message_id, row, message.get("text"))
         elif kind == "more":
@@ -510,6 +520,12 @@ class Bot:
         self.book.set_state(message_id, "done")
         line = "↻ Restarted, via Telegram" if ran.ok else f"Restart failed: {ran.problem}"
         self._edit(message_id, f"{said}\n\n{printable(line)}")
+
+
+#: What a message's row and a token of its buttons both name (`Bot._tap`).
+_SAME = {"choice": ("src", "path", "fp"), "restart": ("r",), "drop": ("r",)}
+#: A second tap refused: an answer written, a restart run, from this message already.
+_DONE = {("choice", "answered"), ("restart", "done")}
 
 
 def _repo(block: Block) -> str:

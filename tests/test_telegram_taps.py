@@ -1,0 +1,78 @@
+"""Taps a hostile client or a hasty thumb makes (issue 28's review): a button's token sent on
+another block's message, the same button tapped twice before the inbox has seen the first
+answer, Restart tapped twice. Over a real inbox, real files and a real journal, with the
+recording stand-in for the Bot API of tests/test_telegram.py."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from hitl_tui import journal
+from hitl_tui.loops.commands import Loop
+from tests.test_telegram import _bot, _repo, _tap
+
+KEEP = "B) Keep invoices, detach them from the workspace"
+
+
+def test_a_token_of_another_blocks_message_answers_nothing(tmp_path: Path) -> None:
+    # Telegram passes callback_data on as the client sent it: a bad client can send the token
+    # of block a's button on block b's message.
+    a, b = _repo(tmp_path, "a"), _repo(tmp_path, "b")
+    bot, api = _bot(tmp_path, a, b)
+    bot.sync()
+    by_repo = {m["text"].split("\n")[0]: m for m in api.sent}
+    forged = _tap(by_repo["b"], 1)
+    forged["callback_query"]["data"] = by_repo["a"]["buttons"][1][0]["callback_data"]
+    bot.handle(forged)
+    assert (a / "BLOCKED.md").exists() and (b / "BLOCKED.md").exists()
+    assert list(journal.newest_first()) == []
+    assert api.edits == []  # b's message still shows b's buttons, and says nothing false
+    assert api.said == [("cb1", "This button is not this message's: nothing done.")]
+    bot.handle(_tap(by_repo["b"], 1))  # b's own button still answers b
+    assert not (b / "BLOCKED.md").exists() and (a / "BLOCKED.md").exists()
+
+
+def test_a_double_tap_writes_once_and_the_message_keeps_what_was_written(
+    tmp_path: Path,
+) -> None:
+    # Both taps come in one getUpdates: the second is handled before the inbox has seen the
+    # block file go.
+    repo = _repo(tmp_path)
+    bot, api = _bot(tmp_path, repo)
+    bot.sync()
+    [sent] = api.sent
+    bot.handle(_tap(sent, 1))
+    bot.handle(_tap(sent, 1))
+    assert len(list(journal.newest_first())) == 1
+    assert len(api.sent) == 1  # the answered block is not sent again as "its new version"
+    assert api.edits[-1]["text"].endswith(f"✓ {KEEP}, via Telegram")
+    assert api.said[-1] == ("cb1", "Already done via Telegram: nothing more done.")
+    bot.inbox.handle([repo / "BLOCKED.md"])
+    bot.sync()
+    bot.handle(_tap(sent, 0))  # later, on the buttons the phone still showed
+    assert api.edits[-1]["text"].endswith(f"✓ {KEEP}, via Telegram")
+    assert "Cascade" not in (repo / "PROMPT.md").read_text()
+
+
+def test_restart_tapped_twice_runs_the_restart_once(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    marker = tmp_path / "restarted"
+    code = f"open({str(marker)!r}, 'a').write('x')"
+    loop = Loop(
+        match=(str(repo),), restart=(sys.executable, "-c", code), resume_within=timedelta(seconds=1)
+    )
+    bot, api = _bot(tmp_path, repo, loops=(loop,))
+    bot.sync()
+    bot.handle(_tap(api.sent[0], 0))
+    assert bot.inbox.resumes is not None
+    bot.inbox.resumes.due(datetime.now(UTC) + timedelta(seconds=5))
+    bot.sync()
+    late = api.sent[-1]
+    restart = {"id": late["id"], "buttons": [[late["buttons"][0][0]]]}
+    bot.handle(_tap(restart, 0))
+    bot.handle(_tap(restart, 0))
+    assert marker.read_text() == "xx"  # the answer's restart, then one from the tap
+    assert api.said[-1] == ("cb0", "Already done via Telegram: nothing more done.")
+    assert api.edits[-1]["text"].endswith("↻ Restarted, via Telegram")
