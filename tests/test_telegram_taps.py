@@ -76,3 +76,52 @@ def test_restart_tapped_twice_runs_the_restart_once(tmp_path: Path) -> None:
     assert marker.read_text() == "xx"  # the answer's restart, then one from the tap
     assert api.said[-1] == ("cb0", "Already done via Telegram: nothing more done.")
     assert api.edits[-1]["text"].endswith("↻ Restarted, via Telegram")
+
+
+def test_a_remote_blocks_message_is_left_open_until_its_source_has_answered(
+    tmp_path: Path,
+) -> None:
+    # The app starts its bot before the first poll of a remote source (GitHub, a host over
+    # ssh) has come back, and `hitl listen` polls none: their blocks are not known yet, not
+    # answered. Their messages keep their buttons; once the source reports the block, it is
+    # still the same open message (not sent again, not marked answered).
+    from dataclasses import replace
+
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.loops.resume import ResumeBook
+    from hitl_tui.sources.base import Source
+    from hitl_tui.telegram.book import TelegramBook
+    from hitl_tui.telegram.bot import Bot
+    from hitl_tui.telegram.settings import TelegramConfig
+    from tests.test_telegram import CHAT, RecordingApi
+
+    class Tracker(Source):
+        name = "tracker"
+        remote = True
+
+    repo = _repo(tmp_path)
+    [local] = Inbox.open([repo]).blocks.values()
+    issue = replace(local, source="tracker", repo="acme/shop", path="https://x/1", id="acme#1")
+
+    def start() -> tuple[Bot, RecordingApi]:  # one hitl process: its own inbox, the same files
+        inbox = Inbox.open([repo])
+        inbox.use_remotes([Tracker()])
+        inbox.use_resumes(ResumeBook.for_state())
+        api = RecordingApi()
+        book = TelegramBook(tmp_path / "telegram.json")
+        return Bot(TelegramConfig(chat_id=CHAT), api, inbox, (), "Ada", book, lambda _: None), api  # type: ignore[arg-type]
+
+    first, sent = start()
+    first.inbox.replace_remote("tracker", "acme", [issue])
+    first.sync()
+    assert sorted(m["text"].split("\n")[0] for m in sent.sent) == ["acme/shop · acme#1", "shop"]
+    second, api = start()  # the next hitl: its remote source not polled yet
+    second.sync()
+    assert api.edits == [] and api.sent == []
+    second.inbox.replace_remote("tracker", "acme", [issue])
+    second.sync()
+    assert api.edits == [] and api.sent == []
+    second.inbox.replace_remote("tracker", "acme", [])  # now answered elsewhere: said so
+    second.sync()
+    [edit] = api.edits
+    assert edit["text"].endswith("✓ Answered elsewhere (no longer open).")

@@ -617,6 +617,11 @@ class Inbox:
             keys.discard(key)
         return Delta(removed=[key])
 
+    def has_heard(self, source: str) -> bool:
+        """Whether the remote `source` has reported its blocks here yet (until it has, they are
+        unknown, not gone)."""
+        return any(name == source for name, _scope in list(self._remote))
+
     @_locked
     def replace_remote(self, source: str, scope: str, blocks: list[Block]) -> Delta:
         """Swap in the latest blocks of one remote source (one `[[github]]` entry, say)."""

@@ -104,12 +104,13 @@ class Bot:
 
     def _watches(self, row: Row) -> bool:
         """Whether this hitl's inbox covers the block of `row` (an app opened on a few repos
-        does not: a message of another repo's block is left as it is, never "answered")."""
+        does not, nor `hitl listen` or a starting app a remote source's before it has been
+        polled: a message of such a block is left as it is, never "answered")."""
         source = self.inbox.source_named(str(row.get("src", "")))
         if source is None:
             return False
-        if source.remote:
-            return True
+        if source.remote:  # before its first poll has come back, its blocks are unknown
+            return self.inbox.has_heard(source.name)
         repo = row.get("repo")
         return isinstance(repo, str) and Path(repo) in set(self.inbox.workspace.repos)
 
