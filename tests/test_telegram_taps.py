@@ -125,3 +125,24 @@ def test_a_remote_blocks_message_is_left_open_until_its_source_has_answered(
     second.sync()
     [edit] = api.edits
     assert edit["text"].endswith("✓ Answered elsewhere (no longer open).")
+
+
+def test_a_tap_on_a_block_changed_on_disk_before_the_inbox_saw_it_sends_no_old_version(
+    tmp_path: Path,
+) -> None:
+    # The loop rewrote BLOCKED.md a moment before the tap; the watcher has not told the inbox.
+    repo = _repo(tmp_path)
+    bot, api = _bot(tmp_path, repo)
+    bot.sync()
+    [sent] = api.sent
+    blocked = repo / "BLOCKED.md"
+    blocked.write_text(blocked.read_text().replace("7 years", "10 years"))
+    bot.handle(_tap(sent, 1))
+    assert list(journal.newest_first()) == [] and "10 years" in blocked.read_text()
+    assert api.said == [("cb1", "The block changed since this message: nothing written.")]
+    assert len(api.sent) == 1  # not the old version again, as if it were the new one
+    bot.inbox.handle([blocked])  # the watcher catches up
+    bot.sync()
+    assert [("10 years" in m["text"]) for m in api.sent] == [False, True]
+    [edit] = api.edits
+    assert edit["id"] == sent["id"] and "changed since" in edit["text"]

@@ -400,7 +400,10 @@ class Bot:
             )
             done = service.write_answer(self.inbox, plan, replan=True)
         except StaleError:
-            self._changed(callback_id, message_id, block, said)
+            # Changed on disk, not yet seen by the inbox: what it holds is the old version.
+            # The message is left to `sync`, which edits it and sends the new version once the
+            # inbox has it.
+            self._say(callback_id, "The block changed since this message: nothing written.")
             return
         except HitlError as exc:
             self._say(callback_id, f"Not written: {printable(str(exc))}")
