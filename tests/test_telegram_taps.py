@@ -6,6 +6,7 @@ recording stand-in for the Bot API of tests/test_telegram.py."""
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -85,7 +86,6 @@ def test_a_remote_blocks_message_is_left_open_until_its_source_has_answered(
     # ssh) has come back, and `hitl listen` polls none: their blocks are not known yet, not
     # answered. Their messages keep their buttons; once the source reports the block, it is
     # still the same open message (not sent again, not marked answered).
-    from dataclasses import replace
 
     from hitl_tui.inbox.inbox import Inbox
     from hitl_tui.loops.resume import ResumeBook
@@ -146,3 +146,21 @@ def test_a_tap_on_a_block_changed_on_disk_before_the_inbox_saw_it_sends_no_old_v
     assert [("10 years" in m["text"]) for m in api.sent] == [False, True]
     [edit] = api.edits
     assert edit["id"] == sent["id"] and "changed since" in edit["text"]
+
+
+def test_in_a_group_only_replies_to_hitls_messages_get_an_answer(tmp_path: Path) -> None:
+    # A bot that is a group's admin (or has privacy mode off) receives every message there.
+    from tests.test_telegram import _reply
+
+    repo = _repo(tmp_path)
+    bot, api = _bot(tmp_path, repo)
+    bot.cfg = replace(bot.cfg, chat_id=-100123)
+    bot.sync()
+    [sent] = api.sent
+    talk = _reply(sent, "lunch at noon?", chat=-100123)
+    del talk["message"]["reply_to_message"]
+    for _ in range(3):
+        bot.handle(talk)
+    assert len(api.sent) == 1  # the group's talk is not answered with a hint, each time
+    bot.handle(_reply(sent, "Keep them 7 years, in cold storage", chat=-100123))
+    assert "cold storage" in (repo / "PROMPT.md").read_text()

@@ -462,6 +462,8 @@ class Bot:
         reply_to = own_id if isinstance(own_id, int) and not isinstance(own_id, bool) else None
         row = self.book.message(to)
         if not isinstance(body, str) or row is None or row.get("k") != "block":
+            if row is None and self.cfg.chat_id < 0:
+                return  # a group's talk, not a reply to hitl: not answered (each, otherwise)
             self._send("Reply to a block's message to answer it in your own words.", [], reply_to)
             return
         assert isinstance(to, int)
