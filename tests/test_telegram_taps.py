@@ -5,6 +5,7 @@ recording stand-in for the Bot API of tests/test_telegram.py."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from hitl_tui import journal
 from hitl_tui.loops.commands import Loop
+from tests.hostile_cases import SHOP
 from tests.test_telegram import _bot, _repo, _tap
 
 KEEP = "B) Keep invoices, detach them from the workspace"
@@ -164,3 +166,40 @@ def test_in_a_group_only_replies_to_hitls_messages_get_an_answer(tmp_path: Path)
     assert len(api.sent) == 1  # the group's talk is not answered with a hint, each time
     bot.handle(_reply(sent, "Keep them 7 years, in cold storage", chat=-100123))
     assert "cold storage" in (repo / "PROMPT.md").read_text()
+
+
+def test_a_reply_to_an_answered_message_writes_nothing_and_keeps_what_it_says(
+    tmp_path: Path,
+) -> None:
+    from tests.test_telegram import _reply
+
+    repo = _repo(tmp_path)
+    bot, api = _bot(tmp_path, repo)
+    bot.sync()
+    [sent] = api.sent
+    bot.handle(_reply(sent, "Keep them 7 years, in cold storage"))
+    blocked = repo / "BLOCKED.md"
+    shutil.copy(SHOP / "BLOCKED.md", blocked)  # the loop asks again, a new version
+    blocked.write_text(blocked.read_text().replace("7 years", "10 years"))
+    bot.inbox.handle([blocked])
+    bot.sync()
+    assert "10 years" in api.sent[-1]["text"]
+    sends, edits = len(api.sent), len(api.edits)
+    bot.handle(_reply(sent, "Keep them 8 years"))  # to the first, answered, message
+    assert api.sent[-1]["text"] == "Already answered via Telegram: nothing more written."
+    assert len(api.sent) == sends + 1 and len(api.edits) == edits  # its ✓ stays
+    assert api.edits[-1]["text"].endswith("✓ “Keep them 7 years, in cold storage”, via Telegram")
+    assert "8 years" not in (repo / "PROMPT.md").read_text()
+
+
+def test_a_reply_longer_than_taken_is_refused_not_cut(tmp_path: Path) -> None:
+    from hitl_tui.telegram.bot import MAX_REPLY
+    from tests.test_telegram import _reply
+
+    repo = _repo(tmp_path)
+    bot, api = _bot(tmp_path, repo)
+    bot.sync()
+    [sent] = api.sent
+    bot.handle(_reply(sent, "keep " * 1000 + "but only the paid ones"))  # a hostile server's
+    assert (repo / "BLOCKED.md").exists() and list(journal.newest_first()) == []
+    assert api.sent[-1]["text"] == f"Not written: a reply is at most {MAX_REPLY} characters."

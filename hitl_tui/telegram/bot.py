@@ -467,6 +467,12 @@ class Bot:
             self._send("Reply to a block's message to answer it in your own words.", [], reply_to)
             return
         assert isinstance(to, int)
+        if row.get("state") == "answered":  # its answer is written; the block may be asked anew
+            self._send("Already answered via Telegram: nothing more written.", [], reply_to)
+            return
+        if len(body) > MAX_REPLY:  # never cut: an answer is written whole or not at all
+            self._send(f"Not written: a reply is at most {MAX_REPLY} characters.", [], reply_to)
+            return
         said = str(row.get("text", ""))
         block = self._current(row)
         if block is None and not self._watches(row):
@@ -486,7 +492,7 @@ class Bot:
         if len(block.questions) > 1:
             self._send(words.SEVERAL, [], reply_to)
             return
-        typed = body[:MAX_REPLY]
+        typed = body
         try:
             answer = Answer(texts=(typed,), operator=self.operator)
             plan = service.plan_answer(self.inbox, block, answer)
