@@ -203,3 +203,30 @@ def test_a_reply_longer_than_taken_is_refused_not_cut(tmp_path: Path) -> None:
     bot.handle(_reply(sent, "keep " * 1000 + "but only the paid ones"))  # a hostile server's
     assert (repo / "BLOCKED.md").exists() and list(journal.newest_first()) == []
     assert api.sent[-1]["text"] == f"Not written: a reply is at most {MAX_REPLY} characters."
+
+
+def test_a_message_the_server_refuses_does_not_hold_the_next_blocks(tmp_path: Path) -> None:
+    import os
+    import time
+
+    import pytest
+
+    from hitl_tui.telegram.api import ApiError
+    from tests.test_telegram import RecordingApi
+
+    class Refusing(RecordingApi):
+        def send_message(self, chat_id, text, buttons=None, reply_to=None) -> int:
+            if text.startswith("old"):
+                raise ApiError("sendMessage: error 400 Bad Request: something in it", None, 400)
+            return super().send_message(chat_id, text, buttons, reply_to)
+
+    old, new = _repo(tmp_path, "old"), _repo(tmp_path, "new")
+    hour_ago = time.time() - 3600
+    os.utime(old / "BLOCKED.md", (hour_ago, hour_ago))  # the first in line
+    bot, _ = _bot(tmp_path, old, new)
+    api = Refusing()
+    bot.api = api  # type: ignore[assignment]
+    for _ in range(3):  # the sender's passes, each after its backoff
+        with pytest.raises(ApiError):
+            bot.sync()  # the error still reaches the header
+    assert [m["text"].split("\n")[0] for m in api.sent] == ["new"]

@@ -202,9 +202,18 @@ class Bot:
         self._unsent = set(fresh)  # claimed here: sent by this hitl, retried until they are
         chosen = sorted(fresh, key=lambda k: keys[k].since)
         alone = chosen if len(chosen) <= left else chosen[: left - 1]
+        refused: ApiError | None = None
         for key in alone:
-            self.send_block(keys[key])
+            try:
+                self.send_block(keys[key])
+            except ApiError as exc:
+                if exc.code != 400:  # the server's trouble: the next pass retries them all
+                    raise
+                refused = refused or exc  # this message's: not a reason to hold the others
+                continue
             self._unsent.discard(key)
+        if refused is not None:
+            raise refused
         rest = chosen[len(alone) :]
         if rest:
             self.send_summary([keys[k] for k in rest])
