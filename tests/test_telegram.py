@@ -489,7 +489,7 @@ def test_the_book_keeps_the_newest_messages_and_a_bounded_text_of_each(
     monkeypatch.setattr(tgbook, "MAX_MESSAGES", 20)
     path = tmp_path / "telegram.json"
     book = tgbook.TelegramBook(path)
-    text = "😀" * 3000  # a message at its longest, 4 bytes a character on disk
+    text = "😀" * (tgbook.TEXT_KEPT + 500)  # past the bound, 4 bytes a character on disk
     for message_id in range(1, 31):
         book.note_message(message_id, {"k": "block", "state": "open", "text": text})
     assert path.stat().st_size < 20 * row

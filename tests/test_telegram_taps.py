@@ -230,3 +230,21 @@ def test_a_message_the_server_refuses_does_not_hold_the_next_blocks(tmp_path: Pa
         with pytest.raises(ApiError):
             bot.sync()  # the error still reaches the header
     assert [m["text"].split("\n")[0] for m in api.sent] == ["new"]
+
+
+def test_a_long_blocks_message_is_whole_still_once_answered(tmp_path: Path) -> None:
+    from hitl_tui.telegram import book, text
+
+    assert book.TEXT_KEPT >= text.MESSAGE_LIMIT
+    repo = _repo(tmp_path)
+    question = " ".join(f"q{i:03d}" for i in range(200))  # 1,000 characters
+    context = " ".join(f"c{i:03d}" for i in range(100))  # cut to 500
+    (repo / "BLOCKED.md").write_text(
+        f"## Question:\n{question}\n\n## Context:\n{context}\n\n## Choices:\n- A) go\n- B) stop\n"
+    )
+    bot, api = _bot(tmp_path, repo)
+    bot.sync()
+    [sent] = api.sent
+    assert "q199" in sent["text"] and len(sent["text"]) > 1500
+    bot.handle(_tap(sent, 0))
+    assert api.edits[-1]["text"] == f"{sent['text']}\n\n✓ A) go, via Telegram"

@@ -26,8 +26,9 @@ MAX_BYTES = 16 << 20
 KEEP = timedelta(days=7)
 MAX_ROWS = 5000
 MAX_MESSAGES = 1000
-#: The most of a message's text kept (to edit it later): a block's message is well under it.
-TEXT_KEPT = 1500
+#: The most of a message's text kept (to edit it later): a block's message at its longest
+#: (`text.MESSAGE_LIMIT`), so that the edit saying what was written shows it all still.
+TEXT_KEPT = 3300
 PREFIX = "h1:"
 TOKEN_CHARS = 12
 _DATA = re.compile(rf"{re.escape(PREFIX)}([A-Za-z0-9_-]{{{TOKEN_CHARS}}})\Z")
