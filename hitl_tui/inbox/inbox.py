@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 import os
 import threading
 import time
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from hitl_tui.loops.resume import ResumeBook
 
 P = ParamSpec("P")
+_REPO = operator.attrgetter("repo")
 R = TypeVar("R")
 
 #: Seconds a file's mtime or ctime is taken back when compared with the clock (a file system's
@@ -369,7 +371,8 @@ class Inbox:
         return ordered(self.blocks.values())
 
     def repo_count(self) -> int:
-        return len({b.repo for b in self.blocks.values()})
+        # In C (the header asks at every change): a set comprehension was 3 ms at 50,000.
+        return len(set(map(_REPO, list(self.blocks.values()))))
 
     # -- live updates ------------------------------------------------------------------------
 

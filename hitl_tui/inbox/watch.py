@@ -133,8 +133,12 @@ async def _watch_until(
     saver: _SinceSaver,
     catch_up: _CatchUp,
 ) -> None:
+    following: list[Path] | None = None
     while not stop.is_set():
-        dirs = inbox.watch_dirs()
+        # In a thread: at 10,000 repositories the folders' stats take a tenth of a second or
+        # more, and the inbox's lock may be held by a catch-up; the UI must not wait for either.
+        dirs = following if following is not None else await asyncio.to_thread(inbox.watch_dirs)
+        following = None
         restart = asyncio.Event()
         combined = _Either(stop, restart)
         if on_ready is not None:
@@ -151,7 +155,7 @@ async def _watch_until(
             continue
         aliases = _Aliases(dirs)
         try:
-            await _watch(
+            following = await _watch(
                 inbox, dirs, aliases, on_delta, combined, restart, on_error, saver, catch_up
             )
         finally:
@@ -168,8 +172,9 @@ async def _watch(
     on_error: Callable[[Exception], None] | None,
     saver: _SinceSaver,
     catch_up: _CatchUp,
-) -> None:
-    """One watch over `dirs`, until it must restart on a new set of folders (or stop)."""
+) -> list[Path] | None:
+    """One watch over `dirs`, until it must restart on a new set of folders (returned), or
+    stop (None)."""
     caught_up = False
     async for changes in watchfiles.awatch(
         *aliases.names,
@@ -199,6 +204,11 @@ async def _watch(
             if on_error is not None:
                 on_error(exc)
             continue
+        # The folders to watch next, listed in a thread (10,000 stats at 10,000 repositories:
+        # on the event loop they froze the app for a tenth of a second and more at each
+        # event). When the set of folders changed, before the change is handed on, so that
+        # whoever sees it sees the new watch begin (`on_ready`) at once; else after.
+        following = await asyncio.to_thread(inbox.watch_dirs) if delta.rewatch else None
         if delta:
             result = on_delta(delta)
             if asyncio.iscoroutine(result):
@@ -206,9 +216,12 @@ async def _watch(
             # Remembered first-seen times are written later, in the background: never on the
             # path from a file event to its row.
             saver.soon()
-        if delta.rewatch or set(inbox.watch_dirs()) != set(dirs):
+        if following is None:
+            following = await asyncio.to_thread(inbox.watch_dirs)
+        if delta.rewatch or set(following) != set(dirs):
             restart.set()
-            return
+            return following
+    return None
 
 
 _BACKGROUND: set[asyncio.Task[Any]] = set()
