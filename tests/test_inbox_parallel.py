@@ -65,3 +65,46 @@ def test_scan_falls_back_in_process_when_workers_cannot_start(tmp_path: Path, mo
     serial = Inbox(Workspace.discover([tmp_path]))
     serial.scan(workers=1)
     assert sorted(fallback.blocks) == sorted(serial.blocks)
+
+
+def test_a_cold_hitl_list_of_a_large_fleet_is_read_by_workers_and_prints_the_same(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """`hitl list --json` with nothing cached, on a fleet of CLI_PARALLEL_MIN_REPOS or more,
+    starts scan workers (a cold list at 10,000 repositories is seconds of parsing); what it
+    prints is what a run in-process prints, and what the next (warm) run prints."""
+    import json
+    import subprocess
+
+    from hitl_tui.cli.commands import main
+
+    fleet = tmp_path / "fleet"
+    _fleet(fleet, PARALLEL_MIN_REPOS + 6)
+    monkeypatch.setenv("HITL_CONFIG", str(tmp_path / "no-config.toml"))
+    from hitl_tui.inbox import parsecache
+
+    monkeypatch.setattr(parsecache, "RACY_NS", 0)  # files just written are cached all the same
+    started: list[object] = []
+    popen = subprocess.Popen
+
+    def counting(*args, **kwargs):
+        started.append(args[0])
+        return popen(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", counting)
+
+    def listed(state: str) -> list[dict]:
+        monkeypatch.setenv("HITL_STATE_DIR", str(tmp_path / state))
+        assert main(["list", "--json", str(fleet)]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    monkeypatch.setattr(scan_module, "CLI_PARALLEL_MIN_REPOS", 10**9)
+    alone = listed("alone")
+    assert started == [] and len(alone) == sum(2 if i % 3 == 1 else i % 3 == 0 for i in range(70))
+    monkeypatch.setattr(scan_module, "CLI_PARALLEL_MIN_REPOS", PARALLEL_MIN_REPOS)
+    monkeypatch.setattr(scan_module, "default_workers", lambda: 2)  # (a one-core machine too)
+    cold = listed("parallel")
+    assert len(started) == 2
+    assert cold == alone
+    started.clear()
+    assert listed("parallel") == alone and started == []  # warm: from the cache, in-process
