@@ -63,12 +63,11 @@ def open_inbox(args: argparse.Namespace, config=None):
     """(config, the inbox of the PATHs, scanned), knowing the config's remote backends."""
     from hitl_tui.config import load_config
     from hitl_tui.inbox.inbox import Inbox
-    from hitl_tui.inbox.scan import default_workers
     from hitl_tui.loops.resume import ResumeBook
 
     config = config or load_config(args.config)
     use_config(config)
-    inbox = Inbox.open(repo_paths(args, config), cached=True, workers=default_workers())
+    inbox = Inbox.open(repo_paths(args, config), cached=True)
     inbox.use_remotes(config.remotes)
     inbox.use_resumes(ResumeBook.for_state(), config.loops)
     use_loop_warnings(inbox, config)

@@ -130,19 +130,13 @@ class Inbox:
 
     @classmethod
     def open(
-        cls,
-        paths: list[Path],
-        sources: list[Source] | None = None,
-        cached: bool = False,
-        workers: int = 1,
+        cls, paths: list[Path], sources: list[Source] | None = None, cached: bool = False
     ) -> Inbox:
-        """The inbox of `paths`, scanned; `cached` uses and updates the operator's parse cache.
-        With `workers` > 1, a workspace of CLI_PARALLEL_MIN_REPOS or more with nothing cached
-        is read by that many worker processes (`scan`)."""
+        """The inbox of `paths`, scanned; `cached` uses and updates the operator's parse cache."""
         workspace = Workspace.discover(paths)
         cache = ParseCache.for_workspace(workspace.paths) if cached else None
         inbox = cls(workspace, sources, cache, SinceBook.for_state() if cached else None)
-        inbox.scan(workers if len(workspace.repos) >= pool.CLI_PARALLEL_MIN_REPOS else 1)
+        inbox.scan()
         inbox.save_cache()
         return inbox
 

@@ -23,9 +23,6 @@ from hitl_tui.model import Block
 #: Below this many repositories a scan is quicker in-process than starting workers.
 PARALLEL_MIN_REPOS = 64
 MAX_WORKERS = 4
-#: A command (`hitl list`) reads a cold workspace in worker processes from this many
-#: repositories (their interpreters' start is paid back only on a large fleet).
-CLI_PARALLEL_MIN_REPOS = 2000
 
 #: What a scan reports as it goes (`Inbox.scan(on_batch=...)`): the blocks found since the last
 #: report, the repositories read so far, and how many there are.
