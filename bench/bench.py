@@ -628,6 +628,12 @@ def main() -> int:
     parser.add_argument(
         "--start-runs", type=int, default=3, help="rounds of start-up cold and warm (3)"
     )
+    parser.add_argument(
+        "--no-remote",
+        action="store_true",
+        help="leave out rows 9, 9b and 10b-c (ssh and MCP; bench/remote_bench.py and others "
+        "run them alone)",
+    )
     args = parser.parse_args()
     if args.smoke:
         args.repos, args.blocks, args.trials = 100, 200, 3
@@ -836,7 +842,8 @@ def main() -> int:
         sys.path.insert(0, str(ROOT / "bench"))
         import remote_bench
 
-        remote = remote_bench.measure(args.repos, args.trials)
+        remote = {"skipped": "--no-remote"} if args.no_remote else None
+        remote = remote or remote_bench.measure(args.repos, args.trials)
         raw["remote"] = remote
         name = f"9. detection over ssh, a block on another machine, {args.repos} repos"
         target = "p95 <= local p95 + 100 ms"
@@ -847,18 +854,19 @@ def main() -> int:
             rows.append(Row(name + " (median / p95)", text, target, ok))
         import flood_bench
 
-        flood = flood_bench.measure(2000, max(20, args.trials), fleet=fleet)
-        raw["flood"] = flood
-        text, ok = flood_bench.verdict(flood)
-        rows.append(
-            Row(
-                f"9b. cursor move while a host floods 2,000 blocks, {app['blocks']} here "
-                "(median / p95)",
-                text,
-                "median <= 50 ms and <= 2x a quiet host's",
-                ok,
+        if not args.no_remote:
+            flood = flood_bench.measure(2000, max(20, args.trials), fleet=fleet)
+            raw["flood"] = flood
+            text, ok = flood_bench.verdict(flood)
+            rows.append(
+                Row(
+                    f"9b. cursor move while a host floods 2,000 blocks, {app['blocks']} here "
+                    "(median / p95)",
+                    text,
+                    "median <= 50 ms and <= 2x a quiet host's",
+                    ok,
+                )
             )
-        )
         import mcp_bench
 
         text, ok = mcp_bench.verdict_in_app(app["asks"], app["detect"])
@@ -870,9 +878,10 @@ def main() -> int:
                 ok,
             )
         )
-        calls = asyncio.run(mcp_bench.calls(max(10, args.trials)))
-        raw["mcp"] = calls
-        rows.extend(Row(*cells) for cells in mcp_bench.verdicts(calls))
+        if not args.no_remote:
+            calls = asyncio.run(mcp_bench.calls(max(10, args.trials)))
+            raw["mcp"] = calls
+            rows.extend(Row(*cells) for cells in mcp_bench.verdicts(calls))
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
