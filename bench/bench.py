@@ -269,6 +269,10 @@ async def app_measurements(root: Path, trials: int, free_repos: list[Path]) -> d
         result["blocks"] = len(app.inbox.blocks)
         result["waiting"] = waiting
         usage = inotify_usage()
+        t0 = time.perf_counter()  # (at 10,000 repos the watch takes longer to be in place)
+        while (usage is None or not usage.watches) and time.perf_counter() - t0 < 30:
+            await asyncio.sleep(0.1)
+            usage = inotify_usage()
         result["inotify"] = (
             {"instances": usage.instances, "watches": usage.watches} if usage else {}
         )

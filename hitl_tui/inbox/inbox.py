@@ -304,12 +304,15 @@ class Inbox:
     def warnings(self) -> list[str]:
         """Each configuration problem once: the config's (`config_warnings`), then each
         repository's, `label: what is wrong; which folder is read`."""
-        with self.lock:
-            return [*self.config_warnings] + [
-                f"{self.labels.get(repo, repo.name)}: {message}"
-                for (repo, _), messages in sorted(self._warnings.items())
-                for message in messages
-            ]
+        # Without the lock (copies, each made at once): the app's header asks at every
+        # change, and a catch-up that searches 10,000 repositories again holds the lock for
+        # a third of a second.
+        found = sorted(list(self._warnings.items()))
+        return [*self.config_warnings] + [
+            f"{self.labels.get(repo, repo.name)}: {message}"
+            for (repo, _), messages in found
+            for message in messages
+        ]
 
     def _refresh(self, repo: Path, source: Source, path: Path, delta: Delta) -> None:
         key = (source.name, path)
