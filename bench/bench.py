@@ -830,7 +830,7 @@ def main() -> int:
                     "(median, range)",
                     f"{spread(values)}; {median / floor:.0f}x a bare read of its "
                     f"{rounds['files']} files ({ms(floor)})",
-                    f"<= {target} s" if not fleet_scale else "(at 1,000 repos: 7c here)",
+                    f"<= {target} s" if not fleet_scale else "(none at this size: 7c)",
                     median <= target if not fleet_scale else None,
                 )
             )
