@@ -103,7 +103,8 @@ async def moves(root: Path, host, count: int) -> dict:
     out: dict = {}
     async with app.run_test(size=(120, 40)) as pilot:
         t0 = time.perf_counter()
-        while sum(b.source == "remote" for b in app.inbox.blocks.values()) < 10:
+        # (A copy: the scan's thread adds blocks meanwhile.)
+        while sum(b.source == "remote" for b in list(app.inbox.blocks.values())) < 10:
             await pilot.pause(0.05)
             if time.perf_counter() - t0 > 60:
                 raise RuntimeError("the far side's list did not come")

@@ -267,3 +267,34 @@ def test_every_worker_names_itself() -> None:
                     if work and not any(k.arg == "description" for k in deco.keywords):
                         missing.append(f"{path.name}:{node.name}")
     assert missing == []
+
+
+def test_hitl_list_starts_without_asyncio_textual_or_a_child_process(tmp_path: Path) -> None:
+    """`hitl list --json` on a repository, in a fresh interpreter: it lists the block, and
+    imports neither Textual nor asyncio (a quarter of its start, once) and starts no process
+    (finding the C library by name ran `ldconfig -p` twice at every start)."""
+    repo = tmp_path / "shop"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "BLOCKED.md").write_text("# Blocked\n\n## Question:\nShip it?\n")
+    code = (
+        "import json, sys\n"
+        "events = []\n"
+        "sys.addaudithook(lambda event, args: event in ('subprocess.Popen', 'os.posix_spawn',"
+        " 'os.fork', 'os.exec') and events.append(event))\n"
+        "from hitl_tui.cli.commands import main\n"
+        f"code = main(['list', '--json', {str(repo)!r}])\n"
+        "loaded = [m for m in ('asyncio', 'textual') if m in sys.modules]\n"
+        "print(json.dumps([code, loaded, events]), file=sys.stderr)\n"
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HITL_STATE_DIR": str(tmp_path / "state"),
+        "HITL_CONFIG": str(tmp_path / "no-config.toml"),
+    }
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    import json
+
+    listed = json.loads(run.stdout)
+    assert [b["question"] for b in listed] == ["Ship it?"], run.stdout
+    code, loaded, events = json.loads(run.stderr.strip().splitlines()[-1])
+    assert (code, loaded, events) == (0, [], []), run.stderr

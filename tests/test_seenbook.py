@@ -70,3 +70,25 @@ def test_unsee_makes_a_block_new_again_across_a_restart(tmp_path: Path) -> None:
     again = SeenBook(tmp_path / "seen.json")
     assert again.is_new(a)
     assert again.saw(a) and not again.is_new(a)
+
+
+def test_a_fleet_of_60000_blocks_keeps_its_marks_across_a_restart(tmp_path: Path, capsys) -> None:
+    """Issue 30's fleet: 50,000 blocks and more. Their marks fit the file (an 8 MiB limit
+    refused it, "too large", and every block showed new at every start)."""
+    blocks = [
+        replace(
+            task(f"t{i}", 0),
+            path=Path(f"/home/operator/src/team-{i % 50:02d}/service-{i:05d}/.agenticloop")
+            / "tasks"
+            / f"T-{i:05d}.md",
+            fingerprint=f"sha256:{i:064x}",
+        )
+        for i in range(60_000)
+    ]
+    book = SeenBook(tmp_path / "seen.json")
+    book.adopt(blocks)
+    book.save(blocks)
+    assert (tmp_path / "seen.json").stat().st_size > 8 << 20
+    again = SeenBook(tmp_path / "seen.json")
+    assert not any(again.is_new(b) for b in blocks)
+    assert "ignored" not in capsys.readouterr().err

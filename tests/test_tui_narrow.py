@@ -169,3 +169,35 @@ async def test_in_the_help_wrapped_lines_indent_to_the_description_column(
             stripped = row.lstrip()
             if row and len(row) - len(stripped) not in (0, 2, description):
                 raise AssertionError(row)
+
+
+async def test_the_id_column_widens_for_a_long_id_and_narrows_when_it_goes(
+    tmp_path: Path,
+) -> None:
+    """The id column is as wide as the longest id known: a block with a longer id widens it
+    (the question's column title moves right), and when that block goes, or changes to a
+    short id, it narrows back (a Delta measures its own blocks, not the whole list)."""
+    from dataclasses import replace
+
+    from hitl_tui.inbox.inbox import Delta
+    from hitl_tui.inbox.view import key_of
+
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=(200, 45)) as pilot:
+        await settle(pilot, app)
+        table = app.inbox_screen.blocklist
+
+        def question_column() -> int:
+            return table.titles(200).text.index("question")
+
+        start = question_column()
+        some = next(iter(table.blocks.values()))
+        long = replace(some, id="x" * 50, path=some.path.with_name("LONG.md"))
+        app.apply_delta(Delta(added=[long]))
+        assert question_column() > start + 20, table.titles(200).text
+        app.apply_delta(Delta(removed=[key_of(long)]))
+        assert question_column() == start, table.titles(200).text
+        app.apply_delta(Delta(changed=[replace(some, id="y" * 50)]))
+        assert question_column() > start + 20, table.titles(200).text
+        app.apply_delta(Delta(changed=[some]))
+        assert question_column() == start, table.titles(200).text

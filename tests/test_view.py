@@ -323,3 +323,31 @@ def test_a_cat_term_that_finds_none_says_which_blocks_carry_no_category() -> Non
     assert rows.category_note(hints.get) is None
     rows.set_spec(ViewSpec(snoozed=True).with_query("cat:x"))
     assert rows.category_note(hints.get) == f"cat: {LOOPKIT_NONE} (1 here)"
+
+
+def test_a_filter_finds_a_block_by_its_new_text_and_keeps_the_snoozed_aside() -> None:
+    """The filter's words are looked up in texts kept between keystrokes and the snoozed rows
+    in a set (no call per block): a block that changed is found by its new words, not its
+    old ones; an arrival is found; a snoozed block (the operator's real snooze book) stays
+    off the list and is on the snoozed side, until its snooze runs out."""
+    from dataclasses import replace
+
+    from hitl_tui.inbox.view import RowOrder, ViewSpec
+    from hitl_tui.state.snoozes import SnoozeBook
+
+    book = SnoozeBook(None)
+    book.snooze(FLEET[0], NOW + timedelta(hours=1))  # shop, for an hour
+    rows = RowOrder(FLEET, ViewSpec(), book, now=NOW)
+    assert ids(rows) == ["pay-1", "docs", "pay-2"]
+    rows.set_spec(ViewSpec().with_query("r"), NOW)  # makes every text
+    assert ids(rows) == ["pay-1", "docs", "pay-2"]
+    rows.set_spec(ViewSpec(), NOW)  # the filter closed: the change below is not filtered
+    changed = replace(FLEET[1], question="Which vault holds the token?")
+    rows.apply(Delta(changed=[changed], added=[task("vault", 40)]), None)
+    for text, want in (("vault", ["pay-1", "vault"]), ('"which token"', []), ("ruff", ["docs"])):
+        rows.set_spec(ViewSpec().with_query(text), NOW)
+        assert ids(rows) == want, text
+    rows.set_spec(ViewSpec(snoozed=True).with_query("ruff"), NOW)
+    assert ids(rows) == ["shop"]
+    rows.set_spec(ViewSpec().with_query("ruff"), NOW + timedelta(hours=2))  # ran out
+    assert ids(rows) == ["shop", "docs"]

@@ -78,15 +78,22 @@ class ConcurrentWrite(StaleError):
 
 
 def _libc(name: str, *argtypes: object) -> Any:
-    """A C library function with errno kept, or None where the library has none."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-        fn = getattr(libc, name)
-    except (OSError, AttributeError):
-        return None
-    fn.argtypes = argtypes
-    fn.restype = ctypes.c_int
-    return fn
+    """A C library function with errno kept, or None where the library has none.
+
+    Looked up first among the symbols the process has loaded (libc's, in every CPython), then
+    in the library `find_library` names: that runs `ldconfig -p`, a process, tens of
+    milliseconds at every start of every command that imports this module."""
+    for library in (None, "find"):
+        try:
+            if library == "find":
+                library = ctypes.util.find_library("c")
+            fn = getattr(ctypes.CDLL(library, use_errno=True), name)
+        except (OSError, AttributeError):
+            continue
+        fn.argtypes = argtypes
+        fn.restype = ctypes.c_int
+        return fn
+    return None
 
 
 _INT, _PATH, _UINT = ctypes.c_int, ctypes.c_char_p, ctypes.c_uint

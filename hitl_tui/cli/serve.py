@@ -19,7 +19,6 @@ server answers /favicon.ico.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import hmac
 import ipaddress
@@ -180,6 +179,8 @@ def shown_url(host: str, port: int) -> str:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    import asyncio  # here: every other command (`hitl list`) starts without it
+
     from hitl_tui.cli.base import repo_paths
     from hitl_tui.config import load_config
     from hitl_tui.inbox.workspace import Workspace
@@ -224,6 +225,8 @@ def run_serve(args: argparse.Namespace) -> int:
 
 def _server_class():
     """textual-serve's Server, listening where it was told and guarding its two doors."""
+    import asyncio
+
     import aiohttp_jinja2
     from aiohttp import web
     from textual_serve import server as served

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 import os
 import threading
 import time
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from hitl_tui.loops.resume import ResumeBook
 
 P = ParamSpec("P")
+_REPO = operator.attrgetter("repo")
 R = TypeVar("R")
 
 #: Seconds a file's mtime or ctime is taken back when compared with the clock (a file system's
@@ -307,13 +309,16 @@ class Inbox:
     def warnings(self) -> list[str]:
         """Each configuration problem once: the config's (`config_warnings`), then each
         repository's, `label: what is wrong; which folder is read`."""
-        with self.lock:
-            watch = [self.watch_warning] if self.watch_warning else []
-            return [*watch, *self.config_warnings] + [
-                f"{self.labels.get(repo, repo.name)}: {message}"
-                for (repo, _), messages in sorted(self._warnings.items())
-                for message in messages
-            ]
+        # Without the lock (copies, each made at once): the app's header asks at every
+        # change, and a catch-up that searches 10,000 repositories again holds the lock for
+        # a third of a second.
+        watch = [self.watch_warning] if self.watch_warning else []
+        found = sorted(list(self._warnings.items()))
+        return [*watch, *self.config_warnings] + [
+            f"{self.labels.get(repo, repo.name)}: {message}"
+            for (repo, _), messages in found
+            for message in messages
+        ]
 
     def _refresh(self, repo: Path, source: Source, path: Path, delta: Delta) -> None:
         key = (source.name, path)
@@ -375,7 +380,8 @@ class Inbox:
         return ordered(self.blocks.values())
 
     def repo_count(self) -> int:
-        return len({b.repo for b in self.blocks.values()})
+        # In C (the header asks at every change): a set comprehension was 3 ms at 50,000.
+        return len(set(map(_REPO, list(self.blocks.values()))))
 
     # -- live updates ------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ Domain code: no Textual.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -134,6 +134,14 @@ class Query:
                 return False
         return True
 
+    def words(self) -> tuple[str, ...] | None:
+        """The texts of the terms when every one is a word looked for anywhere (no field, no
+        age, not negated): `matches` is then `all(word in hay ...)`, which a filter pass runs
+        in one comprehension per word. None otherwise."""
+        if any(t.field is not None or t.negated for t in self.terms):
+            return None
+        return tuple(t.text for t in self.terms)
+
     def matches(self, block: Block, hay: str, now: datetime | None = None) -> bool:
         """Whether `block` (with `hay`, its `haystack`) passes every term."""
         if not self.terms:
@@ -218,6 +226,10 @@ class Haystacks:
 
     def __init__(self) -> None:
         self._hay: dict[str, tuple[Block, str]] = {}
+        #: The same texts alone, by row: what `texts` hands a filter pass.
+        self._text: dict[str, str] = {}
+        #: Whether `_text` covered every block `texts` was last given, none forgotten since.
+        self._complete = False
 
     def of(self, row: str, block: Block) -> str:
         kept = self._hay.get(row)
@@ -225,7 +237,22 @@ class Haystacks:
             return kept[1]
         hay = haystack(block)
         self._hay[row] = (block, hay)
+        self._text[row] = hay
         return hay
 
     def forget(self, row: str) -> None:
+        """The block of `row` changed, came or went (`texts` looks for what it lacks again)."""
         self._hay.pop(row, None)
+        self._text.pop(row, None)
+        self._complete = False
+
+    def texts(self, blocks: Mapping[str, Block]) -> dict[str, str]:
+        """Each of `blocks`' haystack by row (made for those that have none yet), to look up
+        without a call per block. Its caller forgets a row whenever that row's block changes
+        or a row is added (`of` would notice a change, this does not look)."""
+        text = self._text
+        if not self._complete:
+            for row in blocks.keys() - text.keys():
+                self.of(row, blocks[row])
+            self._complete = True
+        return text

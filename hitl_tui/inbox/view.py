@@ -150,7 +150,9 @@ def row_of(block: Block) -> str:
 
 
 class SnoozeRule(Protocol):
-    """Which blocks are set aside: `snoozebook.SnoozeBook`, or `Snoozed` (none)."""
+    """Which blocks are set aside: `snoozebook.SnoozeBook`, or `Snoozed` (none). A rule may
+    also say `asleep(blocks, now)`: the row keys of `blocks` it sets aside, all at once (a
+    filter keystroke then makes no call per block)."""
 
     def snoozed(self, block: Block, now: datetime) -> bool: ...
 
@@ -160,6 +162,11 @@ class Snoozed:
 
     def snoozed(self, block: Block, now: datetime) -> bool:
         return False
+
+    def asleep(self, blocks: Mapping[str, Block], now: datetime) -> set[str]:
+        if type(self).snoozed is Snoozed.snoozed:
+            return set()
+        return {rk for rk, block in blocks.items() if self.snoozed(block, now)}
 
 
 @dataclass(frozen=True)
@@ -321,9 +328,30 @@ class RowOrder:
                 names[row_of(block)] = name
         return names
 
+    def _matching(self, rks: list[str], when: datetime) -> list[str]:
+        """The rows of `rks` the spec lists (`accepts`), in their order. A filter of words
+        only (the operator typing) is a comprehension per word over the kept haystacks and a
+        set of the snoozed rows: no call per block (at 50,000 blocks a keystroke's pass of
+        `accepts` was a tenth of a second)."""
+        words = self.spec.query.words()
+        asleep_of = getattr(self.snoozes, "asleep", None)
+        if words is None or asleep_of is None:
+            return [rk for rk in rks if self.accepts(rk, self.blocks[rk], when)]
+        asleep: set[str] = asleep_of(self.blocks, when)
+        rks = list(rks)  # a new list, always: `order` is never `_sorted` itself
+        if self.spec.snoozed:
+            rks = [rk for rk in rks if rk in asleep]
+        elif asleep:
+            rks = [rk for rk in rks if rk not in asleep]
+        if words:
+            hay = self.hay.texts(self.blocks)
+            for word in words:
+                rks = [rk for rk in rks if word in hay[rk]]
+        return rks
+
     def _listed(self, now: datetime | None = None) -> list[str]:
         when = now or self._time()
-        shown = [rk for rk in self._sorted if self.accepts(rk, self.blocks[rk], when)]
+        shown = self._matching(self._sorted, when)
         if not self.spec.group:
             return shown
         groups: dict[str, list[str]] = {}
@@ -372,7 +400,10 @@ class RowOrder:
         """Replace every row."""
         key = SORT_KEYS[self.spec.order]
         rows = sorted(((key(b), row_of(b), b) for b in blocks), key=lambda t: (t[0], t[1]))
+        before = self.blocks
         self.blocks = {rk: b for _k, rk, b in rows}
+        for rk in [rk for rk, b in self.blocks.items() if before.get(rk) is not b]:
+            self.hay.forget(rk)  # (its filter text is made again when next needed)
         self._sorted = [rk for _k, rk, _b in rows]
         self._keys = [(k, rk) for k, rk, _b in rows]
         self._placed = {rk: k for k, rk, _b in rows}
@@ -394,8 +425,7 @@ class RowOrder:
         if reorder:
             self.load(list(self.blocks.values()))
         elif narrower:  # typing on: only what is listed can still be (grouped order kept)
-            when = now or self._time()
-            self.order = [rk for rk in self.order if self.accepts(rk, self.blocks[rk], when)]
+            self.order = self._matching(self.order, now or self._time())
         else:
             self.order = self._listed(now)
 
@@ -429,6 +459,7 @@ class RowOrder:
             if rk not in self.blocks:
                 continue
             self.blocks[rk] = block
+            self.hay.forget(rk)
             if self.accepts(rk, block, now):
                 moved |= self._list(rk)
             else:
@@ -437,6 +468,7 @@ class RowOrder:
             rk = row_of(block)
             if rk in self.blocks:
                 self.blocks[rk] = block
+                self.hay.forget(rk)
                 continue
             self._insert(rk, block)
             if self.accepts(rk, block, now):
@@ -484,6 +516,7 @@ class RowOrder:
         self._sorted.insert(at, rk)
         self._placed[rk] = entry[0]
         self.blocks[rk] = block
+        self.hay.forget(rk)
 
     def _successor(self, gone: str, before: list[str]) -> str | None:
         """The row that takes the place of `gone` (`nearest_open` of the rows still listed

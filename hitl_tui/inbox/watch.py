@@ -197,8 +197,12 @@ async def _watch_until(
     catch_up: _CatchUp,
     limits: _Limits,
 ) -> None:
+    following: list[Path] | None = None
     while not stop.is_set():
-        dirs = inbox.watch_dirs()
+        # In a thread: at 10,000 repositories the folders' stats take a tenth of a second or
+        # more, and the inbox's lock may be held by a catch-up; the UI must not wait for either.
+        dirs = following if following is not None else await asyncio.to_thread(inbox.watch_dirs)
+        following = None
         restart = asyncio.Event()
         combined = _Either(stop, restart)
         if on_ready is not None:
@@ -215,7 +219,7 @@ async def _watch_until(
             continue
         aliases = _Aliases(dirs)
         try:
-            await _watch(
+            following = await _watch(
                 inbox, dirs, aliases, on_delta, combined, restart, on_error, saver, catch_up, limits
             )
         finally:
@@ -233,12 +237,13 @@ async def _watch(
     saver: _SinceSaver,
     catch_up: _CatchUp,
     limits: _Limits,
-) -> None:
-    """One watch over `dirs`, until it must restart on a new set of folders (or stop)."""
+) -> list[Path] | None:
+    """One watch over `dirs`, until it must restart on a new set of folders (returned), or
+    stop (None)."""
     placed = time.time()
     watch, refused = await _place(aliases.names, combined)
     if watch is None:
-        return
+        return None
     unwatched = [aliases.path(name) for name in refused]
     poll = _Poll(inbox, unwatched, placed) if unwatched else None
     limits.report(inbox, unwatched, poll)
@@ -265,6 +270,17 @@ async def _watch(
                 if on_error is not None:
                     on_error(exc)
                 continue
+            # The folders to watch next, listed in a thread (10,000 stats at 10,000
+            # repositories: on the event loop they froze the app for a tenth of a second and
+            # more at each event). When the set of folders changed, before the change is
+            # handed on, so that whoever sees it sees the new watch begin (`on_ready`) at once.
+            following = await asyncio.to_thread(inbox.watch_dirs) if delta.rewatch else None
+            # The limit raised since (the sysctl the message gives): every folder watched again.
+            raised = due and poll is not None and poll.raised()
+            # A delta that only added or changed blocks leaves the folders as they were (a new
+            # folder is a rewatch; one gone removes blocks; an answer's folders come with
+            # `waiting`): at 10,000 repositories their stats held up the next event by 0.1 s.
+            settled = not (delta.rewatch or delta.removed or delta.waiting or due or raised)
             if delta:
                 result = on_delta(delta)
                 if asyncio.iscoroutine(result):
@@ -272,13 +288,16 @@ async def _watch(
                 # Remembered first-seen times are written later, in the background: never on
                 # the path from a file event to its row.
                 saver.soon()
-            # The limit raised since (the sysctl the message gives): every folder watched again.
-            raised = due and poll is not None and poll.raised()
-            if raised or delta.rewatch or set(inbox.watch_dirs()) != set(dirs):
+            if settled:
+                continue
+            if following is None:
+                following = await asyncio.to_thread(inbox.watch_dirs)
+            if raised or delta.rewatch or set(following) != set(dirs):
                 restart.set()
-                return
+                return following
     finally:
         await watch.aclose()  # (its watches given back before the next watch places its own)
+    return None
 
 
 async def _place(

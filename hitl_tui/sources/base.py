@@ -23,14 +23,16 @@ what a backend reads of them, so that no source imports a layer above it.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from hitl_tui.model import Answer, Block, Done, HitlError, Plan, UsageError
+
+if TYPE_CHECKING:
+    import asyncio
 
 #: What a remote backend reports after reading one of its scopes (see `Source.watch`):
 #: (scope, state, one-line message, the inbox Delta or None when the scope was not read).

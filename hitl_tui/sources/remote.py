@@ -16,12 +16,14 @@ Layer: sources (shared by the backends; it imports none of them).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from hitl_tui.model import Answer, Block, Done, Plan
 from hitl_tui.sources.base import AnswerWaiting, OnUpdate, RemoteInbox, SentEntry
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 class RemoteJournal(Protocol):

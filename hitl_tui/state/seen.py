@@ -26,8 +26,10 @@ from hitl_tui.state import files as statefile
 
 FORMAT = 1
 NAME = "seen.json"
-MAX_BYTES = 8 << 20
-MAX_ENTRIES = 50_000
+#: Room for issue 30's fleet and more: 200,000 marks of about 200 bytes (50,000 blocks made
+#: 10 MB, past the 8 MiB this was, and every block showed new at every start).
+MAX_BYTES = 48 << 20
+MAX_ENTRIES = 200_000
 #: The list's share of the screen kept: at least, at most (percent).
 LIST_SHARES = (30, 80)
 

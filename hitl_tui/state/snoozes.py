@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -115,6 +115,17 @@ class SnoozeBook:
             and snooze.fingerprint == block.fingerprint
             and (snooze.until is None or now < snooze.until)
         )
+
+    def asleep(self, blocks: Mapping[str, Block], now: datetime) -> set[str]:
+        """The rows of `blocks` (by `view.row_of`) set aside at `now`, as `snoozed` says of
+        each: a pass over the snoozes, not over the blocks (a filter keystroke asks)."""
+        found = set()
+        for source, name in list(self._rows):
+            row = f"{source}:{name}"
+            block = blocks.get(row)
+            if block is not None and self.snoozed(block, now):
+                found.add(row)
+        return found
 
     def __iter__(self) -> Iterator[Snooze]:
         self._reload()

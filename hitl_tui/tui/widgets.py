@@ -181,6 +181,13 @@ class BlockList(ScrollView, can_focus=True):
         """A drawn item's key in `_index`: a row key, or `\\0group:name` for a header."""
         return item if isinstance(item, str) else f"\0group:{item.name}"
 
+    def _drawn_keys(self) -> list[str]:
+        """The `_item_key` of each drawn item, top to bottom (ungrouped: the drawn list
+        itself, which a redraw replaces and never changes)."""
+        if not self.rows.spec.group:
+            return self.drawn  # type: ignore[return-value]
+        return [self._item_key(item) for item in self.drawn]
+
     def _kept(self) -> str | None:
         if 0 <= self.cursor_row < len(self.drawn):
             return self._item_key(self.drawn[self.cursor_row])
@@ -244,7 +251,7 @@ class BlockList(ScrollView, can_focus=True):
         """Run `change` (a new spec, a refilter, a fold) and draw the rows it leaves; the
         highlighted row keeps the cursor while it is still drawn."""
         keep = self._kept()
-        before = [self._item_key(item) for item in self.drawn]
+        before = self._drawn_keys()
         change()
         self._reindex(known_changed=False)
         self._restore(keep, self.cursor_row, before)
@@ -257,7 +264,7 @@ class BlockList(ScrollView, can_focus=True):
         """Look again at what is listed (a snooze set, run out or undone); the rows are redrawn
         only when they changed, and whether they did is returned."""
         keep = self._kept()
-        before = [self._item_key(item) for item in self.drawn]
+        before = self._drawn_keys()
         if not self.rows.refilter(self.clock()):
             return False
         self._reindex(known_changed=False)
