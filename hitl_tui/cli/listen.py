@@ -8,7 +8,6 @@ SIGTERM and SIGINT end it cleanly (exit 0).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import signal
 import sys
@@ -86,6 +85,8 @@ def run_listen(args: argparse.Namespace) -> int:
         f"watching {repos} repositor{'y' if repos == 1 else 'ies'}, "
         f"{len(inbox.blocks)} open{telegram}"
     )
+    import asyncio  # here: `hitl list` and the other commands start without it
+
     try:
         asyncio.run(_listen(inbox, config, runner))
     finally:
@@ -97,6 +98,8 @@ def run_listen(args: argparse.Namespace) -> int:
 
 
 async def _listen(inbox, config, runner) -> None:
+    import asyncio
+
     from hitl_tui.inbox.watch import watch_inbox
     from hitl_tui.loops import notices
 
