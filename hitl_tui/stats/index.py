@@ -35,6 +35,7 @@ from typing import Any
 from hitl_tui import fsio
 from hitl_tui.journal import store as journalstore
 from hitl_tui.paths import state_dir
+from hitl_tui.timefmt import aware_time
 
 VERSION = 1
 
@@ -93,13 +94,8 @@ def pruned_file() -> Path:
 
 
 def _epoch(value: object) -> float | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        when = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return when.timestamp() if when.tzinfo is not None else None
+    when = aware_time(value)
+    return None if when is None else when.timestamp()
 
 
 def _records(data: bytes) -> Iterator[dict[str, Any]]:
