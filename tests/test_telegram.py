@@ -569,3 +569,22 @@ def test_past_eight_choices_a_last_button_says_to_open_hitl(tmp_path: Path) -> N
     bot.handle(_tap(sent, 8))
     assert api.said == [("cb8", "Its other choices are in hitl: answer it there.")]
     assert (repo / "BLOCKED.md").exists()
+
+
+def test_the_context_keeps_its_lines_on_the_phone(tmp_path: Path) -> None:
+    """A task's context is several labelled lines (Task:, Category:, Checked:): on a phone they
+    stay lines, each made plain; blank runs fold to one, the whole still cut to its limit."""
+    from hitl_tui.telegram.text import CONTEXT_LIMIT
+
+    repo = _repo(tmp_path)
+    (repo / "BLOCKED.md").write_text(
+        "## Question\nShip it?\n\n## Context\nTask: ship\n\n\n\nChecked:  the \x1b[31mdocs\n"
+        "Who can unblock: the owner.\n" + "x" * 2000 + "\n\n## Choices\n- A) yes\n- B) no\n"
+    )
+    bot, api = _bot(tmp_path, repo)
+    bot.sync()
+    [sent] = api.sent
+    assert "Task: ship\n\nChecked: the [31mdocs\nWho can unblock: the owner.\nxxx" in sent["text"]
+    assert "\x1b" not in sent["text"]
+    context = sent["text"].split("\n\n", 2)[2].split("\n\nReply to this message")[0]
+    assert len(context) <= CONTEXT_LIMIT and context.endswith("…")

@@ -40,7 +40,7 @@ def block_message(block: Block) -> str:
     its choices beyond the buttons are, and how to answer in one's own words."""
     parts = [title(block), plain(block.question or block.one_line_question(400), QUESTION_LIMIT)]
     if block.context.strip():
-        parts.append(plain(block.context, CONTEXT_LIMIT))
+        parts.append(plain_lines(block.context, CONTEXT_LIMIT))
     if len(block.questions) > 1:
         parts.append(SEVERAL)
         return fit("\n\n".join(parts), MESSAGE_LIMIT)
@@ -56,6 +56,19 @@ def block_message(block: Block) -> str:
         parts.append(f"{_count(hidden, 'more choice')}: open in hitl.")
     parts.append(REPLY_HINT)
     return fit("\n\n".join(parts), MESSAGE_LIMIT)
+
+
+def plain_lines(text: str, limit: int) -> str:
+    """`text` made plain line by line (`plain`: control characters gone, whitespace folded),
+    its line breaks kept and blank runs folded to one blank line, cut to `limit` characters:
+    a task's labelled lines (Task:, Category:, Checked:) stay lines on the phone."""
+    lines: list[str] = []
+    for raw in text[: limit * 8].splitlines():
+        line = plain(raw, limit)
+        if line or (lines and lines[-1]):
+            lines.append(line)
+    out = "\n".join(lines).strip("\n")
+    return out if len(out) <= limit else out[: limit - 1] + "…"
 
 
 def _count(n: int, what: str) -> str:
