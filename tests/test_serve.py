@@ -394,6 +394,15 @@ class Browser:
         result = await self.call("Runtime.evaluate", expression=SCREEN_TEXT, returnByValue=True)
         return result["result"].get("value") or ""
 
+    async def seen(self, text: str, seconds: float) -> bool:
+        """Whether `text` is on the page's screen within `seconds`."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if text in await self.screen():
+                return True
+            await asyncio.sleep(0.1)
+        return False
+
     async def wait_for(self, text: str) -> str:
         deadline = time.monotonic() + WAIT
         screen = ""
@@ -519,7 +528,12 @@ def test_a_block_answered_in_the_browser(
         await page.wait_for("shop: a shell needs a")
         await page.press("o")
         await page.wait_for("answer in your own words")
-        await page.press("e", ctrl=True)
+        # (In one clean-clone run the Ctrl+E never reached the app: no toast in 90 s. Pressed
+        # again, at most twice more; an app that ignores Ctrl+E still fails all three.)
+        for _ in range(3):
+            await page.press("e", ctrl=True)
+            if await page.seen("The editor needs a", 10):
+                break
         await page.wait_for("The editor needs a")
         await page.press("Escape")
         await page.wait_for("1 block in 1 repo")
