@@ -74,9 +74,12 @@ _STATE_LENGTH = len(dataclasses.fields(Block))
 _META = [f.name for f in dataclasses.fields(Block)].index("meta")
 
 Sig = tuple[int, int, int, int, int]
-#: (source name, file path) -> (signature, label, the block's fields or None)
+#: (source name, file path) -> (signature, label, the block or None). The block is the
+#: Block itself when this process parsed it (taken apart by `freeze` only when a shard is
+#: written: a second copy of 50,000 blocks' fields would stay in memory for nothing), or its
+#: fields as read from a shard (`thaw` makes the Block).
 EntryKey = tuple[str, str]
-Entry = tuple[Sig, str, list[Any] | None]
+Entry = tuple[Sig, str, Block | list[Any] | None]
 
 
 class _GcPause:
@@ -123,6 +126,8 @@ gc_paused = _GcPause()
 def _row(key: EntryKey, entry: Entry) -> list[Any]:
     """An entry as written to disk: the block's facts for the planner encoded for JSON."""
     (source, name), (sig, label, state) = key, entry
+    if type(state) is Block:  # parsed by this process: taken apart only now (`Entry`)
+        state = freeze(state)
     if state is not None:
         state = to_json(state)
     return [source, name, list(sig), label, state]
@@ -175,6 +180,17 @@ def _entries_of(loaded: object, stamp: str) -> dict[EntryKey, Entry] | None:
             state[_META] = untag(state[_META])
         entries[(source, name)] = (tuple(sig), label, state)
     return entries
+
+
+def _block_of(state: Block | list[Any] | None, repo: Path, path: Path) -> Block | None:
+    """The block of an entry's state (see `Entry`); ValueError if it is not that file's."""
+    if state is None:
+        return None
+    if type(state) is Block:
+        if state.path != path or state.repo != repo:
+            raise ValueError("another file's block")
+        return state
+    return thaw(state, repo, path)
 
 
 def _read_shard(path: Path) -> bytes | None:
@@ -263,7 +279,7 @@ class ParseCache:
                 entry = self._previous[shard].get(key)
             if entry is not None and entry[0] == sig and entry[1] == label:
                 try:
-                    block = None if entry[2] is None else thaw(entry[2], repo, path)
+                    block = _block_of(entry[2], repo, path)
                 except (TypeError, ValueError):  # not what freeze wrote: parse instead
                     pass
                 else:
@@ -288,10 +304,7 @@ class ParseCache:
                 and block.path == path
                 and block.repo == repo
             )
-            try:
-                state = freeze(block) if keep else None
-            except Uncacheable:
-                keep = False
+            state = block if keep else None
         with self._lock:
             self.misses += 1
             if keep:
@@ -328,7 +341,7 @@ class ParseCache:
         if entry is None or entry[0] != sig or entry[1] != label:
             return False  # not what a scan would use: the file is parsed anyway
         try:
-            cached = None if entry[2] is None else thaw(entry[2], repo, path)
+            cached = _block_of(entry[2], repo, path)
         except (TypeError, ValueError):
             return False  # a scan parses instead of using it
         if cached == source.parse(repo, path, label):

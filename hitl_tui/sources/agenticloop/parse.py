@@ -11,12 +11,14 @@ Layer: sources (the agenticloop backend package).
 from __future__ import annotations
 
 import errno
+import functools
 import itertools
 import os
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from sys import intern
 from typing import Any
 
 import hitl_tui.sources.agenticloop.frontmatter as frontmatter
@@ -158,7 +160,8 @@ def plain_header(text: str) -> tuple[dict[str, Any], int] | None:
     m = _PLAIN_HEADER.match(text)
     if m is None or (m.end(1) - m.start(1)) * 4 > MAX_FRONTMATTER:
         return None
-    data = dict(_PLAIN_ITEM.findall(text, m.start(1), m.end(1)))
+    # The names repeat from file to file: each held once, not once per block.
+    data = {intern(k): v for k, v in _PLAIN_ITEM.findall(text, m.start(1), m.end(1))}
     data.pop("__proto__", None)  # as `frontmatter._assign`: JavaScript sets no such key
     return data, m.end()
 
@@ -420,10 +423,14 @@ def _tried(mentioning: list[Note], split: dict[str, dict[str, str]]) -> tuple[st
     return tuple(tried)
 
 
+@functools.lru_cache(maxsize=1024)
 def _choices(
     state: str, has_category: bool, gate: bool, recommended: str | None, multi: bool
 ) -> tuple[Choice, ...]:
-    """The ways out, keyed A, B, C... in a fixed order; each says which lines it changes."""
+    """The ways out, keyed A, B, C... in a fixed order; each says which lines it changes.
+
+    Made once for each combination (they repeat from task to task): a fleet's blocks share
+    their frozen choices, as `codec.thaw`'s do."""
     resume = f"status: {state} → {RESUMED}"
     if has_category:
         resume += "; the block_category line is deleted"
