@@ -47,7 +47,8 @@ import tempfile
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,8 @@ Sig = tuple[int, int, int, int, int]
 #: fields as read from a shard (`thaw` makes the Block).
 EntryKey = tuple[str, str]
 Entry = tuple[Sig, str, Block | list[Any] | None]
+#: What a scan worker sends for an entry's block that it sent already (`adopt`).
+SENT = "sent"
 
 
 class _GcPause:
@@ -126,11 +129,9 @@ gc_paused = _GcPause()
 def _row(key: EntryKey, entry: Entry) -> list[Any]:
     """An entry as written to disk: the block's facts for the planner encoded for JSON."""
     (source, name), (sig, label, state) = key, entry
-    if type(state) is Block:  # parsed by this process: taken apart only now (`Entry`)
+    if isinstance(state, Block):  # parsed by this process: taken apart only now (`Entry`)
         state = freeze(state)
-    if state is not None:
-        state = to_json(state)
-    return [source, name, list(sig), label, state]
+    return [source, name, list(sig), label, None if state is None else to_json(state)]
 
 
 @functools.cache
@@ -191,6 +192,19 @@ def _block_of(state: Block | list[Any] | None, repo: Path, path: Path) -> Block 
             raise ValueError("another file's block")
         return state
     return thaw(state, repo, path)
+
+
+_BLOCK_FIELDS = tuple(f.name for f in dataclasses.fields(Block))
+
+
+def _with_since(block: Block, since: datetime) -> Block:
+    """`block` with another `since`, every other field the very same object."""
+    new = object.__new__(Block)
+    put = object.__setattr__
+    for name in _BLOCK_FIELDS:
+        put(new, name, getattr(block, name))
+    put(new, "since", since)
+    return new
 
 
 def _read_shard(path: Path) -> bytes | None:
@@ -373,10 +387,28 @@ class ParseCache:
         with self._lock:
             return [(n, k, e) for n, shard in enumerate(self._entries) for k, e in shard.items()]
 
-    def adopt(self, entries: list[tuple[int, EntryKey, Entry]]) -> None:
-        """Take the entries a scan worker made (its scan stood for this one's)."""
+    def adopt(
+        self,
+        entries: list[tuple[int, EntryKey, Any]],
+        blocks: Mapping[tuple[str, Path | str], Block] | None = None,
+    ) -> None:
+        """Take the entries a scan worker made (its scan stood for this one's).
+
+        A worker sends an entry's block as (SENT, its since) when it sent the block itself
+        already (`workers.sent`): the entry is then that block, as it is in `blocks` (the
+        inbox's, dated), with its own `since`, sharing every other field, so that 50,000
+        blocks are not held twice. One that is not there is left out (parsed when met)."""
+        named: dict[EntryKey, Block] | None = None
         with self._lock:
             for shard, key, entry in entries:
+                state = entry[2]
+                if type(state) is tuple:
+                    if named is None:
+                        named = {(s, os.fspath(p)): b for (s, p), b in (blocks or {}).items()}
+                    found = named.get(key)
+                    if found is None or len(state) != 2 or state[0] != SENT:
+                        continue
+                    entry = (entry[0], entry[1], _with_since(found, state[1]))
                 self._entries[shard][key] = entry
                 self._dirty.add(shard)
 
