@@ -315,8 +315,8 @@ class ParseCache:
             keep = (
                 block.fingerprint.startswith("sha256:")
                 and len(block.raw) <= MAX_CACHED_RAW
-                and block.path == path
-                and block.repo == repo
+                and (block.path is path or block.path == path)
+                and (block.repo is repo or block.repo == repo)
             )
             state = block if keep else None
         with self._lock:

@@ -215,7 +215,7 @@ def parse_body(text: str) -> Body:
 
     for line in all_lines:
         line = line.rstrip("\r")
-        if line.strip().startswith(FENCE):
+        if ("```" in line or "~~~" in line) and line.strip().startswith(FENCE):
             fence = not fence
         # A heading's `#` is within its first four characters: most lines need no closer look.
         found = None if fence or "#" not in line[:4] else heading(line)
