@@ -78,6 +78,8 @@ def read_file(path: Path, limit: int = MAX_PARSE_BYTES) -> FileRead:
     fd = _open_nonblocking(path, os.O_RDONLY | _CLOEXEC)
     try:
         st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):  # as open() says it
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
         if not stat.S_ISREG(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
         # The file may grow while it is read: read on until the end, whatever the size said.
