@@ -55,7 +55,10 @@ def child(folder: Path, name: str) -> Path:
     return folder / name
 
 
-def _open_nonblocking(path: str, flags: int) -> int:
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_nonblocking(path: str | Path, flags: int) -> int:
     # A FIFO planted by an agent must not hang the open (it waits for a writer otherwise), and
     # a device must not become our controlling terminal. Regular files read as usual.
     return os.open(path, flags | os.O_NONBLOCK | os.O_NOCTTY)
@@ -64,21 +67,25 @@ def _open_nonblocking(path: str, flags: int) -> int:
 def read_file(path: Path, limit: int = MAX_PARSE_BYTES) -> FileRead:
     """Read at most `limit` bytes to keep, hashing every byte. Raises OSError as open() does.
 
-    Unbuffered, in reads sized to the file: a scan reads thousands of small files, and a 1 MiB
-    buffered read per file cost more than the read itself.
+    Unbuffered, in reads sized to the file, on a bare descriptor: a scan reads thousands of
+    small files, and a buffered file object's own checks (an fstat, an ioctl) and a read past
+    the end cost more than the read itself.
     """
     digest = hashlib.sha256()
     chunks: list[bytes] = []
     kept = 0
     size = 0
-    with open(path, "rb", buffering=0, opener=_open_nonblocking) as f:
-        st = os.fstat(f.fileno())
+    fd = _open_nonblocking(path, os.O_RDONLY | _CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):  # as open() says it
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
         if not stat.S_ISREG(st.st_mode):
             raise IsADirectoryError(errno.EISDIR, "not a regular file", str(path))
         # The file may grow while it is read: read on until the end, whatever the size said.
         step = min(max(st.st_size + 1, 1 << 16), 1 << 20)
         while True:
-            chunk = f.read(step)
+            chunk = os.read(fd, step)
             if not chunk:
                 break
             digest.update(chunk)
@@ -87,6 +94,12 @@ def read_file(path: Path, limit: int = MAX_PARSE_BYTES) -> FileRead:
                 part = chunk[: limit - kept]
                 chunks.append(part)
                 kept += len(part)
+            if len(chunk) < step and size >= st.st_size:
+                # A short read of all the file was at its end: a read on would find nothing
+                # (or what was appended after this one, as it could after any last read).
+                break
+    finally:
+        os.close(fd)
     mtime = datetime.fromtimestamp(st.st_mtime, UTC)
     return FileRead(b"".join(chunks), "sha256:" + digest.hexdigest(), size, mtime)
 

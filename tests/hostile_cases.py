@@ -104,7 +104,12 @@ if spec.get("unreadable"):
     def guarded_scandir(path="."):
         deny(path)
         return real_scandir(path)
+    real_opener = fsio._open_nonblocking
+    def guarded_opener(path, flags):  # read_file opens its descriptor with this
+        deny(path)
+        return real_opener(path, flags)
     fsio.open = guarded_open
+    fsio._open_nonblocking = guarded_opener
     os.scandir = guarded_scandir
 
 if spec.get("rename_repo_before_apply"):

@@ -846,6 +846,9 @@ def test_two_thousand_tasks_three_blocked(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(
         agenticloop, "load_header", lambda text: loads.append(text) or real_load(text)
     )
+    # The full rules (these plain headers are read by `plain_header`, with no load_header at
+    # all: test_agenticloop_fast.py holds the two to the same blocks).
+    monkeypatch.setattr(agenticloop, "FAST_HEADER", False)
     start = time.monotonic()
     inbox = _inbox(repo)
     elapsed = time.monotonic() - start

@@ -105,6 +105,8 @@ def big_header(monkeypatch, value) -> None:
         return data
 
     monkeypatch.setattr(agenticloop, "load_header", load)
+    # Planted through the full rules' load_header (a plain header is read without it).
+    monkeypatch.setattr(agenticloop, "FAST_HEADER", False)
 
 
 def test_an_int_beyond_64_bits_comes_back_an_int(fleet: Path, monkeypatch) -> None:

@@ -298,6 +298,8 @@ def test_a_value_json_cannot_hold_leaves_the_rest_of_its_shard_cached(
         return data
 
     monkeypatch.setattr(agenticloop, "load_header", load)
+    # Planted through the full rules' load_header (a plain header is read without it).
+    monkeypatch.setattr(agenticloop, "FAST_HEADER", False)
     first = Inbox.open([fleet], cached=True)
     assert first.resolve(str(huge)).meta["header"]["n"] > 1 << 15000
     again = Inbox.open([fleet], cached=True)

@@ -268,7 +268,7 @@ class Inbox:
         if not pool.run_workers(rest, self.labels, workers, counted, entries, first):
             return False
         if self.cache is not None:
-            self.cache.adopt(entries)
+            self.cache.adopt(entries, self.blocks)
         for repo in repos:  # the workers read the layouts; their warnings are here
             for source in self.sources:
                 self._note_warnings(repo, source)

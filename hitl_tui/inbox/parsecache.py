@@ -47,7 +47,8 @@ import tempfile
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -74,9 +75,14 @@ _STATE_LENGTH = len(dataclasses.fields(Block))
 _META = [f.name for f in dataclasses.fields(Block)].index("meta")
 
 Sig = tuple[int, int, int, int, int]
-#: (source name, file path) -> (signature, label, the block's fields or None)
+#: (source name, file path) -> (signature, label, the block or None). The block is the
+#: Block itself when this process parsed it (taken apart by `freeze` only when a shard is
+#: written: a second copy of 50,000 blocks' fields would stay in memory for nothing), or its
+#: fields as read from a shard (`thaw` makes the Block).
 EntryKey = tuple[str, str]
-Entry = tuple[Sig, str, list[Any] | None]
+Entry = tuple[Sig, str, Block | list[Any] | None]
+#: What a scan worker sends for an entry's block that it sent already (`adopt`).
+SENT = "sent"
 
 
 class _GcPause:
@@ -123,9 +129,9 @@ gc_paused = _GcPause()
 def _row(key: EntryKey, entry: Entry) -> list[Any]:
     """An entry as written to disk: the block's facts for the planner encoded for JSON."""
     (source, name), (sig, label, state) = key, entry
-    if state is not None:
-        state = to_json(state)
-    return [source, name, list(sig), label, state]
+    if isinstance(state, Block):  # parsed by this process: taken apart only now (`Entry`)
+        state = freeze(state)
+    return [source, name, list(sig), label, None if state is None else to_json(state)]
 
 
 @functools.cache
@@ -175,6 +181,30 @@ def _entries_of(loaded: object, stamp: str) -> dict[EntryKey, Entry] | None:
             state[_META] = untag(state[_META])
         entries[(source, name)] = (tuple(sig), label, state)
     return entries
+
+
+def _block_of(state: Block | list[Any] | None, repo: Path, path: Path) -> Block | None:
+    """The block of an entry's state (see `Entry`); ValueError if it is not that file's."""
+    if state is None:
+        return None
+    if type(state) is Block:
+        if state.path != path or state.repo != repo:
+            raise ValueError("another file's block")
+        return state
+    return thaw(state, repo, path)
+
+
+_BLOCK_FIELDS = tuple(f.name for f in dataclasses.fields(Block))
+
+
+def _with_since(block: Block, since: datetime) -> Block:
+    """`block` with another `since`, every other field the very same object."""
+    new = object.__new__(Block)
+    put = object.__setattr__
+    for name in _BLOCK_FIELDS:
+        put(new, name, getattr(block, name))
+    put(new, "since", since)
+    return new
 
 
 def _read_shard(path: Path) -> bytes | None:
@@ -263,7 +293,7 @@ class ParseCache:
                 entry = self._previous[shard].get(key)
             if entry is not None and entry[0] == sig and entry[1] == label:
                 try:
-                    block = None if entry[2] is None else thaw(entry[2], repo, path)
+                    block = _block_of(entry[2], repo, path)
                 except (TypeError, ValueError):  # not what freeze wrote: parse instead
                     pass
                 else:
@@ -285,13 +315,10 @@ class ParseCache:
             keep = (
                 block.fingerprint.startswith("sha256:")
                 and len(block.raw) <= MAX_CACHED_RAW
-                and block.path == path
-                and block.repo == repo
+                and (block.path is path or block.path == path)
+                and (block.repo is repo or block.repo == repo)
             )
-            try:
-                state = freeze(block) if keep else None
-            except Uncacheable:
-                keep = False
+            state = block if keep else None
         with self._lock:
             self.misses += 1
             if keep:
@@ -328,7 +355,7 @@ class ParseCache:
         if entry is None or entry[0] != sig or entry[1] != label:
             return False  # not what a scan would use: the file is parsed anyway
         try:
-            cached = None if entry[2] is None else thaw(entry[2], repo, path)
+            cached = _block_of(entry[2], repo, path)
         except (TypeError, ValueError):
             return False  # a scan parses instead of using it
         if cached == source.parse(repo, path, label):
@@ -360,10 +387,28 @@ class ParseCache:
         with self._lock:
             return [(n, k, e) for n, shard in enumerate(self._entries) for k, e in shard.items()]
 
-    def adopt(self, entries: list[tuple[int, EntryKey, Entry]]) -> None:
-        """Take the entries a scan worker made (its scan stood for this one's)."""
+    def adopt(
+        self,
+        entries: list[tuple[int, EntryKey, Any]],
+        blocks: Mapping[tuple[str, Path | str], Block] | None = None,
+    ) -> None:
+        """Take the entries a scan worker made (its scan stood for this one's).
+
+        A worker sends an entry's block as (SENT, its since) when it sent the block itself
+        already (`workers.sent`): the entry is then that block, as it is in `blocks` (the
+        inbox's, dated), with its own `since`, sharing every other field, so that 50,000
+        blocks are not held twice. One that is not there is left out (parsed when met)."""
+        named: dict[EntryKey, Block] | None = None
         with self._lock:
             for shard, key, entry in entries:
+                state = entry[2]
+                if type(state) is tuple:
+                    if named is None:
+                        named = {(s, os.fspath(p)): b for (s, p), b in (blocks or {}).items()}
+                    found = named.get(key)
+                    if found is None or len(state) != 2 or state[0] != SENT:
+                        continue
+                    entry = (entry[0], entry[1], _with_since(found, state[1]))
                 self._entries[shard][key] = entry
                 self._dirty.add(shard)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hitl_tui.inbox.inbox import Delta, Inbox
-from hitl_tui.inbox.parsecache import ParseCache, gc_paused
+from hitl_tui.inbox.parsecache import SENT, ParseCache, gc_paused
 from hitl_tui.inbox.scan import Batches, frame
 from hitl_tui.inbox.workspace import Workspace
 from hitl_tui.model import Block
@@ -49,6 +49,15 @@ def scan_chunk(
     return list(inbox.blocks.values()), cache.entries()
 
 
+def sent(entry: Any) -> Any:
+    """A cache entry as a worker sends it: a block it holds was sent already (every block this
+    worker parsed is one it found), so only its `since` goes (`ParseCache.adopt`)."""
+    sig, label, state = entry
+    if type(state) is Block:
+        return (sig, label, (SENT, state.since))
+    return entry
+
+
 def main() -> int:
 
     request = json.load(sys.stdin.buffer)
@@ -61,7 +70,7 @@ def main() -> int:
         out.flush()
 
     _blocks, entries = scan_chunk(repos, labels, emit)
-    out.write(frame(("entries", entries)))
+    out.write(frame(("entries", [(n, k, sent(e)) for n, k, e in entries])))
     out.flush()
     return 0
 

@@ -11,12 +11,14 @@ Layer: sources (the agenticloop backend package).
 from __future__ import annotations
 
 import errno
+import functools
 import itertools
 import os
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from sys import intern
 from typing import Any
 
 import hitl_tui.sources.agenticloop.frontmatter as frontmatter
@@ -138,6 +140,32 @@ def quick_not_blocked(header: str) -> bool:
     return isinstance(text, str) and text.lower() in OTHER_STATES
 
 
+#: The common header, read without its line-by-line rules (`plain_header`): the file starts
+#: `---` LF, then only lines `key: value` (an ASCII name, spaces, a plain ASCII value that
+#: neither starts with a quote, `[`, `|`, `>` nor `#`, nor ends in a space), `# comments` or
+#: empty lines, each ending in LF, then `---` LF.
+_PLAIN_HEADER = re.compile(
+    r"---\n((?:(?:[A-Za-z_][A-Za-z0-9_-]*:[ ]*[!$-&(-=?-Z\\\]-{}~](?:[ -~]*[!-~])?"
+    r"|#[ -~]*|)\n)*)---\n"
+)
+_PLAIN_ITEM = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*):[ ]*([^\n]+)$", re.MULTILINE)
+#: Whether read_task tries `plain_header` first (the equivalence tests turn it off).
+FAST_HEADER = True
+
+
+def plain_header(text: str) -> tuple[dict[str, Any], int] | None:
+    """(the header, where the body starts) of a file whose header is all plain `key: value`
+    lines, as `split_header` and `load_header` read it, in one pass; None for any other file
+    (read by the full rules then). `tests/test_agenticloop_fast.py` holds it to them."""
+    m = _PLAIN_HEADER.match(text)
+    if m is None or (m.end(1) - m.start(1)) * 4 > MAX_FRONTMATTER:
+        return None
+    # The names repeat from file to file: each held once, not once per block.
+    data = {intern(k): v for k, v in _PLAIN_ITEM.findall(text, m.start(1), m.end(1))}
+    data.pop("__proto__", None)  # as `frontmatter._assign`: JavaScript sets no such key
+    return data, m.end()
+
+
 # -- reading the body -------------------------------------------------------------------------
 
 
@@ -187,7 +215,7 @@ def parse_body(text: str) -> Body:
 
     for line in all_lines:
         line = line.rstrip("\r")
-        if line.strip().startswith(FENCE):
+        if ("```" in line or "~~~" in line) and line.strip().startswith(FENCE):
             fence = not fence
         # A heading's `#` is within its first four characters: most lines need no closer look.
         found = None if fence or "#" not in line[:4] else heading(line)
@@ -395,10 +423,14 @@ def _tried(mentioning: list[Note], split: dict[str, dict[str, str]]) -> tuple[st
     return tuple(tried)
 
 
+@functools.lru_cache(maxsize=1024)
 def _choices(
     state: str, has_category: bool, gate: bool, recommended: str | None, multi: bool
 ) -> tuple[Choice, ...]:
-    """The ways out, keyed A, B, C... in a fixed order; each says which lines it changes."""
+    """The ways out, keyed A, B, C... in a fixed order; each says which lines it changes.
+
+    Made once for each combination (they repeat from task to task): a fleet's blocks share
+    their frozen choices, as `codec.thaw`'s do."""
     resume = f"status: {state} → {RESUMED}"
     if has_category:
         resume += "; the block_category line is deleted"
@@ -468,6 +500,13 @@ def read_task(repo: Path, path: Path, label: str) -> Block | None:
             repo, path, label, path.stem, "", f"the task file could not be read: {why}", None
         )
     text = read.head.decode("utf-8", "replace")
+    plain = plain_header(text) if FAST_HEADER else None
+    if plain is not None:
+        header, start = plain
+        state = frontmatter.string(header.get("status")).lower()
+        if state not in BLOCK_STATES:
+            return None
+        return task_block(repo, path, label, header, state, text[start:], text, read)
     lines = split_lines(text)
     try:
         split = split_header(lines)
