@@ -132,6 +132,9 @@ class Inbox:
         #: watched), and the `[[loop]]`s whose resume_within they wait (`use_resumes`).
         self.resumes: ResumeBook | None = None
         self.loops: tuple[Any, ...] = ()
+        #: Set by `deferred`: the workspace is searched, and the parse cache and first-seen
+        #: book loaded, by `prepare` (the app's first scan, behind its first frame).
+        self._pending = False
 
     @classmethod
     def open(
@@ -151,6 +154,29 @@ class Inbox:
         return cls(
             workspace, cache=ParseCache.for_workspace(workspace.paths), since=SinceBook.for_state()
         )
+
+    @classmethod
+    def deferred(cls, paths: list[Path]) -> Inbox:
+        """The app's inbox of `paths` (each checked to be a folder now: UsageError), with
+        nothing read yet: its first `scan` (or `prepare`) searches the workspace and loads
+        the operator's parse cache and first-seen book, as `cached` does, in the thread that
+        scans. At 10,000 repositories the search and the cache take a second or more; the app
+        draws its first frame without waiting for them."""
+        inbox = cls(Workspace.unsearched(paths))
+        inbox._pending = True
+        return inbox
+
+    @_locked
+    def prepare(self) -> None:
+        """What `deferred` left for later: the workspace searched, the cache and book loaded
+        (once; nothing for any other inbox)."""
+        if not self._pending:
+            return
+        self.workspace.rescan()
+        self.labels = dict(self.workspace.ids)
+        self.cache = ParseCache.for_workspace(self.workspace.paths)
+        self.book = SinceBook.for_state()
+        self._pending = False
 
     def use_remotes(self, remotes: Iterable[Source]) -> None:
         """The remote backends of the config (`Config.remotes`), whose blocks this inbox lists."""
@@ -194,6 +220,7 @@ class Inbox:
         the blocks as they come.
         """
         with gc_paused():  # see parsecache.gc_paused
+            self.prepare()
             self._scan(workers, Batches(on_batch, len(self.workspace.repos)))
 
     def _scan(self, workers: int, batches: Batches | None = None) -> None:

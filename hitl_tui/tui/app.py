@@ -191,7 +191,11 @@ class HitlApp(RunsTelegram, App[int]):
     )
     def initial_scan(self) -> None:
         """The first scan, its blocks listed as they are found (`ScanBatch`), then `ScanDone`.
-        The answers waiting for their loop come with the first batch."""
+        The answers waiting for their loop come with the first batch. An inbox opened as
+        `hitl` opens it (`Inbox.deferred`) searches its workspace and loads its parse cache
+        here first: the first frame (the header says "reading repositories…") never waits
+        for them."""
+        self.inbox.prepare()
         waiting = []
         if self.inbox.resumes is not None:
             self.inbox.check_waiting()  # what resumed while hitl was closed leaves quietly
