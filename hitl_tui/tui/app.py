@@ -196,6 +196,7 @@ class HitlApp(RunsTelegram, App[int]):
         here first: the first frame (the header says "reading repositories…") never waits
         for them."""
         self.inbox.prepare()
+        self.inbox_screen.seen.load_marks()  # (seen.json: 50,000 marks at 50,000 blocks)
         waiting = []
         if self.inbox.resumes is not None:
             self.inbox.check_waiting()  # what resumed while hitl was closed leaves quietly
