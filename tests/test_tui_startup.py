@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from pathlib import Path
 
 from hitl_tui.cli import commands
@@ -145,3 +146,37 @@ def test_a_path_that_is_not_a_folder_is_refused_before_the_app(tmp_path, monkeyp
     """The PATHs are still checked at once: one line, no app drawn."""
     monkeypatch.setattr(HitlApp, "run", lambda *_: (_ for _ in ()).throw(AssertionError("ran")))
     assert commands.main([str(tmp_path / "nowhere")]) == 2
+
+
+async def test_reading_ahead_waits_for_the_operator_to_stop_pressing_keys(tmp_path, monkeypatch):
+    """The questions (for `M`) and the fleet's figures (for `S`) are read ahead once the
+    operator has pressed no key for PREFETCH_QUIET s: not in the middle of the first keys
+    after start-up, where at 50,000 blocks they slowed the first preview threefold."""
+    from hitl_tui.config import Config
+    from hitl_tui.tui import app as app_module
+    from hitl_tui.tui.batch_flow import Batches
+
+    monkeypatch.setattr(app_module, "PREFETCH_QUIET", 0.6, raising=False)
+    root = tmp_path / "fleet"
+    fleet(root)
+    read: list[float] = []
+    real = Batches.read_questions
+
+    def reading(self) -> None:
+        read.append(time.monotonic())
+        real(self)
+
+    monkeypatch.setattr(Batches, "read_questions", reading)
+    app = commands.open_app([root], Config(operator="Ada", bell=False), watch=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: app.loaded, what="the scan to end")
+        # Keys for 1.5 s, one every 0.2 s: nothing is read ahead meanwhile.
+        end = time.monotonic() + 1.5
+        down = True
+        while time.monotonic() < end:
+            await pilot.press("down" if down else "up")
+            last, down = time.monotonic(), not down
+            await asyncio.sleep(0.2)
+            assert not read, "read ahead while the operator was pressing keys"
+        await until(pilot, lambda: read, 10, what="the questions to be read ahead")
+        assert read[0] >= last + 0.5, read[0] - last
