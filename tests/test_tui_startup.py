@@ -180,3 +180,40 @@ async def test_reading_ahead_waits_for_the_operator_to_stop_pressing_keys(tmp_pa
             assert not read, "read ahead while the operator was pressing keys"
         await until(pilot, lambda: read, 10, what="the questions to be read ahead")
         assert read[0] >= last + 0.5, read[0] - last
+
+
+def test_the_parse_cache_is_saved_when_the_operator_pauses_or_as_the_app_quits(
+    tmp_path, monkeypatch
+):
+    """A cold scan's cache is not written in the middle of the first keys (at 50,000 blocks
+    a second of Python); it is written once the operator pauses, and as the app quits."""
+    from hitl_tui.paths import state_dir
+    from hitl_tui.tui import app as app_module
+
+    monkeypatch.setattr(parsecache, "RACY_NS", 0)
+    root = tmp_path / "fleet"
+    fleet(root)
+
+    def shards() -> list[Path]:
+        return sorted((state_dir() / "parse-cache").glob("*/shard-*.json"))
+
+    monkeypatch.setattr(app_module, "PREFETCH_QUIET", 30.0, raising=False)
+
+    async def busy(app: HitlApp, pilot) -> None:
+        await until(pilot, lambda: app.loaded, what="the scan to end")
+        await pilot.press("down")
+        await asyncio.sleep(0.3)
+        assert not shards(), "the cache was written while the operator was at the keys"
+
+    assert open_as_hitl(root, monkeypatch, busy) == 0
+    assert shards(), "the cache was not written as the app quit"
+    for shard in shards():
+        shard.unlink()
+
+    monkeypatch.setattr(app_module, "PREFETCH_QUIET", 0.3, raising=False)
+
+    async def pausing(app: HitlApp, pilot) -> None:
+        await until(pilot, lambda: app.loaded, what="the scan to end")
+        await until(pilot, shards, 10, what="the cache to be written once quiet")
+
+    assert open_as_hitl(root, monkeypatch, pausing) == 0
