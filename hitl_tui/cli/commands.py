@@ -513,12 +513,18 @@ def open_app(paths: list[Path], config: Config, **options: Any) -> HitlApp:
     """The app of `paths` as `hitl` opens it (`options`: HitlApp's). Only the PATHs are
     checked here (UsageError before the screen): the workspace search and the parse cache's
     load wait behind the app's first frame (`Inbox.deferred`: its first scan does them)."""
+    import threading
+
     from hitl_tui.inbox.inbox import Inbox
     from hitl_tui.loops.resume import ResumeBook
-    from hitl_tui.tui.app import HitlApp
 
     inbox = Inbox.deferred(paths)
+    # Begun now, while Textual loads: the search is mostly system calls (another core's
+    # time); the app's first scan finds it done, or waits for it (`prepare` holds the inbox).
+    threading.Thread(target=inbox.prepare_quietly, name="hitl-prepare", daemon=True).start()
     inbox.use_resumes(ResumeBook.for_state(), config.loops)
+    from hitl_tui.tui.app import HitlApp
+
     return HitlApp(inbox, config=config, **options)
 
 

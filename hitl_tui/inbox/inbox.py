@@ -178,6 +178,14 @@ class Inbox:
         self.book = SinceBook.for_state()
         self._pending = False
 
+    def prepare_quietly(self) -> None:
+        """`prepare`, from a thread of its own begun early: what fails is done again (and
+        said, if it fails again) by the first scan."""
+        try:
+            self.prepare()
+        except Exception:
+            return
+
     def use_remotes(self, remotes: Iterable[Source]) -> None:
         """The remote backends of the config (`Config.remotes`), whose blocks this inbox lists."""
         self.remotes = list(remotes)
