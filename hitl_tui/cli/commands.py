@@ -521,11 +521,20 @@ def open_app(paths: list[Path], config: Config, **options: Any) -> HitlApp:
     inbox = Inbox.deferred(paths)
     # Begun now, while Textual loads: the search is mostly system calls (another core's
     # time); the app's first scan finds it done, or waits for it (`prepare` holds the inbox).
-    threading.Thread(target=inbox.prepare_quietly, name="hitl-prepare", daemon=True).start()
+    # (What fails there is done again by the scan, and said if it fails again.)
+    threading.Thread(target=_quietly(inbox.prepare), name="hitl-prepare", daemon=True).start()
     inbox.use_resumes(ResumeBook.for_state(), config.loops)
     from hitl_tui.tui.app import HitlApp
 
     return HitlApp(inbox, config=config, **options)
+
+
+def _quietly(run: Callable[[], object]) -> Callable[[], None]:
+    def quietly() -> None:
+        with contextlib.suppress(Exception):
+            run()
+
+    return quietly
 
 
 #: Commands that open the app, which shows recovery messages itself.

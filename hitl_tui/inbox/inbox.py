@@ -132,8 +132,7 @@ class Inbox:
         #: watched), and the `[[loop]]`s whose resume_within they wait (`use_resumes`).
         self.resumes: ResumeBook | None = None
         self.loops: tuple[Any, ...] = ()
-        #: Set by `deferred`: the workspace is searched, and the parse cache and first-seen
-        #: book loaded, by `prepare` (the app's first scan, behind its first frame).
+        #: `deferred`: the search, the parse cache and the first-seen book wait for `prepare`.
         self._pending = False
 
     @classmethod
@@ -157,34 +156,21 @@ class Inbox:
 
     @classmethod
     def deferred(cls, paths: list[Path]) -> Inbox:
-        """The app's inbox of `paths` (each checked to be a folder now: UsageError), with
-        nothing read yet: its first `scan` (or `prepare`) searches the workspace and loads
-        the operator's parse cache and first-seen book, as `cached` does, in the thread that
-        scans. At 10,000 repositories the search and the cache take a second or more; the app
-        draws its first frame without waiting for them."""
+        """The app's inbox of `paths` (checked now), nothing read: `prepare` (or the first
+        `scan`) searches and loads what `cached` does; the first frame never waits for it."""
         inbox = cls(Workspace.unsearched(paths))
         inbox._pending = True
         return inbox
 
     @_locked
     def prepare(self) -> None:
-        """What `deferred` left for later: the workspace searched, the cache and book loaded
-        (once; nothing for any other inbox)."""
-        if not self._pending:
-            return
-        self.workspace.rescan()
-        self.labels = dict(self.workspace.ids)
-        self.cache = ParseCache.for_workspace(self.workspace.paths)
-        self.book = SinceBook.for_state()
-        self._pending = False
-
-    def prepare_quietly(self) -> None:
-        """`prepare`, from a thread of its own begun early: what fails is done again (and
-        said, if it fails again) by the first scan."""
-        try:
-            self.prepare()
-        except Exception:
-            return
+        """What `deferred` left for later, done once (nothing for any other inbox)."""
+        if self._pending:
+            self.workspace.rescan()
+            self.labels = dict(self.workspace.ids)
+            self.cache = ParseCache.for_workspace(self.workspace.paths)
+            self.book = SinceBook.for_state()
+            self._pending = False
 
     def use_remotes(self, remotes: Iterable[Source]) -> None:
         """The remote backends of the config (`Config.remotes`), whose blocks this inbox lists."""
