@@ -431,9 +431,12 @@ async def triage_measurements(app) -> dict:
 
 
 def startup(root: Path, state: Path) -> dict[str, float]:
-    """Process start to the inbox drawn with its first rows (`paint`), to every block loaded
+    """Process start to the app's first frame (`frame`: its header, "reading
+    repositories…"), to the inbox drawn with its first rows (`paint`), to every block loaded
     (`loaded`), in seconds; then, the app idle, the first preview's open (`preview`: key to
-    frame, as row 3b). A child process opens the app as `hitl` does.
+    frame, as row 3b). A child process opens the app as `hitl` does: `commands.open_app`,
+    cmd_app's own path (the PATH checked, the workspace searched and the parse cache loaded by
+    the app's first scan, behind its first frame), so that these are what a user sees.
 
     The child waits without polling the screen: a Pilot.pause() loop refreshes the screen at
     every turn, and that stole half the CPU from the scan it was timing.
@@ -442,21 +445,23 @@ def startup(root: Path, state: Path) -> dict[str, float]:
         "import sys, time, asyncio;"
         f"sys.path.insert(0, {str(ROOT / 'bench')!r});"
         "from bench import instrument, keypress;"
+        "from pathlib import Path;"
+        "from hitl_tui.cli.commands import open_app;"
         "from hitl_tui.config import Config;"
-        "from hitl_tui.inbox.inbox import Inbox;"
-        "from hitl_tui.tui.app import HitlApp;"
-        "from hitl_tui.tui.screens import PreviewScreen;"
-        "from hitl_tui.inbox.workspace import Workspace\n"
+        "from hitl_tui.tui.screens import PreviewScreen\n"
         "async def main():\n"
-        f"    inbox = Inbox.cached(Workspace.discover([{str(root)!r}]))\n"
-        "    app = HitlApp(inbox, Config(bell=False), watch=False)\n"
+        f"    app = open_app([Path({str(root)!r})], Config(bell=False), watch=False)\n"
+        "    inbox = app.inbox\n"
         "    instrument(app)\n"
         "    async with app.run_test(size=(120, 40)):\n"
+        "        frames = app._bench_frames\n"
+        "        while not frames:\n"
+        "            await asyncio.sleep(0.002)\n"
+        "        print('frame', flush=True)\n"
         "        rows = app.inbox_screen.rows\n"
         "        while not rows.order and not app.loaded:\n"
         "            await asyncio.sleep(0.002)\n"
         "        mark = time.perf_counter()\n"
-        "        frames = app._bench_frames\n"
         "        while not (frames and frames[-1] >= mark):\n"
         "            await asyncio.sleep(0.002)\n"
         "        print('paint', flush=True)\n"
@@ -479,12 +484,14 @@ def startup(root: Path, state: Path) -> dict[str, float]:
     )
     assert proc.stdout is not None
     proc.stdout.readline()
+    frame = time.perf_counter() - t0
+    proc.stdout.readline()
     paint = time.perf_counter() - t0
     proc.stdout.readline()
     loaded = time.perf_counter() - t0
     preview = float(proc.stdout.readline() or "nan")
     proc.wait()
-    return {"paint": paint, "loaded": loaded, "preview": preview}
+    return {"frame": frame, "paint": paint, "loaded": loaded, "preview": preview}
 
 
 def startup_rounds(root: Path, scratch: Path, runs: int) -> dict:
@@ -714,10 +721,13 @@ def main() -> int:
                 values = [r[what] for r in start[kind]]
                 median = statistics.median(values)
                 name = "first paint" if what == "paint" else "whole inbox loaded"
+                # The first rows; the app's first frame (its header) before them.
+                frame = statistics.median(r["frame"] for r in start[kind])
+                first = f" (first frame {frame:.2f} s)" if what == "paint" else ""
                 rows.append(
                     Row(
                         f"{label}. {name}, {kind}, {n} repos (median, range)",
-                        f"{spread(values)}; {median / floor:.0f}x a bare read of its "
+                        f"{spread(values)}{first}; {median / floor:.0f}x a bare read of its "
                         f"{files} files ({ms(floor)})",
                         f"<= {target} s",
                         median <= target,

@@ -15,7 +15,8 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from hitl_tui import __version__
 from hitl_tui.cli import agent as agent_cli
@@ -44,9 +45,11 @@ from hitl_tui.sources.ssh import wire
 
 if TYPE_CHECKING:
     from hitl_tui.answers.service import Answered
+    from hitl_tui.config import Config
     from hitl_tui.loops.commands import Loop
     from hitl_tui.loops.resume import ResumeBook
     from hitl_tui.model import Plan
+    from hitl_tui.tui.app import HitlApp
 
 EPILOG = """\
 commands:
@@ -495,23 +498,43 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_app(args: argparse.Namespace) -> int:
     from hitl_tui.config import load_config
-    from hitl_tui.inbox.inbox import Inbox
-    from hitl_tui.inbox.workspace import Workspace
 
     config = load_config(args.config)
     use_config(config)
-    workspace = Workspace.discover(repo_paths(args, config))
-    from hitl_tui.loops.resume import ResumeBook
-    from hitl_tui.tui.app import HitlApp
-
-    inbox = Inbox.cached(workspace)
-    inbox.use_resumes(ResumeBook.for_state(), config.loops)
-    app = HitlApp(inbox, config=config, notices=args.recovered)
+    app = open_app(repo_paths(args, config), config, notices=args.recovered)
     try:
         app.run()
     finally:
-        inbox.save_cache()
+        app.inbox.save_cache()
     return app.return_code or 0
+
+
+def open_app(paths: list[Path], config: Config, **options: Any) -> HitlApp:
+    """The app of `paths` as `hitl` opens it (`options`: HitlApp's). Only the PATHs are
+    checked here (UsageError before the screen): the workspace search and the parse cache's
+    load wait behind the app's first frame (`Inbox.deferred`: its first scan does them)."""
+    import threading
+
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.loops.resume import ResumeBook
+
+    inbox = Inbox.deferred(paths)
+    # Begun now, while Textual loads: the search is mostly system calls (another core's
+    # time); the app's first scan finds it done, or waits for it (`prepare` holds the inbox).
+    # (What fails there is done again by the scan, and said if it fails again.)
+    threading.Thread(target=_quietly(inbox.prepare), name="hitl-prepare", daemon=True).start()
+    inbox.use_resumes(ResumeBook.for_state(), config.loops)
+    from hitl_tui.tui.app import HitlApp
+
+    return HitlApp(inbox, config=config, **options)
+
+
+def _quietly(run: Callable[[], object]) -> Callable[[], None]:
+    def quietly() -> None:
+        with contextlib.suppress(Exception):
+            run()
+
+    return quietly
 
 
 #: Commands that open the app, which shows recovery messages itself.

@@ -132,6 +132,8 @@ class Inbox:
         #: watched), and the `[[loop]]`s whose resume_within they wait (`use_resumes`).
         self.resumes: ResumeBook | None = None
         self.loops: tuple[Any, ...] = ()
+        #: `deferred`: the search, the parse cache and the first-seen book wait for `prepare`.
+        self._pending = False
 
     @classmethod
     def open(
@@ -151,6 +153,24 @@ class Inbox:
         return cls(
             workspace, cache=ParseCache.for_workspace(workspace.paths), since=SinceBook.for_state()
         )
+
+    @classmethod
+    def deferred(cls, paths: list[Path]) -> Inbox:
+        """The app's inbox of `paths` (checked now), nothing read: `prepare` (or the first
+        `scan`) searches and loads what `cached` does; the first frame never waits for it."""
+        inbox = cls(Workspace.unsearched(paths))
+        inbox._pending = True
+        return inbox
+
+    @_locked
+    def prepare(self) -> None:
+        """What `deferred` left for later, done once (nothing for any other inbox)."""
+        if self._pending:
+            self.workspace.rescan()
+            self.labels = dict(self.workspace.ids)
+            self.cache = ParseCache.for_workspace(self.workspace.paths)
+            self.book = SinceBook.for_state()
+            self._pending = False
 
     def use_remotes(self, remotes: Iterable[Source]) -> None:
         """The remote backends of the config (`Config.remotes`), whose blocks this inbox lists."""
@@ -194,6 +214,7 @@ class Inbox:
         the blocks as they come.
         """
         with gc_paused():  # see parsecache.gc_paused
+            self.prepare()
             self._scan(workers, Batches(on_batch, len(self.workspace.repos)))
 
     def _scan(self, workers: int, batches: Batches | None = None) -> None:

@@ -243,6 +243,11 @@ class ParseCache:
         self._previous: list[dict[EntryKey, Entry]] | None = None
         self._dirty: set[int] = set()
         self._shards: dict[Path, int] = {}
+        #: Shards on disk not read yet: each is read when first needed (`_ready`), so that a
+        #: scan's first rows wait for one shard, not sixteen (at 50,000 blocks, 0.7 s).
+        self._pending: set[int] = set()
+        #: A shard read had entries of this build (`cold` is False without reading the rest).
+        self._found = False
         self.hits = 0
         self.misses = 0
         if folder is not None:
@@ -260,12 +265,33 @@ class ParseCache:
         return cls(state_dir() / "parse-cache" / name)
 
     def __len__(self) -> int:
-        return sum(len(shard) for shard in self._entries)
+        with self._lock:
+            self._ready_all()
+            return sum(len(shard) for shard in self._entries)
 
     @property
     def cold(self) -> bool:
         """Nothing cached: a first run, or the first after an upgrade."""
+        with self._lock:
+            if self._found:
+                return False
         return len(self) == 0
+
+    def _ready(self, shard: int) -> None:
+        """Shard `shard` read from disk, if it was not yet (with the lock held): its entries
+        go where the ones read at the start would be (`_previous` during a full scan)."""
+        if shard not in self._pending:
+            return
+        self._pending.discard(shard)
+        entries = self._read(shard)
+        if entries:
+            base = self._previous if self._previous is not None else self._entries
+            entries.update(base[shard])
+            base[shard] = entries
+
+    def _ready_all(self) -> None:
+        for shard in sorted(self._pending):
+            self._ready(shard)
 
     # -- use ---------------------------------------------------------------------------------
 
@@ -288,6 +314,7 @@ class ParseCache:
             shard = self._shards[repo] = zlib.crc32(os.fsencode(repo)) % SHARDS
         key = (source.name, name)
         with self._lock:
+            self._ready(shard)
             entry = self._entries[shard].get(key)
             if entry is None and self._previous is not None:
                 entry = self._previous[shard].get(key)
@@ -320,6 +347,7 @@ class ParseCache:
             )
             state = block if keep else None
         with self._lock:
+            self._ready(shard)
             self.misses += 1
             if keep:
                 self._entries[shard][key] = (sig, label, state)
@@ -349,6 +377,7 @@ class ParseCache:
         shard = zlib.crc32(os.fsencode(repo)) % SHARDS
         key = (source.name, name)
         with self._lock:
+            self._ready(shard)
             entry = self._entries[shard].get(key)
             if entry is None and self._previous is not None:
                 entry = self._previous[shard].get(key)
@@ -375,6 +404,7 @@ class ParseCache:
 
     def end_scan(self) -> None:
         with self._lock:
+            self._ready_all()  # (a shard no repository met: its entries are gone now)
             previous, self._previous = self._previous, None
             if previous is None:
                 return
@@ -385,6 +415,7 @@ class ParseCache:
     def entries(self) -> list[tuple[int, EntryKey, Entry]]:
         """Every entry with its shard: what a scan worker hands back to the app."""
         with self._lock:
+            self._ready_all()
             return [(n, k, e) for n, shard in enumerate(self._entries) for k, e in shard.items()]
 
     def adopt(
@@ -401,6 +432,7 @@ class ParseCache:
         named: dict[EntryKey, Block] | None = None
         with self._lock:
             for shard, key, entry in entries:
+                self._ready(shard)
                 state = entry[2]
                 if type(state) is tuple:
                     if named is None:
@@ -419,21 +451,26 @@ class ParseCache:
         return self.folder / f"shard-{shard:02d}.json"
 
     def _load(self) -> None:
-        with gc_paused():
-            self._load_shards()
+        """The shards are read as they are needed; here, only until one has entries of this
+        build (`cold`: at a warm start, the first shard; else every one, as before)."""
+        with self._lock:
+            self._pending = set(range(SHARDS))
+            for shard in range(SHARDS):
+                self._ready(shard)
+                if self._entries[shard]:
+                    self._found = True
+                    return
 
-    def _load_shards(self) -> None:
-        stamp = code_stamp()
-        for shard in range(SHARDS):
-            data = _read_shard(self._shard_path(shard))
-            if data is None:
-                continue
+    def _read(self, shard: int) -> dict[EntryKey, Entry] | None:
+        """The entries of shard `shard` on disk; None if it is not there or not usable."""
+        data = _read_shard(self._shard_path(shard))
+        if data is None:
+            return None
+        with gc_paused():
             try:
-                entries = _entries_of(loads(data), stamp)
+                return _entries_of(loads(data), code_stamp())
             except Exception:  # corrupt, truncated, nested too deep, planted: an empty shard
-                continue
-            if entries is not None:
-                self._entries[shard] = entries
+                return None
 
     def save(self) -> None:
         """Write the shards that changed. Never raises: a cache that cannot be saved is rebuilt."""

@@ -61,6 +61,14 @@ class Workspace:
 
     @classmethod
     def discover(cls, paths: list[Path] | tuple[Path, ...]) -> Workspace:
+        ws = cls.unsearched(paths)
+        ws.rescan()
+        return ws
+
+    @classmethod
+    def unsearched(cls, paths: list[Path] | tuple[Path, ...]) -> Workspace:
+        """The workspace of `paths`, each checked to be a folder (UsageError), not searched yet:
+        `rescan` finds its repositories (the app's, behind its first frame)."""
         clean: list[Path] = []
         for raw in paths:
             path = Path(os.path.abspath(Path(raw).expanduser()))
@@ -69,9 +77,7 @@ class Workspace:
             if not path.is_dir():
                 raise UsageError(f"not a folder: {raw}")
             clean.append(path)
-        ws = cls(tuple(clean))
-        ws.rescan()
-        return ws
+        return cls(tuple(clean))
 
     def rescan(self) -> None:
         """Find the repositories again; each folder counts once, however many ways it is reached.

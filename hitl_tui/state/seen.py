@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,11 @@ class SeenBook:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
-        self._seen: dict[Key, str] = {}
+        self._marks: dict[Key, str] = {}
+        #: The file's marks as read, made into `_seen` on first use (`load_marks`): at 50,000
+        #: blocks that is a tenth of a second the app's first frame does not wait for.
+        self._rows: object = None
+        self._loading = threading.Lock()
         #: The order and grouping last chosen, by name (None: none); the list checks the names
         #: it knows (`inbox.view`: the state folder sits below it).
         self.order: str | None = None
@@ -78,10 +83,7 @@ class SeenBook:
         if not data:
             return
         self.fresh = False
-        try:
-            self._seen = _seen_of(data)
-        except statefile.Unusable as exc:
-            self._report(exc)
+        self._rows = data.get("seen", [])
         order, group = data.get("order"), data.get("group")
         self.order = _name(order)
         self.group = _name(group)
@@ -91,6 +93,24 @@ class SeenBook:
             if type(share) is int and LIST_SHARES[0] <= share <= LIST_SHARES[1]:
                 self.list_share = share
             self.list_zoom = size.get("zoom") is True
+
+    @property
+    def _seen(self) -> dict[Key, str]:
+        if self._rows is not None:
+            self.load_marks()
+        return self._marks
+
+    def load_marks(self) -> None:
+        """Make the marks read from the file usable now (else on first use): the app's first
+        scan does it in its thread, before its first rows."""
+        with self._loading:
+            if self._rows is None:
+                return
+            try:
+                self._marks = _seen_of(self._rows)
+            except statefile.Unusable as exc:
+                self._report(exc)
+            self._rows = None  # (after the marks: another thread never sees them empty)
 
     def _report(self, why: Exception) -> None:
         with contextlib.suppress(Exception):
@@ -150,7 +170,7 @@ class SeenBook:
 
         def edit(data: dict[str, Any]) -> bool:
             try:
-                rows = _seen_of(data)
+                rows = _seen_of(data.get("seen", []))
             except statefile.Unusable:
                 rows = {}
             rows.update(changed)
@@ -175,8 +195,7 @@ class SeenBook:
             self._view_changed = False
 
 
-def _seen_of(data: dict[str, Any]) -> dict[Key, str]:
-    rows = data.get("seen", [])
+def _seen_of(rows: object) -> dict[Key, str]:
     if not isinstance(rows, list):
         raise statefile.Unusable("no list of blocks seen")
     seen: dict[Key, str] = {}

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import App
 from textual.command import CommandPalette
 from textual.css.query import NoMatches
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 #: What each worker group does, for the message when one fails.
 WORKER_TASKS = {
     "scan": "Reading the repositories",
+    "cache": "Saving the parse cache",
     "watch": "Live watching",
     "github": "Polling GitHub",
     "apply": "Writing an answer (or an undo)",
@@ -84,6 +85,11 @@ STOP_WAIT = 2.0
 #: sending changes made an apply (its passes over every row) per change, and the keys waited.
 #: The first change after a quiet spell is drawn at once.
 REMOTE_DRAW_EVERY = 0.1
+#: What the app reads ahead once its first scan is over (each question, for `M`; the fleet's
+#: figures, for `S`) waits until the operator has pressed no key for this many seconds: at
+#: 50,000 blocks each is a second of Python sharing the interpreter with the keys (the first
+#: preview took 164 ms with them, against 50). `M` and `S` compute what is not ready.
+PREFETCH_QUIET = 2.0
 
 
 class HitlApp(RunsTelegram, App[int]):
@@ -118,6 +124,8 @@ class HitlApp(RunsTelegram, App[int]):
         self.clock = clock or (lambda: datetime.now(UTC))
         self.stop_event = asyncio.Event()
         self.loaded = False
+        #: When the operator last pressed a key or used the mouse (`when_quiet`).
+        self._last_input = time.monotonic()
         self.operator = self.config.operator_name()
         #: Messages from before start-up (answers a crash interrupted, then recovered).
         self.notices = list(notices or ())
@@ -191,7 +199,12 @@ class HitlApp(RunsTelegram, App[int]):
     )
     def initial_scan(self) -> None:
         """The first scan, its blocks listed as they are found (`ScanBatch`), then `ScanDone`.
-        The answers waiting for their loop come with the first batch."""
+        The answers waiting for their loop come with the first batch. An inbox opened as
+        `hitl` opens it (`Inbox.deferred`) searches its workspace and loads its parse cache
+        here first: the first frame (the header says "reading repositories…") never waits
+        for them."""
+        self.inbox.prepare()
+        self.inbox_screen.seen.load_marks()  # (seen.json: 50,000 marks at 50,000 blocks)
         waiting = []
         if self.inbox.resumes is not None:
             self.inbox.check_waiting()  # what resumed while hitl was closed leaves quietly
@@ -213,7 +226,15 @@ class HitlApp(RunsTelegram, App[int]):
         if self.watch_enabled:
             self.inbox.watch_dirs()  # maps each watched folder to its repo: here, not on the UI
         self.post_message(ScanDone(self.inbox.sorted_blocks(), waiting))
-        self.inbox.save_cache()
+        self.inbox.save_since()
+        # The parse cache (at 50,000 blocks, a second of Python after a cold scan) is saved
+        # when the operator pauses, as reading ahead is; and as the app quits, in any case.
+        self.call_from_thread(self.when_quiet, [self.save_parse_cache])
+
+    @work(thread=True, group="cache", exit_on_error=False, description="save_parse_cache")
+    def save_parse_cache(self) -> None:
+        if self.inbox.cache is not None:
+            self.inbox.cache.save()
 
     @on(ScanBatch)
     def _scan_batch(self, message: ScanBatch) -> None:
@@ -239,10 +260,27 @@ class HitlApp(RunsTelegram, App[int]):
             self.start_telegram()
         # What the first preview needs, built once the list is drawn and the app idle.
         self.set_timer(0.2, self.inbox_screen.prepare_preview)
-        # Each question read once for the same-question rule (M, grouping by question).
-        self.set_timer(0.4, self.inbox_screen.read_questions)
-        # The fleet's figures of the last 30 days, for `S` to show at once.
-        self.set_timer(1.0, self.prefetch_stats)
+        # Each question read once for the same-question rule (M, grouping by question), then
+        # the fleet's figures of the last 30 days, for `S` to show at once: when the operator
+        # is not pressing keys (and not at once: the operator's first keys come now).
+        self._last_input = time.monotonic()
+        self.when_quiet([self.inbox_screen.read_questions, self.prefetch_stats])
+
+    def when_quiet(self, jobs: list[Callable[[], object]]) -> None:
+        """Start `jobs`, one a second, once no key or click came for PREFETCH_QUIET s."""
+        if not jobs:
+            return
+        wait = self._last_input + PREFETCH_QUIET - time.monotonic()
+        if wait > 0:
+            self.set_timer(wait, lambda: self.when_quiet(jobs))
+            return
+        jobs[0]()
+        self.set_timer(1.0, lambda: self.when_quiet(jobs[1:]))
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.InputEvent) and not event.is_forwarded:
+            self._last_input = time.monotonic()  # (`when_quiet`)
+        await super().on_event(event)
 
     @work(exclusive=True, group="watch", exit_on_error=False, description="run_watcher")
     async def run_watcher(self) -> None:

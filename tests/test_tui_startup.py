@@ -1,0 +1,219 @@
+"""Issue 30: `hitl` draws its first frame before it searches the workspace or loads the parse
+cache (at 10,000 repositories those took a second or more before anything was on screen).
+
+The app is opened by `cmd_app` itself, as `hitl` opens it, with its search and its cache load
+held until the test has seen the first frame: the header says it is reading, no row is
+listed; once they are let through, every block is listed, and the notices of recovery are
+shown. Before this change `cmd_app` searched and loaded on its own thread before the app
+existed: the held search timed out there, and no frame was ever drawn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+from hitl_tui.cli import commands
+from hitl_tui.inbox import parsecache
+from hitl_tui.inbox.inbox import Inbox
+from hitl_tui.inbox.parsecache import ParseCache
+from hitl_tui.inbox.workspace import Workspace
+from hitl_tui.tui.app import HitlApp
+from tests.support import until
+
+BLOCKED = """\
+# Blocked
+
+## Question:
+Should repo {n} keep its legacy endpoint?
+
+## Choices:
+- A) Keep it
+- B) Remove it
+"""
+
+REPOS = 6
+HOLD = 5.0  # seconds a held step waits for the test before it gives up (and fails it)
+
+
+def fleet(root: Path) -> None:
+    for n in range(REPOS):
+        repo = root / f"repo-{n:02d}"
+        (repo / ".git").mkdir(parents=True)
+        (repo / "BLOCKED.md").write_text(BLOCKED.format(n=n))
+
+
+class Held:
+    """A step of start-up held until the test lets it through; records the thread it ran on."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.started = threading.Event()
+        self.gate = threading.Event()
+        self.threads: list[str] = []
+
+    def wrap(self, real):
+        held = self
+
+        def step(*args, **kwargs):
+            held.threads.append(threading.current_thread().name)
+            held.started.set()
+            if not held.gate.wait(HOLD):
+                raise AssertionError(f"{held.name} ran before the app drew its first frame")
+            return real(*args, **kwargs)
+
+        return step
+
+
+def open_as_hitl(root: Path, monkeypatch, drive) -> int:
+    """`cmd_app` on `root`, its app driven by `drive(app, pilot)` under Pilot."""
+    seen: list[BaseException] = []
+
+    def run(app: HitlApp, *args, **kwargs) -> None:
+        async def go() -> None:
+            async with app.run_test(size=(120, 30)) as pilot:
+                await drive(app, pilot)
+
+        try:
+            asyncio.run(go())
+        except BaseException as exc:  # re-raised below, outside cmd_app's own handling
+            seen.append(exc)
+
+    monkeypatch.setattr(HitlApp, "run", run)
+    args = commands.build_parsers()[""].parse_intermixed_args([str(root)])
+    args.recovered = ["an answer to repo-00 was interrupted, and finished"]
+    code = commands.cmd_app(args)
+    if seen:
+        raise seen[0]
+    return code
+
+
+def test_the_first_frame_comes_before_the_workspace_search(tmp_path, monkeypatch):
+    root = tmp_path / "fleet"
+    fleet(root)
+    search = Held("the workspace search")
+    monkeypatch.setattr(Workspace, "rescan", search.wrap(Workspace.rescan))
+
+    async def drive(app: HitlApp, pilot) -> None:
+        await until(pilot, search.started.is_set, what="the search to start")
+        await pilot.pause()
+        header = str(app.inbox_screen.query_one("#topbar").render())
+        assert "reading repositories" in header, header
+        assert not app.inbox_screen.blocklist.rows.blocks
+        assert not app.loaded
+        search.gate.set()
+        await until(pilot, lambda: app.loaded, what="the scan to end")
+        rows = app.inbox_screen.blocklist.rows.blocks
+        await until(pilot, lambda: len(rows) == REPOS, saw=lambda: sorted(rows))
+        ids = sorted(b.id for b in rows.values())
+        assert ids == [f"repo-{n:02d}" for n in range(REPOS)]
+        assert any(n.title == "Recovered" for n in app._notifications)
+        header = str(app.inbox_screen.query_one("#topbar").render())
+        assert header.startswith(f"hitl · {REPOS} blocks in {REPOS} repos"), header
+
+    assert open_as_hitl(root, monkeypatch, drive) == 0
+    assert search.threads and "MainThread" not in search.threads, search.threads
+
+
+def test_the_first_frame_comes_before_the_parse_cache_is_loaded(tmp_path, monkeypatch):
+    root = tmp_path / "fleet"
+    fleet(root)
+    monkeypatch.setattr(parsecache, "RACY_NS", 0)  # files written just now may be cached
+    Inbox.open([root], cached=True)  # a warm start: the cache saved by an earlier run
+    load = Held("the parse cache's load")
+    monkeypatch.setattr(ParseCache, "_load", load.wrap(ParseCache._load))
+
+    async def drive(app: HitlApp, pilot) -> None:
+        await until(pilot, load.started.is_set, what="the cache load to start")
+        await pilot.pause()
+        header = str(app.inbox_screen.query_one("#topbar").render())
+        assert "reading repositories" in header, header
+        assert not app.inbox_screen.blocklist.rows.blocks
+        load.gate.set()
+        await until(pilot, lambda: app.loaded, what="the scan to end")
+        rows = app.inbox_screen.blocklist.rows.blocks
+        await until(pilot, lambda: len(rows) == REPOS, saw=lambda: sorted(rows))
+        cache = app.inbox.cache
+        assert cache is not None and cache.hits == REPOS and cache.misses == 0
+
+    assert open_as_hitl(root, monkeypatch, drive) == 0
+    assert load.threads and "MainThread" not in load.threads, load.threads
+
+
+def test_a_path_that_is_not_a_folder_is_refused_before_the_app(tmp_path, monkeypatch):
+    """The PATHs are still checked at once: one line, no app drawn."""
+    monkeypatch.setattr(HitlApp, "run", lambda *_: (_ for _ in ()).throw(AssertionError("ran")))
+    assert commands.main([str(tmp_path / "nowhere")]) == 2
+
+
+async def test_reading_ahead_waits_for_the_operator_to_stop_pressing_keys(tmp_path, monkeypatch):
+    """The questions (for `M`) and the fleet's figures (for `S`) are read ahead once the
+    operator has pressed no key for PREFETCH_QUIET s: not in the middle of the first keys
+    after start-up, where at 50,000 blocks they slowed the first preview threefold."""
+    from hitl_tui.config import Config
+    from hitl_tui.tui import app as app_module
+    from hitl_tui.tui.batch_flow import Batches
+
+    monkeypatch.setattr(app_module, "PREFETCH_QUIET", 0.6, raising=False)
+    root = tmp_path / "fleet"
+    fleet(root)
+    read: list[float] = []
+    real = Batches.read_questions
+
+    def reading(self) -> None:
+        read.append(time.monotonic())
+        real(self)
+
+    monkeypatch.setattr(Batches, "read_questions", reading)
+    app = commands.open_app([root], Config(operator="Ada", bell=False), watch=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: app.loaded, what="the scan to end")
+        # Keys for 1.5 s, one every 0.2 s: nothing is read ahead meanwhile.
+        end = time.monotonic() + 1.5
+        down = True
+        while time.monotonic() < end:
+            await pilot.press("down" if down else "up")
+            last, down = time.monotonic(), not down
+            await asyncio.sleep(0.2)
+            assert not read, "read ahead while the operator was pressing keys"
+        await until(pilot, lambda: read, 10, what="the questions to be read ahead")
+        assert read[0] >= last + 0.5, read[0] - last
+
+
+def test_the_parse_cache_is_saved_when_the_operator_pauses_or_as_the_app_quits(
+    tmp_path, monkeypatch
+):
+    """A cold scan's cache is not written in the middle of the first keys (at 50,000 blocks
+    a second of Python); it is written once the operator pauses, and as the app quits."""
+    from hitl_tui.paths import state_dir
+    from hitl_tui.tui import app as app_module
+
+    monkeypatch.setattr(parsecache, "RACY_NS", 0)
+    root = tmp_path / "fleet"
+    fleet(root)
+
+    def shards() -> list[Path]:
+        return sorted((state_dir() / "parse-cache").glob("*/shard-*.json"))
+
+    monkeypatch.setattr(app_module, "PREFETCH_QUIET", 30.0, raising=False)
+
+    async def busy(app: HitlApp, pilot) -> None:
+        await until(pilot, lambda: app.loaded, what="the scan to end")
+        await pilot.press("down")
+        await asyncio.sleep(0.3)
+        assert not shards(), "the cache was written while the operator was at the keys"
+
+    assert open_as_hitl(root, monkeypatch, busy) == 0
+    assert shards(), "the cache was not written as the app quit"
+    for shard in shards():
+        shard.unlink()
+
+    monkeypatch.setattr(app_module, "PREFETCH_QUIET", 0.3, raising=False)
+
+    async def pausing(app: HitlApp, pilot) -> None:
+        await until(pilot, lambda: app.loaded, what="the scan to end")
+        await until(pilot, shards, 10, what="the cache to be written once quiet")
+
+    assert open_as_hitl(root, monkeypatch, pausing) == 0
