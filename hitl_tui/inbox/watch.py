@@ -280,7 +280,11 @@ async def _watch(
             # A delta that only added or changed blocks leaves the folders as they were (a new
             # folder is a rewatch; one gone removes blocks; an answer's folders come with
             # `waiting`): at 10,000 repositories their stats held up the next event by 0.1 s.
-            settled = not (delta.rewatch or delta.removed or delta.waiting or due or raised)
+            # A block removed whose folder is still there leaves the folders as they were too
+            # (each trial of row 1 removes its file: a stat of its folder, not 10,000).
+            settled = not (
+                delta.rewatch or delta.waiting or due or raised or _folder_gone(delta.removed)
+            )
             if delta:
                 result = on_delta(delta)
                 if asyncio.iscoroutine(result):
@@ -298,6 +302,15 @@ async def _watch(
     finally:
         await watch.aclose()  # (its watches given back before the next watch places its own)
     return None
+
+
+def _folder_gone(removed: list[Any]) -> bool:
+    """Whether the folder of a removed block's file is gone (or the block had no file)."""
+    for key in removed:
+        path = key[1] if isinstance(key, tuple) and len(key) > 1 else None
+        if not isinstance(path, Path) or not os.path.isdir(path.parent):
+            return True
+    return False
 
 
 async def _place(
