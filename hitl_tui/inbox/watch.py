@@ -336,20 +336,20 @@ async def _watch(
                 continue
             if change is None:
                 change = await asyncio.to_thread(_compare, inbox, watched)
-            following, missing, stale = change
+            following, missing, gone, stale = change
             # (Nothing left to watch: the watch starts again, and looks for it every second.)
             if raised or stale or not following or len(streams.extra) + len(missing) > EXTRA_MAX:
                 restart.set()
                 return following
-            if missing or len(following) != len(watched):
+            if missing or gone:
                 # Folders gone: their watches went with them. Folders new (or made again in
                 # place): the small watch takes them, and the main one, over 10,000 folders,
                 # is not built again (a quarter of a second with the interpreter held).
-                wanted = set(following)
-                for folder in [f for f in watched if f not in wanted]:
+                for folder in gone:
                     del watched[folder]
                 watched.update(missing)
-                extra = [f for f in streams.extra if f in wanted and f not in missing]
+                left = set(gone) | set(missing)
+                extra = [f for f in streams.extra if f not in left]
                 if missing:
                     streams.add(extra + list(missing), list(missing))
                 else:
@@ -382,16 +382,18 @@ def _identities(dirs: list[Path]) -> dict[Path, tuple[int, int] | None]:
 
 def _compare(
     inbox: Inbox, watched: dict[Path, tuple[int, int] | None]
-) -> tuple[list[Path], dict[Path, tuple[int, int] | None], bool]:
+) -> tuple[list[Path], dict[Path, tuple[int, int] | None], list[Path], bool]:
     """The folders to watch now; those with no live watch (new, or not the folder watched:
-    made again in place), with their identities; and whether a folder no longer to watch is
-    still there (its watch would stay: the watch must start again to give it back)."""
+    made again in place), with their identities; those watched no longer to watch; and
+    whether one of these is still there (its watch would stay: the watch must start again to
+    give it back). In a thread: 10,000 paths hashed on the event loop took 30 ms."""
     following = inbox.watch_dirs()
     now = _identities(following)
     wanted = set(following)
     missing = {f: ident for f, ident in now.items() if f not in watched or watched[f] != ident}
-    stale = any(f not in wanted and os.path.isdir(f) for f in watched)
-    return following, missing, stale
+    gone = [f for f in watched if f not in wanted]
+    stale = any(os.path.isdir(f) for f in gone)
+    return following, missing, gone, stale
 
 
 async def _caught_up(inbox: Inbox, folders: list[Path], since: float) -> Delta:
