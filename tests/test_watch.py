@@ -329,8 +329,10 @@ async def test_a_new_repo_is_watched_without_rebuilding_the_whole_watch(
         assert w.held() == InotifyUsage(2, 23)
         (root / "new-a" / "BLOCKED.md").write_text(BLOCK.format(q="new-a, reworded?"))
         (root / "old-07" / "BLOCKED.md").write_text(BLOCK.format(q="old-07?"))
-        await w.expect(changed("new-a"))
-        await w.expect(added("old-07"))
+        seen: set[str] = set()
+        while seen != {"new-a", "old-07"}:  # (from two watches: in either order)
+            delta = await w.expect(lambda d: bool(d.added or d.changed))
+            seen.update(b.id for b in delta.added + delta.changed)
 
 
 async def test_no_change_is_lost_while_the_small_watch_is_replaced(tmp_path: Path):
@@ -392,6 +394,40 @@ async def test_no_change_is_lost_when_the_added_folders_fold_into_one_watch(
         assert w.held() == InotifyUsage(1, 5)
         (root / "r1" / "BLOCKED.md").write_text(BLOCK.format(q="r1, after?"))
         await w.expect(added("r1"))
+
+
+async def test_a_block_arrives_while_a_look_at_the_files_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The look at every file (at start, then every CATCH_UP_EVERY s) takes seconds at 10,000
+    repositories on a busy machine: a block written meanwhile shows at once, not after it."""
+    import threading
+
+    monkeypatch.setattr(watch, "CATCH_UP_EVERY", 0.0)
+    repo = make_repo(tmp_path / "shop")
+    inbox = Inbox.open([tmp_path])
+    release = threading.Event()
+    looking = threading.Event()
+    real = inbox.catch_up
+
+    def slow_look(since, only=None):
+        if only is None:
+            looking.set()
+            assert release.wait(10)
+        return real(since, only)
+
+    inbox.catch_up = slow_look  # type: ignore[method-assign]
+    async with Watcher(inbox) as w:
+        try:
+            deadline = time.monotonic() + 5
+            while not looking.is_set():
+                assert time.monotonic() < deadline, "no look began"
+                await asyncio.sleep(0.01)
+            (repo / "BLOCKED.md").write_text(BLOCK.format(q="Now?"))
+            await w.expect(added("shop"))
+            assert not release.is_set()
+        finally:
+            release.set()
 
 
 async def test_a_folder_vanishing_as_the_watch_starts(tmp_path: Path):

@@ -270,6 +270,28 @@ async def _watch(
     roots = set(inbox.workspace.roots)
     streams = _Streams(watch, aliases, combined)
     caught_up = False
+    #: The look at the files running in the background (`_CatchUp.run`), until its result is
+    #: taken from the queue (`_Looked`): events are handled meanwhile (at 10,000 repositories
+    #: a look is 0.3 s of stats, seconds on a busy machine, and every event waited for it).
+    look: asyncio.Task[Delta] | None = None
+
+    async def restart_on(following: list[Path]) -> list[Path]:
+        # What a look still running finds is handed on before the watch starts again (it
+        # moves the catch-up's `since`: the next look would not find it again).
+        if look is not None:
+            try:
+                found = await look
+            except Exception as exc:
+                if on_error is not None:
+                    on_error(exc)
+                found = Delta()
+            if found:
+                result = on_delta(found)
+                if asyncio.iscoroutine(result):
+                    await result
+        restart.set()
+        return following
+
     try:
         while True:
             item = await streams.queue.get()
@@ -278,31 +300,46 @@ async def _watch(
             if isinstance(item, BaseException):
                 raise item
             added: list[Path] = []
+            looked: Delta | None = None
+            paths: list[Path] = []
             if isinstance(item, _Added):
                 if item.failed:  # the small watch could not be placed: all start again
-                    restart.set()
-                    return await asyncio.to_thread(inbox.watch_dirs)
-                added, paths = item.folders, []
+                    return await restart_on(await asyncio.to_thread(inbox.watch_dirs))
+                added = item.folders
+            elif isinstance(item, _Looked):
+                look = None
+                if item.task.cancelled():
+                    continue
+                error = item.task.exception()
+                if error is not None:  # a bug must not end live watching for every repo
+                    if on_error is not None and isinstance(error, Exception):
+                        on_error(error)
+                    continue
+                looked = item.task.result()
             else:
                 paths = item
             # awatch yields only once every folder's watch is in place (its first yield comes
             # CATCH_UP_MS later, or with the first events): from here on, a change has an event,
             # and what changed before has none, so the files are looked at now, and every
             # CATCH_UP_EVERY seconds for events the kernel or watchfiles lost.
-            due = not caught_up or catch_up.due()
+            if look is None and (not caught_up or catch_up.due()):
+                caught_up = True
+                look = asyncio.ensure_future(catch_up.run())
+                look.add_done_callback(lambda task: streams.queue.put_nowait(_Looked(task)))
+            due = looked is not None
             polled = poll is not None and poll.due()
             if not paths and not due and not polled and not added:
                 continue
-            caught_up = True
             try:
                 delta = await asyncio.to_thread(inbox.handle, paths) if paths else Delta()
-                if due or any(f in roots for f in added):
+                if looked is not None:
+                    delta.merge(looked)
+                if any(f in roots for f in added):
                     delta.merge(await catch_up.run())
-                else:
-                    if added:  # their watches in place now: what was made there before
-                        delta.merge(await _caught_up(inbox, added, catch_up.since))
-                    if polled and poll is not None:
-                        delta.merge(await poll.run())
+                elif added:  # their watches in place now: what was made there before
+                    delta.merge(await _caught_up(inbox, added, catch_up.since))
+                if polled and not due and poll is not None:
+                    delta.merge(await poll.run())
             except Exception as exc:  # a bug must not end live watching for every repo
                 if on_error is not None:
                     on_error(exc)
@@ -339,8 +376,7 @@ async def _watch(
             following, missing, gone, stale = change
             # (Nothing left to watch: the watch starts again, and looks for it every second.)
             if raised or stale or not following or len(streams.extra) + len(missing) > EXTRA_MAX:
-                restart.set()
-                return following
+                return await restart_on(following)
             if missing or gone:
                 # Folders gone: their watches went with them. Folders new (or made again in
                 # place): the small watch takes them, and the main one, over 10,000 folders,
@@ -357,6 +393,8 @@ async def _watch(
                 if on_ready is not None:
                     on_ready(following)
     finally:
+        if look is not None and not look.done():
+            look.cancel()  # (stopping: what it finds is of no one's interest now)
         await streams.close()  # (its watches given back before the next watch places its own)
 
 
@@ -365,6 +403,10 @@ async def _watch(
 #: this many: past it, the main watch starts again over every folder, once. So a live watch
 #: holds at most two inotify instances (three for the moment the small one is replaced).
 EXTRA_MAX = 256
+#: How soon the small watch yields for the first time (its watches are in place then, and its
+#: folders are looked at): a new repository's or a first ask's row waits for it. It wakes this
+#: often while idle too (once every 200 ms, the main one).
+EXTRA_MS = 100
 
 
 def _identities(dirs: list[Path]) -> dict[Path, tuple[int, int] | None]:
@@ -414,6 +456,13 @@ class _Added:
     failed: bool = False
 
 
+@dataclass(frozen=True)
+class _Looked:
+    """A look at the files (`_CatchUp.run`) is over: its Delta, or its error."""
+
+    task: asyncio.Task[Delta]
+
+
 _END = object()
 
 
@@ -451,7 +500,8 @@ class _Streams:
     ) -> None:
         try:
             async for changes in watch:
-                self.queue.put_nowait([aliases.path(p) for _, p in changes])
+                if changes or main:  # (the main one's timeouts drive the catch-up's clock)
+                    self.queue.put_nowait([aliases.path(p) for _, p in changes])
         except Exception as exc:
             self.queue.put_nowait(exc if main else _Added([], failed=True))
         finally:
@@ -475,7 +525,7 @@ class _Streams:
             self._stops.append(own)
             aliases = _Aliases(folders)
             try:
-                watch, refused = await _place(aliases.names, _Either(self.stop, own))
+                watch, refused = await _place(aliases.names, _Either(self.stop, own), EXTRA_MS)
             except OSError:
                 watch, refused = None, ["?"]
             if watch is None or refused:
@@ -514,7 +564,7 @@ def _folder_gone(removed: list[Any]) -> bool:
 
 
 async def _place(
-    names: list[str], stop: _Either
+    names: list[str], stop: _Either, timeout: int = CATCH_UP_MS
 ) -> tuple[AsyncGenerator[set[tuple[watchfiles.Change, str]], None] | None, list[str]]:
     """A watch over as many of `names` as the kernel allows (every watch placed once this
     returns), and the names it would not watch: past its limit on inotify watches, the first
@@ -532,7 +582,7 @@ async def _place(
             debounce=DEBOUNCE_MS,
             stop_event=stop,
             ignore_permission_denied=ignore,
-            rust_timeout=CATCH_UP_MS,
+            rust_timeout=timeout,
             yield_on_timeout=True,
         )
         try:
