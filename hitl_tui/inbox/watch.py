@@ -322,19 +322,24 @@ async def _watch(
             # CATCH_UP_MS later, or with the first events): from here on, a change has an event,
             # and what changed before has none, so the files are looked at now, and every
             # CATCH_UP_EVERY seconds for events the kernel or watchfiles lost.
-            if look is None and (not caught_up or catch_up.due()):
-                caught_up = True
+            # The first look, as the watch begins, is awaited before any event is handled (so
+            # an event never races it); the later ones run beside the events.
+            first = not caught_up
+            if look is None and caught_up and catch_up.due():
                 look = asyncio.ensure_future(catch_up.run())
                 look.add_done_callback(lambda task: streams.queue.put_nowait(_Looked(task)))
-            due = looked is not None
+            due = first or looked is not None
             polled = poll is not None and poll.due()
             if not paths and not due and not polled and not added:
                 continue
+            caught_up = True
             try:
                 delta = await asyncio.to_thread(inbox.handle, paths) if paths else Delta()
+                if first:
+                    delta.merge(await catch_up.run())
                 if looked is not None:
                     delta.merge(looked)
-                if any(f in roots for f in added):
+                if any(f in roots for f in added) and not first:
                     delta.merge(await catch_up.run())
                 elif added:  # their watches in place now: what was made there before
                     delta.merge(await _caught_up(inbox, added, catch_up.since))
