@@ -60,6 +60,32 @@ def test_scan_and_sorted_blocks_oldest_first(root: Path):
     assert set(inbox.watch_dirs()) == {root, root / "a", root / "b", root / "c"}
 
 
+def test_repo_count_is_the_repositories_of_the_blocks_after_every_change(root: Path):
+    """The header's count (kept from each repository's keys) equals the distinct repositories
+    of the blocks listed, through scans, arrivals, removals, a repo deleted, remote blocks."""
+    import dataclasses
+
+    inbox = Inbox.open([root])
+
+    def distinct() -> int:
+        return len({b.repo for b in inbox.blocks.values()})
+
+    assert inbox.repo_count() == distinct() == 2
+    inbox.handle([blocked(root / "c", "C now?")])
+    assert inbox.repo_count() == distinct() == 3
+    (root / "a" / "BLOCKED.md").unlink()
+    inbox.handle([root / "a" / "BLOCKED.md"])
+    assert inbox.repo_count() == distinct() == 2
+    shutil.rmtree(root / "b")
+    inbox.handle([root / "b"])
+    assert inbox.repo_count() == distinct() == 1
+    far = dataclasses.replace(next(iter(inbox.blocks.values())), repo="far:shop", source="ssh")
+    inbox.replace_remote("ssh", "far", [far])
+    assert inbox.repo_count() == distinct() == 2
+    inbox.scan()
+    assert inbox.repo_count() == distinct() == 2
+
+
 def test_sorted_blocks_ties_break_by_id(tmp_path: Path):
     for name in ["zeta", "alpha", "mid"]:
         blocked(make_repo(tmp_path / name), name, age=50)

@@ -89,13 +89,18 @@ class Watcher:
         )
 
     async def watching(self, timeout: float = 10.0) -> None:
-        """Until the kernel holds exactly one instance watching every folder named.
+        """Until the kernel holds a watch on every folder named, and no other: in one instance,
+        or two once folders were added while watching (the small watch that holds them).
 
         (`on_ready` is called before the watches exist, so a change made right after it could
         come before them.)
         """
         deadline = time.monotonic() + timeout
-        while not (self.starts and self.held() == InotifyUsage(1, len(self.dirs))):
+        while not (
+            self.starts
+            and self.held().watches == len(self.dirs)
+            and self.held().instances in (1, 2)
+        ):
             if self.task.done():
                 self.task.result()
             assert time.monotonic() < deadline, f"not watching: {self.held()} for {self.dirs}"
@@ -277,15 +282,157 @@ async def test_restarts_do_not_leak_inotify_instances(tmp_path: Path):
         for i in range(5):
             make_repo(root / f"r{i}")
             await w.expect(lambda d, i=i: root / f"r{i}" in inbox.workspace.repos)
-            await w.watching()  # exactly one instance each time
+            await w.watching()  # one watch per folder each time
         assert w.starts == 6
-        assert w.held() == InotifyUsage(1, 6)
+        # The root in the first watch, the five new repos in the small one beside it (not a
+        # new watch over every folder each time): two instances, never more once settled.
+        assert w.held() == InotifyUsage(2, 6)
     # watchfiles closes its inotify instance in its own thread, a moment after the task ends
     # (on a loaded machine, more than a moment).
     deadline = time.monotonic() + 5
     while w.held() != InotifyUsage(0, 0) and time.monotonic() < deadline:
         await asyncio.sleep(0.02)
     assert w.held() == InotifyUsage(0, 0)
+
+
+def _placements(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many folders each watch placed (each `awatch`) was given, in order."""
+    sizes: list[int] = []
+    real = watch.watchfiles.awatch
+
+    def counting(*paths, **kwargs):
+        sizes.append(len(paths))
+        return real(*paths, **kwargs)
+
+    monkeypatch.setattr(watch.watchfiles, "awatch", counting)
+    return sizes
+
+
+async def test_a_new_repo_is_watched_without_rebuilding_the_whole_watch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """At 10,000 repositories a watch over every folder takes a quarter of a second to build,
+    with the interpreter held (the app frozen): a repository made while watching gets a watch
+    of its own beside it, and its block shows; the big one is not built again."""
+    sizes = _placements(monkeypatch)
+    root = tmp_path / "loops"
+    for i in range(20):
+        make_repo(root / f"old-{i:02d}")
+    inbox = Inbox.open([root])
+    async with Watcher(inbox) as w:
+        assert sizes == [21]
+        for name in ("new-a", "new-b"):
+            make_repo(root / name, f"{name}?")
+            await w.expect(added(name))
+            await w.watching()
+        assert max(sizes[1:]) <= 2, sizes  # the new folders alone, never the 21 again
+        assert w.held() == InotifyUsage(2, 23)
+        (root / "new-a" / "BLOCKED.md").write_text(BLOCK.format(q="new-a, reworded?"))
+        (root / "old-07" / "BLOCKED.md").write_text(BLOCK.format(q="old-07?"))
+        seen: set[str] = set()
+        while seen != {"new-a", "old-07"}:  # (from two watches: in either order)
+            delta = await w.expect(lambda d: bool(d.added or d.changed))
+            seen.update(b.id for b in delta.added + delta.changed)
+
+
+async def test_no_change_is_lost_while_the_small_watch_is_replaced(tmp_path: Path):
+    """The small watch over the added folders is replaced by a bigger one at each new folder:
+    a change made in an added folder at that moment still arrives (the new watch is in place
+    before the old one closes)."""
+    root = tmp_path / "loops"
+    root.mkdir()
+    inbox = Inbox.open([root])
+    first = root / "first"
+    async with Watcher(inbox) as w:
+        make_repo(first)
+        await w.expect(lambda d: first in inbox.workspace.repos)
+        await w.watching()
+
+        def write_when_second_seen(delta: Delta) -> None:
+            if root / "second" in inbox.workspace.repos and not (first / "BLOCKED.md").exists():
+                (first / "BLOCKED.md").write_text(BLOCK.format(q="During the swap?"))
+
+        w.on_delta = write_when_second_seen
+        make_repo(root / "second")
+        await w.expect(added("first"))
+        await w.watching()
+        (first / "BLOCKED.md").write_text(BLOCK.format(q="After the swap?"))
+        delta = await w.expect(changed("first"))
+        assert delta.changed[0].question == "After the swap?"
+
+
+async def test_no_change_is_lost_when_the_added_folders_fold_into_one_watch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Past EXTRA_MAX added folders the watch starts again over every folder, in one instance:
+    a block written in an old and in a new repository while it does arrives, and after it."""
+    monkeypatch.setattr(watch, "EXTRA_MAX", 2)
+    sizes = _placements(monkeypatch)
+    root = tmp_path / "loops"
+    make_repo(root / "old")
+    inbox = Inbox.open([root])
+    async with Watcher(inbox) as w:
+        for i in range(2):
+            make_repo(root / f"r{i}")
+            await w.expect(lambda d, i=i: root / f"r{i}" in inbox.workspace.repos)
+            await w.watching()
+        assert w.held().instances == 2
+
+        def write_during_fold(delta: Delta) -> None:
+            if root / "r2" in inbox.workspace.repos and not (root / "old" / "BLOCKED.md").exists():
+                (root / "old" / "BLOCKED.md").write_text(BLOCK.format(q="Old, during?"))
+                (root / "r0" / "BLOCKED.md").write_text(BLOCK.format(q="r0, during?"))
+
+        w.on_delta = write_during_fold
+        make_repo(root / "r2", "r2?")
+        arrived: set[str] = set()
+        while arrived != {"old", "r0", "r2"}:
+            delta = await w.expect(lambda d: bool(d.added))
+            arrived.update(b.id for b in delta.added)
+        await w.watching()
+        assert sizes[-1] == 5  # every folder in one watch again: root, old, r0, r1, r2
+        assert w.held() == InotifyUsage(1, 5)
+        (root / "r1" / "BLOCKED.md").write_text(BLOCK.format(q="r1, after?"))
+        await w.expect(added("r1"))
+
+
+async def test_a_block_arrives_while_a_look_at_the_files_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The look at every file while watching (every CATCH_UP_EVERY s) takes seconds at 10,000
+    repositories on a busy machine: a block written meanwhile shows at once, not after it."""
+    import threading
+
+    monkeypatch.setattr(watch, "CATCH_UP_EVERY", 0.0)
+    repo = make_repo(tmp_path / "shop")
+    inbox = Inbox.open([tmp_path])
+    release = threading.Event()
+    looking = threading.Event()
+    real = inbox.catch_up
+
+    looks: list[float] = []
+
+    def slow_look(since, only=None):
+        if only is not None:
+            return real(since, only)
+        looks.append(since)
+        if len(looks) > 1:  # a look while watching (the first, as the watch begins, is awaited)
+            looking.set()
+            assert release.wait(10)
+        return real(since, only)
+
+    inbox.catch_up = slow_look  # type: ignore[method-assign]
+    async with Watcher(inbox) as w:
+        try:
+            deadline = time.monotonic() + 5
+            while not looking.is_set():
+                assert time.monotonic() < deadline, "no look began"
+                await asyncio.sleep(0.01)
+            (repo / "BLOCKED.md").write_text(BLOCK.format(q="Now?"))
+            await w.expect(added("shop"))
+            assert not release.is_set()
+        finally:
+            release.set()
 
 
 async def test_a_folder_vanishing_as_the_watch_starts(tmp_path: Path):

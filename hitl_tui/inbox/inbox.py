@@ -401,7 +401,12 @@ class Inbox:
         return ordered(self.blocks.values())
 
     def repo_count(self) -> int:
-        # In C (the header asks at every change): a set comprehension was 3 ms at 50,000.
+        """How many repositories have a block (the header asks at every change)."""
+        by_repo = list(self._by_repo.values())
+        # Local blocks alone, each listed under its repository: the repositories with a key
+        # (in C; a set of 50,000 blocks' repositories was 5-10 ms at each change).
+        if not any(self._remote.values()) and sum(map(len, by_repo)) == len(self.blocks):
+            return sum(map(bool, by_repo))
         return len(set(map(_REPO, list(self.blocks.values()))))
 
     # -- live updates ------------------------------------------------------------------------

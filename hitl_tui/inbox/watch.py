@@ -3,8 +3,13 @@
 A recursive watch costs one inotify watch per folder below it (a big `.git` or `node_modules`
 costs thousands), and one watcher per repo runs out of inotify instances (128 per user on Linux).
 So there is a single `awatch` over the exact folders the sources name (each repo's root, its task
-folder, ...) plus the workspace roots, with `recursive=False`. When that set of folders changes
-(a repo or task folder created or deleted) the watcher is restarted on the new set.
+folder, ...) plus the workspace roots, with `recursive=False`. A folder added to that set while
+watching (a repo or task folder created, a repository's first `.hitl/asks/`) is watched by a
+second, small watcher beside it, merged into the same stream (`_Streams`): building the big one
+again took a quarter of a second at 10,000 repositories with the interpreter held, the app
+frozen. Past EXTRA_MAX added folders, or when a folder no longer to watch is still there, the
+watch restarts on the whole set, in one watcher again. So at most two inotify instances, and
+one watch per folder. A folder deleted loses its watch with it: nothing restarts.
 
 Nothing made after start-up is missed, by construction: a change made while a folder's watch is
 in place has an event; one made before (after the scan, or while a restart adds 10,000 watches)
@@ -32,7 +37,7 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import watchfiles
 
@@ -220,7 +225,17 @@ async def _watch_until(
         aliases = _Aliases(dirs)
         try:
             following = await _watch(
-                inbox, dirs, aliases, on_delta, combined, restart, on_error, saver, catch_up, limits
+                inbox,
+                dirs,
+                aliases,
+                on_delta,
+                combined,
+                restart,
+                on_error,
+                saver,
+                catch_up,
+                limits,
+                on_ready,
             )
         finally:
             aliases.close()
@@ -237,50 +252,121 @@ async def _watch(
     saver: _SinceSaver,
     catch_up: _CatchUp,
     limits: _Limits,
+    on_ready: Callable[[list[Path]], None] | None = None,
 ) -> list[Path] | None:
     """One watch over `dirs`, until it must restart on a new set of folders (returned), or
-    stop (None)."""
+    stop (None). Folders added meanwhile are watched by a second, small watch (`_Streams`)."""
     placed = time.time()
+    # Which folder each watch is on, taken before the watches are: a folder deleted and made
+    # again in place later has another identity, and its watch died with the old one.
+    watched = await asyncio.to_thread(_identities, dirs)
     watch, refused = await _place(aliases.names, combined)
     if watch is None:
         return None
+    # (Folders left unwatched stay in `watched`: they are polled, not added again.)
     unwatched = [aliases.path(name) for name in refused]
     poll = _Poll(inbox, unwatched, placed) if unwatched else None
     limits.report(inbox, unwatched, poll)
+    roots = set(inbox.workspace.roots)
+    streams = _Streams(watch, aliases, combined)
     caught_up = False
+    #: The look at the files running in the background (`_CatchUp.run`), until its result is
+    #: taken from the queue (`_Looked`): events are handled meanwhile (at 10,000 repositories
+    #: a look is 0.3 s of stats, seconds on a busy machine, and every event waited for it).
+    look: asyncio.Task[Delta] | None = None
+
+    async def restart_on(following: list[Path]) -> list[Path]:
+        # What a look still running finds is handed on before the watch starts again (it
+        # moves the catch-up's `since`: the next look would not find it again).
+        if look is not None:
+            try:
+                found = await look
+            except Exception as exc:
+                if on_error is not None:
+                    on_error(exc)
+                found = Delta()
+            if found:
+                result = on_delta(found)
+                if asyncio.iscoroutine(result):
+                    await result
+        restart.set()
+        return following
+
     try:
-        async for changes in watch:
-            paths = [aliases.path(p) for _, p in changes]
+        while True:
+            item = await streams.queue.get()
+            if item is _END:
+                return None
+            if isinstance(item, BaseException):
+                raise item
+            added: list[Path] = []
+            looked: Delta | None = None
+            paths: list[Path] = []
+            if isinstance(item, _Added):
+                if item.failed:  # the small watch could not be placed: all start again
+                    return await restart_on(await asyncio.to_thread(inbox.watch_dirs))
+                added = item.folders
+            elif isinstance(item, _Looked):
+                look = None
+                if item.task.cancelled():
+                    continue
+                error = item.task.exception()
+                if error is not None:  # a bug must not end live watching for every repo
+                    if on_error is not None and isinstance(error, Exception):
+                        on_error(error)
+                    continue
+                looked = item.task.result()
+            else:
+                paths = item
             # awatch yields only once every folder's watch is in place (its first yield comes
             # CATCH_UP_MS later, or with the first events): from here on, a change has an event,
             # and what changed before has none, so the files are looked at now, and every
             # CATCH_UP_EVERY seconds for events the kernel or watchfiles lost.
-            due = not caught_up or catch_up.due()
+            # The first look, as the watch begins, is awaited before any event is handled (so
+            # an event never races it); the later ones run beside the events.
+            first = not caught_up
+            if look is None and caught_up and catch_up.due():
+                look = asyncio.ensure_future(catch_up.run())
+                look.add_done_callback(lambda task: streams.queue.put_nowait(_Looked(task)))
+            due = first or looked is not None
             polled = poll is not None and poll.due()
-            if not paths and not due and not polled:
+            if not paths and not due and not polled and not added:
                 continue
             caught_up = True
             try:
                 delta = await asyncio.to_thread(inbox.handle, paths) if paths else Delta()
-                if due:
+                if first:
                     delta.merge(await catch_up.run())
-                elif polled and poll is not None:
+                if looked is not None:
+                    delta.merge(looked)
+                if any(f in roots for f in added) and not first:
+                    delta.merge(await catch_up.run())
+                elif added:  # their watches in place now: what was made there before
+                    delta.merge(await _caught_up(inbox, added, catch_up.since))
+                if polled and not due and poll is not None:
                     delta.merge(await poll.run())
             except Exception as exc:  # a bug must not end live watching for every repo
                 if on_error is not None:
                     on_error(exc)
                 continue
-            # The folders to watch next, listed in a thread (10,000 stats at 10,000
-            # repositories: on the event loop they froze the app for a tenth of a second and
-            # more at each event). When the set of folders changed, before the change is
-            # handed on, so that whoever sees it sees the new watch begin (`on_ready`) at once.
-            following = await asyncio.to_thread(inbox.watch_dirs) if delta.rewatch else None
             # The limit raised since (the sysctl the message gives): every folder watched again.
             raised = due and poll is not None and poll.raised()
             # A delta that only added or changed blocks leaves the folders as they were (a new
             # folder is a rewatch; one gone removes blocks; an answer's folders come with
             # `waiting`): at 10,000 repositories their stats held up the next event by 0.1 s.
-            settled = not (delta.rewatch or delta.removed or delta.waiting or due or raised)
+            # A block removed whose folder is still there leaves them as they were too (each
+            # trial of row 1 removes its file: a stat of its folder, not 10,000).
+            settled = not (
+                delta.rewatch or delta.waiting or due or raised or _folder_gone(delta.removed)
+            )
+            # The folders to watch next, and those of them with no watch of their own, in a
+            # thread (10,000 stats at 10,000 repositories: on the event loop they froze the app
+            # for a tenth of a second and more at each event). When the set of folders changed,
+            # before the change is handed on, so that whoever sees it sees the new watch begin
+            # (`on_ready`) at once.
+            change = None
+            if delta.rewatch:
+                change = await asyncio.to_thread(_compare, inbox, watched)
             if delta:
                 result = on_delta(delta)
                 if asyncio.iscoroutine(result):
@@ -290,18 +376,200 @@ async def _watch(
                 saver.soon()
             if settled:
                 continue
-            if following is None:
-                following = await asyncio.to_thread(inbox.watch_dirs)
-            if raised or delta.rewatch or set(following) != set(dirs):
-                restart.set()
-                return following
+            if change is None:
+                change = await asyncio.to_thread(_compare, inbox, watched)
+            following, missing, gone, stale = change
+            # (Nothing left to watch: the watch starts again, and looks for it every second.)
+            if raised or stale or not following or len(streams.extra) + len(missing) > EXTRA_MAX:
+                return await restart_on(following)
+            if missing or gone:
+                # Folders gone: their watches went with them. Folders new (or made again in
+                # place): the small watch takes them, and the main one, over 10,000 folders,
+                # is not built again (a quarter of a second with the interpreter held).
+                for folder in gone:
+                    del watched[folder]
+                watched.update(missing)
+                left = set(gone) | set(missing)
+                extra = [f for f in streams.extra if f not in left]
+                if missing:
+                    streams.add(extra + list(missing), list(missing))
+                else:
+                    streams.extra = extra
+                if on_ready is not None:
+                    on_ready(following)
     finally:
-        await watch.aclose()  # (its watches given back before the next watch places its own)
-    return None
+        if look is not None and not look.done():
+            look.cancel()  # (stopping: what it finds is of no one's interest now)
+        await streams.close()  # (its watches given back before the next watch places its own)
+
+
+#: Folders added to the watch after it began (a new repository, a repository's first
+#: `.hitl/asks/`) are watched by a second, small watcher, merged into the same stream, up to
+#: this many: past it, the main watch starts again over every folder, once. So a live watch
+#: holds at most two inotify instances (three for the moment the small one is replaced).
+EXTRA_MAX = 256
+#: How soon the small watch yields for the first time (its watches are in place then, and its
+#: folders are looked at): a new repository's or a first ask's row waits for it. It wakes this
+#: often while idle too (once every 200 ms, the main one).
+EXTRA_MS = 100
+
+
+def _identities(dirs: list[Path]) -> dict[Path, tuple[int, int] | None]:
+    """Each folder's (device, inode), None where it cannot be read."""
+    out: dict[Path, tuple[int, int] | None] = {}
+    for folder in dirs:
+        try:
+            st = os.stat(folder)
+        except OSError:
+            out[folder] = None
+            continue
+        out[folder] = (st.st_dev, st.st_ino)
+    return out
+
+
+def _compare(
+    inbox: Inbox, watched: dict[Path, tuple[int, int] | None]
+) -> tuple[list[Path], dict[Path, tuple[int, int] | None], list[Path], bool]:
+    """The folders to watch now; those with no live watch (new, or not the folder watched:
+    made again in place), with their identities; those watched no longer to watch; and
+    whether one of these is still there (its watch would stay: the watch must start again to
+    give it back). In a thread: 10,000 paths hashed on the event loop took 30 ms."""
+    following = inbox.watch_dirs()
+    now = _identities(following)
+    wanted = set(following)
+    missing = {f: ident for f, ident in now.items() if f not in watched or watched[f] != ident}
+    gone = [f for f in watched if f not in wanted]
+    stale = any(os.path.isdir(f) for f in gone)
+    return following, missing, gone, stale
+
+
+async def _caught_up(inbox: Inbox, folders: list[Path], since: float) -> Delta:
+    """What was made in `folders` before their watch was in place: a catch-up of their
+    repositories alone (a waiting answer's folder: the waiting answers checked)."""
+    repos = inbox.owners(folders)
+    delta = await asyncio.to_thread(inbox.catch_up, since, repos) if repos else Delta()
+    if len(repos) < len(folders) and inbox.resumes is not None:
+        delta.waiting += (await asyncio.to_thread(inbox.check_waiting)).waiting
+    return delta
+
+
+@dataclass(frozen=True)
+class _Added:
+    """The small watch is in place over `folders` (newly added), or could not be (`failed`)."""
+
+    folders: list[Path]
+    failed: bool = False
+
+
+@dataclass(frozen=True)
+class _Looked:
+    """A look at the files (`_CatchUp.run`) is over: its Delta, or its error."""
+
+    task: asyncio.Task[Delta]
+
+
+_END = object()
+
+
+class _Streams:
+    """The main watch and the small one over the folders added since it began, as one queue
+    of batches of paths; an `_Added` once a new small watch is in place. A new small watch is
+    placed before the one it replaces is closed, so no event falls between the two."""
+
+    def __init__(
+        self,
+        main: AsyncGenerator[set[tuple[watchfiles.Change, str]], None],
+        aliases: _Aliases,
+        stop: _Either,
+    ) -> None:
+        self.queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.stop = stop
+        #: The folders the small watch holds, or will once placed.
+        self.extra: list[Path] = []
+        self._lock = asyncio.Lock()
+        self._current: asyncio.Event | None = None
+        self._stops: list[asyncio.Event] = []
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._spawn(self._pump(main, aliases, main=True))
+
+    def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _pump(
+        self,
+        watch: AsyncGenerator[set[tuple[watchfiles.Change, str]], None],
+        aliases: _Aliases,
+        main: bool,
+    ) -> None:
+        try:
+            async for changes in watch:
+                if changes or main:  # (the main one's timeouts drive the catch-up's clock)
+                    self.queue.put_nowait([aliases.path(p) for _, p in changes])
+        except Exception as exc:
+            self.queue.put_nowait(exc if main else _Added([], failed=True))
+        finally:
+            await watch.aclose()
+            if main:
+                self.queue.put_nowait(_END)
+            else:
+                aliases.close()
+
+    def add(self, folders: list[Path], new: list[Path]) -> None:
+        """Watch `folders` (every added folder still wanted) with a new small watch; `new`
+        are those not watched until now."""
+        self.extra = folders
+        self._spawn(self._replace(list(folders), new))
+
+    async def _replace(self, folders: list[Path], new: list[Path]) -> None:
+        async with self._lock:
+            if self.stop.is_set():
+                return
+            own = asyncio.Event()
+            self._stops.append(own)
+            aliases = _Aliases(folders)
+            try:
+                watch, refused = await _place(aliases.names, _Either(self.stop, own), EXTRA_MS)
+            except OSError:
+                watch, refused = None, ["?"]
+            if watch is None or refused:
+                aliases.close()
+                if watch is not None:
+                    await watch.aclose()
+                if not self.stop.is_set():
+                    self.queue.put_nowait(_Added(new, failed=True))
+                return
+            if self._current is not None:
+                self._current.set()  # the one it replaces ends (its pump, then its watches)
+            self._current = own
+            self._spawn(self._pump(watch, aliases, main=False))
+            self.queue.put_nowait(_Added(new))
+
+    async def close(self) -> None:
+        self.stop.set()  # (the main watch's restart: this watch is over either way)
+        for own in self._stops:
+            own.set()
+        tasks = list(self._tasks)
+        if tasks:
+            await asyncio.wait(tasks, timeout=2.0)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _folder_gone(removed: list[Any]) -> bool:
+    """Whether the folder of a removed block's file is gone (or the block had no file)."""
+    for key in removed:
+        path = key[1] if isinstance(key, tuple) and len(key) > 1 else None
+        if not isinstance(path, Path) or not os.path.isdir(path.parent):
+            return True
+    return False
 
 
 async def _place(
-    names: list[str], stop: _Either
+    names: list[str], stop: _Either, timeout: int = CATCH_UP_MS
 ) -> tuple[AsyncGenerator[set[tuple[watchfiles.Change, str]], None] | None, list[str]]:
     """A watch over as many of `names` as the kernel allows (every watch placed once this
     returns), and the names it would not watch: past its limit on inotify watches, the first
@@ -319,7 +587,7 @@ async def _place(
             debounce=DEBOUNCE_MS,
             stop_event=stop,
             ignore_permission_denied=ignore,
-            rust_timeout=CATCH_UP_MS,
+            rust_timeout=timeout,
             yield_on_timeout=True,
         )
         try:
@@ -487,10 +755,14 @@ class _CatchUp:
         return delta
 
 
+class _IsSet(Protocol):
+    def is_set(self) -> bool: ...
+
+
 class _Either:
     """An event that is set when either of two asyncio events is (what awatch polls)."""
 
-    def __init__(self, a: asyncio.Event, b: asyncio.Event) -> None:
+    def __init__(self, a: _IsSet, b: asyncio.Event) -> None:
         self.a, self.b = a, b
 
     def is_set(self) -> bool:
