@@ -8,7 +8,6 @@ result is a Delta the UI applies without rebuilding its list.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import operator
 import os
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from hitl_tui.inbox import scan as pool
-from hitl_tui.inbox.parsecache import ParseCache, gc_paused
+from hitl_tui.inbox.parsecache import ParseCache, gc_paused, with_since
 from hitl_tui.inbox.scan import Batches, OnBatch
 from hitl_tui.inbox.view import Key, ordered
 from hitl_tui.inbox.view import key_of as key_of  # the inbox's key, as its callers name it
@@ -307,7 +306,7 @@ class Inbox:
             if source.name == block.source:
                 since = source.began(block, first)
                 break
-        return block if since == block.since else _with_since(block, since)
+        return block if since == block.since else with_since(block, since)
 
     def _scan_source(self, repo: Path, source: Source, delta: Delta) -> None:
         seen: set[Key] = set()
@@ -703,7 +702,7 @@ class Inbox:
         # Another machine's clock may be ahead: never later than this inbox first had it.
         first = self._remote_seen.setdefault(key, now)
         if block.since > first:
-            block = _with_since(block, first)
+            block = with_since(block, first)
         self.blocks[key] = block
         if old is None:
             delta.added.append(block)
@@ -747,9 +746,6 @@ class Inbox:
         raise UsageError(f"no open block with id {target!r} (see 'hitl list')")
 
 
-_BLOCK_FIELDS = tuple(f.name for f in dataclasses.fields(Block))
-
-
 def _since(path: Path, since: float, missing: bool = False) -> bool:
     """Whether `path` was written, created or renamed at or after `since` (its mtime or its
     ctime: a rename keeps the mtime and sets the ctime); `missing` when it is not there."""
@@ -769,17 +765,6 @@ def _swapped(repo: Path, since: float) -> bool:
     except OSError:
         return False
     return st.st_ctime >= since
-
-
-def _with_since(block: Block, since: datetime) -> Block:
-    """`dataclasses.replace(block, since=since)`, a few times quicker (once per block at every
-    start): the fields copied as they are, none checked again."""
-    new = object.__new__(Block)
-    put = object.__setattr__
-    for name in _BLOCK_FIELDS:
-        put(new, name, getattr(block, name))
-    put(new, "since", since)
-    return new
 
 
 def suffix_matches(target: str, blocks: Iterable[Block]) -> list[Block]:

@@ -197,8 +197,9 @@ def _block_of(state: Block | list[Any] | None, repo: Path, path: Path) -> Block 
 _BLOCK_FIELDS = tuple(f.name for f in dataclasses.fields(Block))
 
 
-def _with_since(block: Block, since: datetime) -> Block:
-    """`block` with another `since`, every other field the very same object."""
+def with_since(block: Block, since: datetime) -> Block:
+    """`dataclasses.replace(block, since=since)`, a few times quicker (once per block at every
+    start): every other field the very same object, none checked again."""
     new = object.__new__(Block)
     put = object.__setattr__
     for name in _BLOCK_FIELDS:
@@ -440,7 +441,7 @@ class ParseCache:
                     found = named.get(key)
                     if found is None or len(state) != 2 or state[0] != SENT:
                         continue
-                    entry = (entry[0], entry[1], _with_since(found, state[1]))
+                    entry = (entry[0], entry[1], with_since(found, state[1]))
                 self._entries[shard][key] = entry
                 self._dirty.add(shard)
 
