@@ -161,6 +161,9 @@ class PreviewScreen(ModalScreen[Plan | None]):
 
     BINDINGS: ClassVar = bindings("preview")
 
+    #: Frames a `y` waits for the diff's first layout before "too small" (see `action_apply`).
+    LAYOUT_FRAMES = 5
+
     def __init__(self, preview: Preview) -> None:
         super().__init__()
         self.load(preview)
@@ -185,8 +188,9 @@ class PreviewScreen(ModalScreen[Plan | None]):
         self.run_restart = preview.restart is not None
         self.error: str | None = None
         self._opened = True
-        #: Whether a frame was drawn since this plan was loaded (see `action_apply`).
-        self._drawn = False
+        #: Frames waited for since this plan was loaded before deciding on a `y` with no diff
+        #: line placed (see `action_apply`).
+        self._waited = 0
         if self.is_mounted:
             self._fill()
 
@@ -314,10 +318,11 @@ class PreviewScreen(ModalScreen[Plan | None]):
             self.notify(printable(self.error), severity="error", markup=False)
             return
         if self.diff_lines_in_view() == 0:
-            if not self._drawn:
+            if self._waited < self.LAYOUT_FRAMES:
                 # A `y` typed with the choice key reaches the preview before its first layout,
-                # when no diff line is placed yet: decide once the diff is on screen.
-                self._drawn = True
+                # when no diff line is placed yet: decide once the diff is on screen (a loaded
+                # machine may take more than one frame to place it).
+                self._waited += 1
                 self.call_after_refresh(self.action_apply)
                 return
             # Never apply what could not be shown: the diff is the answer's only full account.
