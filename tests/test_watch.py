@@ -443,8 +443,8 @@ async def test_a_folder_vanishing_as_the_watch_starts(tmp_path: Path):
     inbox = Inbox.open([root])
     listed = inbox.watch_dirs
 
-    def racy() -> list[Path]:
-        dirs = listed()
+    def racy(checked: bool = True) -> list[Path]:
+        dirs = listed(checked)
         if victim.exists():
             shutil.rmtree(victim)  # gone before awatch gets to it
         return dirs

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from hitl_tui.inbox import scan as pool
+from hitl_tui.inbox.dirindex import DirIndex
 from hitl_tui.inbox.parsecache import ParseCache, gc_paused, with_since
 from hitl_tui.inbox.scan import Batches, OnBatch
 from hitl_tui.inbox.view import Key, ordered
@@ -108,7 +109,7 @@ class Inbox:
         self.labels: dict[Path, str] = {}
         self._by_repo: dict[Path | str, set[Key]] = {}
         #: Watched folder -> its repository; built when first needed (a CLI run never does).
-        self._dir_owner: dict[Path, Path] | None = None
+        self._dirs: DirIndex | None = None
         #: The remote backends (GitHub, ...; see `use_remotes`): their blocks come in through
         #: `replace_remote`, and answering finds their planner here like the local ones'.
         self.remotes: list[Source] = []
@@ -251,7 +252,7 @@ class Inbox:
         if self.book is not None:
             seen = {key_for(*k) for k in self.blocks if k not in remote}
             self.book.prune({os.fsdecode(r) for r in repos}, seen)
-        self._dir_owner = None
+        self._dirs = None
         batches.flush(len(repos))
 
     def _scan_in_processes(self, repos: list[Path], workers: int, batches: Batches) -> bool:
@@ -372,27 +373,26 @@ class Inbox:
         self._by_repo.get(repo, set()).discard(key)
 
     def _owners(self) -> dict[Path, Path]:
-        if self._dir_owner is None:
-            self._index_dirs()
-            assert self._dir_owner is not None
-        return self._dir_owner
+        if self._dirs is None:
+            self._dirs = DirIndex(self.workspace.repos, self.sources)
+        return self._dirs.owner
 
-    def _index_dirs(self) -> None:
-        owner: dict[Path, Path] = {}
-        for repo in self.workspace.repos:
-            for source in self.sources:
-                for folder in source.watch_dirs(repo):
-                    owner.setdefault(folder, repo)
-        self._dir_owner = owner
+    def _index_dirs(self, changed: Iterable[Path] | None = None) -> None:
+        """The folder index built again; with `changed`, those repositories' folders alone."""
+        if changed is None or self._dirs is None:
+            self._dirs = DirIndex(self.workspace.repos, self.sources)
+        else:
+            self._dirs.update(changed, self.workspace.repos, self.sources)
 
     @_locked
-    def watch_dirs(self) -> list[Path]:
-        """Every folder to watch, non-recursively: the roots, and each source's folders."""
+    def watch_dirs(self, checked: bool = True) -> list[Path]:
+        """Every folder to watch, non-recursively: the roots, and each source's folders
+        (`checked=False`: not each looked at to be a folder; the watcher stats each anyway)."""
         dirs = dict.fromkeys(self.workspace.roots)
         dirs.update(dict.fromkeys(self._owners()))
         if self.resumes is not None:
             dirs.update(dict.fromkeys(self.resumes.watch_dirs(self.workspace.repos)))
-        return [d for d in dirs if os.path.isdir(d)]
+        return [d for d in dirs if os.path.isdir(d)] if checked else list(dirs)
 
     @_locked
     def sorted_blocks(self) -> list[Block]:
@@ -415,6 +415,7 @@ class Inbox:
         """Apply a batch of changed paths (from the watcher) and say what changed."""
         delta = Delta()
         touched: set[Path] = set()
+        relaid: set[Path] = set()
         roots = set(self.workspace.roots)
         owners = self._owners()
         paths = list(paths)
@@ -432,6 +433,7 @@ class Inbox:
             for source in self.sources:
                 if source.layout_changed(repo, path):
                     self._scan_source(repo, source, delta)
+                    relaid.add(repo)
                     delta.rewatch = True
                 elif source.claims(repo, path):
                     if path in source.watch_dirs(repo):
@@ -443,7 +445,9 @@ class Inbox:
         if touched:
             self._rediscover(touched, delta)
         if delta.rewatch:
-            self._index_dirs()
+            # A repository's own folders changed (its first ask, a new task folder): its
+            # folders alone are indexed again (all of them, at 10,000 repositories: 0.5 s).
+            self._index_dirs(None if touched else relaid)
         if self.resumes is not None:
             delta.waiting = self._resumed(paths, delta.added)
         return delta
@@ -544,7 +548,7 @@ class Inbox:
                     if moved:
                         relayout = delta.rewatch = True
                 if relayout:
-                    self._index_dirs()
+                    self._index_dirs(relaid)
         return self._waiting_of(delta)
 
     def _waiting_of(self, delta: Delta) -> Delta:

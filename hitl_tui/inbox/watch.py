@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import stat
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
@@ -415,15 +416,15 @@ EXTRA_MS = 100
 
 
 def _identities(dirs: list[Path]) -> dict[Path, tuple[int, int] | None]:
-    """Each folder's (device, inode), None where it cannot be read."""
+    """Each folder's (device, inode), None where it cannot be read or is no folder."""
     out: dict[Path, tuple[int, int] | None] = {}
     for folder in dirs:
         try:
             st = os.stat(folder)
-        except OSError:
+        except (OSError, ValueError):
             out[folder] = None
             continue
-        out[folder] = (st.st_dev, st.st_ino)
+        out[folder] = (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
     return out
 
 
@@ -434,8 +435,10 @@ def _compare(
     made again in place), with their identities; those watched no longer to watch; and
     whether one of these is still there (its watch would stay: the watch must start again to
     give it back). In a thread: 10,000 paths hashed on the event loop took 30 ms."""
-    following = inbox.watch_dirs()
-    now = _identities(following)
+    # One stat a folder: whether it is one (the folders to follow) and its identity.
+    listed = _identities(inbox.watch_dirs(checked=False))
+    now: dict[Path, tuple[int, int] | None] = {f: i for f, i in listed.items() if i is not None}
+    following = list(now)
     wanted = set(following)
     missing = {f: ident for f, ident in now.items() if f not in watched or watched[f] != ident}
     gone = [f for f in watched if f not in wanted]
