@@ -11,6 +11,7 @@ what a cold parse gives, on the sample, real and hostile files of test_parsecach
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -103,3 +104,38 @@ def test_list_json_warm_is_byte_identical_to_cold(fleet: Path, tmp_path: Path) -
     cold, warm = (subprocess.run(cmd, capture_output=True, check=True, env=env) for _ in "ab")
     assert list((tmp_path / "state" / "parse-cache").glob("*/shard-*.json"))
     assert warm.stdout == cold.stdout and len(cold.stdout) > 1000
+
+
+def test_every_change_is_read_again_by_a_scan_after_a_warm_one(fleet: Path) -> None:
+    """In one process (the app's rescans): once a warm scan made its entries Blocks, a file
+    edited in place (same size, same mtime), one replaced by a rename, one added, one removed,
+    a repository added and one removed all show at the next scan as a cold parse shows them."""
+    Inbox.open([fleet], cached=True)
+    inbox = Inbox.open([fleet], cached=True)
+    assert inbox.cache is not None and _fields_held(inbox.cache) == 0
+    edited = fleet / "loop-03" / "BLOCKED.md"
+    st = edited.stat()
+    edited.write_text(lazy.BLOCKED.format(what="loop X"))  # as long as "loop 3"
+    os.utime(edited, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert edited.stat().st_size == st.st_size and edited.stat().st_mtime_ns == st.st_mtime_ns
+    renamed = fleet / "loop-04" / "BLOCKED.md"
+    spare = renamed.with_name("new.tmp")
+    spare.write_text(lazy.BLOCKED.format(what="the rename"))
+    os.utime(spare, ns=(renamed.stat().st_atime_ns, renamed.stat().st_mtime_ns))
+    os.replace(spare, renamed)
+    tasks = fleet / "hostile-tasks" / ".agenticloop" / "tasks"
+    (tasks / "T-009.md").write_text(lazy.TASK.format(n=9))
+    (fleet / "loop-05" / "BLOCKED.md").unlink()
+    (fleet / "loop-new" / ".git").mkdir(parents=True)
+    (fleet / "loop-new" / "BLOCKED.md").write_text(lazy.BLOCKED.format(what="a new repo"))
+    shutil.rmtree(fleet / "loop-06")
+    inbox.workspace.rescan()
+    inbox.scan()
+    cold = Inbox.open([fleet])
+    assert inbox.blocks.keys() == cold.blocks.keys()
+    for key, block in inbox.blocks.items():
+        assert fields(block) == fields(cold.blocks[key]), key
+    assert inbox.resolve(str(edited)).question == "Ship loop X?"
+    assert inbox.resolve(str(renamed)).question == "Ship the rename?"
+    assert inbox.resolve(str(tasks / "T-009.md")).id.endswith("T-009")
+    assert inbox.resolve(str(fleet / "loop-new" / "BLOCKED.md")).question == "Ship a new repo?"
