@@ -239,10 +239,8 @@ class Inbox:
         try:
             if not (parallel and self._scan_in_processes(repos, workers, batches)):
                 # In-process (or the workers could not run: what they found stays, and is
-                # met again here, so never reported twice). With a cache, one shard's
-                # repositories after another: each shard's fields are let go as its blocks
-                # are made, and the next shard is read into the room they leave (read all at
-                # once, 50,000 blocks' fields took 200 MB at the peak).
+                # met again here, so never reported twice). A shard's repositories after
+                # another's: its fields are let go before the next is read (`parsecache`).
                 if cache is not None:
                     repos = sorted(repos, key=cache.shard_of)
                 for done, repo in enumerate(repos, 1):

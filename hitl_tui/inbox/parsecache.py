@@ -297,7 +297,9 @@ class ParseCache:
     # -- use ---------------------------------------------------------------------------------
 
     def shard_of(self, repo: Path) -> int:
-        """The shard that holds the entries of `repo`'s files."""
+        """The shard that holds the entries of `repo`'s files. A full scan reads one shard's
+        repositories after another's, so that each shard's fields (read all at once, 50,000
+        blocks' took 200 MB) are let go as its Blocks are made, before the next is read."""
         shard = self._shards.get(repo)
         if shard is None:
             shard = self._shards[repo] = zlib.crc32(os.fsencode(repo)) % SHARDS
