@@ -61,6 +61,10 @@ _get_lists = operator.itemgetter(*_STR_LISTS)
 #: blocks); emptied when it holds MAX_MEMO.
 _CHOICE_MEMO: dict[tuple[Any, ...], Choice] = {}
 MAX_MEMO = 4096
+#: The few texts that repeat across a fleet's blocks (source, state, category), one object
+#: each (`_shared`), as the choices are; emptied when it holds MAX_MEMO.
+_TEXT_MEMO: dict[str, str] = {}
+_SHARED = tuple(_INDEX[n] for n in ("source", "state", "category"))
 
 
 class Uncacheable(Exception):
@@ -203,6 +207,8 @@ def thaw(state: object, repo: Path, path: Path) -> Block:
     if type(state[_ANSWERABLE]) is not bool:
         raise ValueError("answerable")
     values = state[:_LENGTH]  # not the encoded meta after them
+    for i in _SHARED:
+        values[i] = _shared(values[i])
     values[_REPO] = repo
     values[_PATH] = path
     values[_SINCE] = when
@@ -216,6 +222,18 @@ def thaw(state: object, repo: Path, path: Path) -> Block:
     for name, value in zip(_FIELDS, values, strict=True):
         put(block, name, value)
     return block
+
+
+def _shared(text: str | None) -> str | None:
+    """One object for each of the few texts many blocks carry alike (an equal str)."""
+    if text is None or len(text) > 64:
+        return text
+    found = _TEXT_MEMO.get(text)
+    if found is None:
+        if len(_TEXT_MEMO) >= MAX_MEMO:
+            _TEXT_MEMO.clear()
+        found = _TEXT_MEMO[text] = text
+    return found
 
 
 # -- values JSON has no word for ---------------------------------------------------------------

@@ -240,7 +240,10 @@ class Inbox:
         try:
             if not (parallel and self._scan_in_processes(repos, workers, batches)):
                 # In-process (or the workers could not run: what they found stays, and is
-                # met again here, so never reported twice).
+                # met again here, so never reported twice). A shard's repositories after
+                # another's: its fields are let go before the next is read (`parsecache`).
+                if cache is not None:
+                    repos = sorted(repos, key=cache.shard_of)
                 for done, repo in enumerate(repos, 1):
                     delta = Delta()
                     for source in self.sources:
