@@ -178,6 +178,17 @@ class _Asked:
     normal: str
     tokens: frozenset[str]
     literals: frozenset[str]
+    #: The literals of each kind (`_KINDS`): numbers, operators, paths.
+    kinds: tuple[frozenset[str], ...] = ()
+
+
+#: The kinds of literal `literals_differ` compares, each apart.
+_KINDS = ("num:", "op:", "path:")
+_NONE: frozenset[int] = frozenset()
+
+
+def _kinds(marks: frozenset[str]) -> tuple[frozenset[str], ...]:
+    return tuple(frozenset(x for x in marks if x.startswith(kind)) for kind in _KINDS)
 
 
 #: Questions as compared, by their text (the app groups the same blocks again and again).
@@ -190,7 +201,8 @@ def _asked(block: Block) -> _Asked:
     found = _ASKED.get(question)
     if found is None:
         normal = normalise(question)
-        found = _Asked(normal, tokens(normal), literals(question))
+        marks = literals(question)
+        found = _Asked(normal, tokens(normal), marks, _kinds(marks))
         if len(_ASKED) >= _ASKED_MAX:
             _ASKED.clear()
         _ASKED[question] = found
@@ -236,32 +248,65 @@ def question_groups(blocks: Iterable[Block]) -> list[list[Block]]:
     members: list[list[Block]] = []
     exact: dict[tuple[str, frozenset[str]], int] = {}
     postings: dict[str, list[int]] = {}
+    # Which groups' first names no literal of a kind, and which names each set of them: a
+    # group whose first's literals differ (`literals_differ`) is never the same question, so
+    # a block compares only with the groups these leave (sets, intersected in C).
+    lacks: list[set[int]] = [set() for _ in _KINDS]
+    has: list[dict[frozenset[str], set[int]]] = [{} for _ in _KINDS]
     for block in blocks:
         asked = _asked(block)
         if not asked.normal:
             continue
         at = exact.get((asked.normal, asked.literals))
         if at is None:
-            at = _first_same(asked, firsts, postings)
+            at = _first_same(asked, firsts, postings, lacks, has)
         if at is None:
             at = len(firsts)
             firsts.append(asked)
             members.append([])
             for token in asked.tokens:
                 postings.setdefault(token, []).append(at)
+            for kind, marks in enumerate(asked.kinds):
+                if marks:
+                    has[kind].setdefault(marks, set()).add(at)
+                else:
+                    lacks[kind].add(at)
         exact.setdefault((asked.normal, asked.literals), at)
         members[at].append(block)
     return [group for group in members if len(group) > 1]
 
 
-def _first_same(asked: _Asked, firsts: list[_Asked], postings: dict[str, list[int]]) -> int | None:
-    """The earliest group whose first block asks the same question as `asked` (None: none)."""
+def _first_same(
+    asked: _Asked,
+    firsts: list[_Asked],
+    postings: dict[str, list[int]],
+    lacks: list[set[int]],
+    has: list[dict[frozenset[str], set[int]]],
+) -> int | None:
+    """The earliest group whose first block asks the same question as `asked` (None: none).
+
+    The same as comparing with each of the first GROUP_CANDIDATES groups sharing two words
+    (by count of shared words, then whole), earliest first; but the groups whose literals
+    differ from `asked`'s are left out by set first (`lacks`, `has`): none of them can be
+    the same question, and at 50,000 blocks of questions differing by a number each block
+    was compared with hundreds of them (2 s)."""
+    # No group at all names the same literals of a kind `asked` names, or none of that kind:
+    # none can be the same question (the words are not even counted).
+    for kind, marks in enumerate(asked.kinds):
+        if marks and not lacks[kind] and marks not in has[kind]:
+            return None
     # Counted in C (Counter over the chained postings): the groups sharing a word.
     counts = Counter(chain.from_iterable(postings.get(t, ())[:MAX_POSTINGS] for t in asked.tokens))
     mine = len(asked.tokens)
     lone = mine == 1
-    wanted = sorted(at for at, n in counts.items() if n >= 2 or lone)
-    for at in wanted[:GROUP_CANDIDATES]:
+    if len(counts) <= GROUP_CANDIDATES:  # every candidate is under the cap
+        pool: set[int] | frozenset[int] = set(counts)
+    else:
+        pool = set(sorted(at for at, n in counts.items() if n >= 2 or lone)[:GROUP_CANDIDATES])
+    for kind, marks in enumerate(asked.kinds):
+        if marks and pool:
+            pool = (pool & lacks[kind]) | (pool & has[kind].get(marks, _NONE))
+    for at in sorted(pool):
         # The score from the count of shared words alone first (no set is built): only
         # those it lets through are compared whole (literals, numbers).
         common = counts[at]
