@@ -178,17 +178,11 @@ class _Asked:
     normal: str
     tokens: frozenset[str]
     literals: frozenset[str]
-    #: The literals of each kind (`_KINDS`): numbers, operators, paths.
+    #: The literals of each kind `literals_differ` compares apart (`_KINDS`).
     kinds: tuple[frozenset[str], ...] = ()
 
 
-#: The kinds of literal `literals_differ` compares, each apart.
-_KINDS = ("num:", "op:", "path:")
-_NONE: frozenset[int] = frozenset()
-
-
-def _kinds(marks: frozenset[str]) -> tuple[frozenset[str], ...]:
-    return tuple(frozenset(x for x in marks if x.startswith(kind)) for kind in _KINDS)
+_KINDS, _NONE = ("num:", "op:", "path:"), frozenset[int]()
 
 
 #: Questions as compared, by their text (the app groups the same blocks again and again).
@@ -202,7 +196,8 @@ def _asked(block: Block) -> _Asked:
     if found is None:
         normal = normalise(question)
         marks = literals(question)
-        found = _Asked(normal, tokens(normal), marks, _kinds(marks))
+        kinds = tuple(frozenset(x for x in marks if x.startswith(k)) for k in _KINDS)
+        found = _Asked(normal, tokens(normal), marks, kinds)
         if len(_ASKED) >= _ASKED_MAX:
             _ASKED.clear()
         _ASKED[question] = found
@@ -248,9 +243,7 @@ def question_groups(blocks: Iterable[Block]) -> list[list[Block]]:
     members: list[list[Block]] = []
     exact: dict[tuple[str, frozenset[str]], int] = {}
     postings: dict[str, list[int]] = {}
-    # Which groups' first names no literal of a kind, and which names each set of them: a
-    # group whose first's literals differ (`literals_differ`) is never the same question, so
-    # a block compares only with the groups these leave (sets, intersected in C).
+    # The groups whose first names no literal of a kind, and those naming each set of them.
     lacks: list[set[int]] = [set() for _ in _KINDS]
     has: list[dict[frozenset[str], set[int]]] = [{} for _ in _KINDS]
     for block in blocks:
@@ -283,15 +276,11 @@ def _first_same(
     lacks: list[set[int]],
     has: list[dict[frozenset[str], set[int]]],
 ) -> int | None:
-    """The earliest group whose first block asks the same question as `asked` (None: none).
-
-    The same as comparing with each of the first GROUP_CANDIDATES groups sharing two words
-    (by count of shared words, then whole), earliest first; but the groups whose literals
-    differ from `asked`'s are left out by set first (`lacks`, `has`): none of them can be
-    the same question, and at 50,000 blocks of questions differing by a number each block
-    was compared with hundreds of them (2 s)."""
-    # No group at all names the same literals of a kind `asked` names, or none of that kind:
-    # none can be the same question (the words are not even counted).
+    """The earliest group whose first block asks the same question as `asked` (None: none),
+    among the first GROUP_CANDIDATES sharing two words; those whose literals differ are left
+    out by set first (`lacks`, `has`: at 50,000 blocks asking questions that differ by a
+    number, a block was compared with hundreds of them, 2 s in all). No group with literals
+    that can match: none is the same question, the words are not even counted."""
     for kind, marks in enumerate(asked.kinds):
         if marks and not lacks[kind] and marks not in has[kind]:
             return None
@@ -299,16 +288,13 @@ def _first_same(
     counts = Counter(chain.from_iterable(postings.get(t, ())[:MAX_POSTINGS] for t in asked.tokens))
     mine = len(asked.tokens)
     lone = mine == 1
-    if len(counts) <= GROUP_CANDIDATES:  # every candidate is under the cap
-        pool: set[int] | frozenset[int] = set(counts)
-    else:
+    pool: set[int] | frozenset[int] = set(counts)  # (all of them under the cap)
+    if len(counts) > GROUP_CANDIDATES:
         pool = set(sorted(at for at, n in counts.items() if n >= 2 or lone)[:GROUP_CANDIDATES])
     for kind, marks in enumerate(asked.kinds):
         if marks and pool:
             pool = (pool & lacks[kind]) | (pool & has[kind].get(marks, _NONE))
-    for at in sorted(pool):
-        # The score from the count of shared words alone first (no set is built): only
-        # those it lets through are compared whole (literals, numbers).
+    for at in sorted(pool):  # by the count of shared words first, then whole
         common = counts[at]
         theirs = len(firsts[at].tokens)
         if common < 2 and not (mine == theirs == 1):
