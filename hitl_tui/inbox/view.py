@@ -16,6 +16,8 @@ import bisect
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from itertools import groupby, repeat
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -93,6 +95,10 @@ def _tier(block: Block) -> int:
     return 1 if block.state == WAITING else 0
 
 
+#: `sort_key` of a block that is not an answer's row, but for its (constant) tier.
+_SINCE_ID = attrgetter("since", "id")
+
+
 def key_of(block: Block) -> Key:
     return (block.source, block.path)
 
@@ -133,6 +139,11 @@ GROUP_OF: dict[str, Callable[[Block], str]] = {
     # The blocks to answer, then the answers whose loop did not resume, then those waiting.
     "state": lambda b: STATE_GROUPS.get(b.state, "open"),
 }
+
+
+def _repo_names(repos: Iterable[Any]) -> dict[Any, str]:
+    """Each distinct repository's `Block.repo_name`, made once per repository."""
+    return {r: r.name if isinstance(r, Path) else str(r) for r in dict.fromkeys(repos)}
 
 
 def ordered(blocks: Iterable[Block], order: str = "oldest") -> list[Block]:
@@ -258,6 +269,12 @@ class RowOrder:
         self.marked: set[str] = set()
         #: Grouped by question: row key -> its group's name (None: to be made again).
         self._questions: dict[str, str] | None = None
+        #: Row key -> the name of its group under the grouping `_names_of` (`group_of`, ""
+        #: for none), every known block's, kept: a block's entry is made again when the
+        #: block comes, changes or leaves (`_renamed`); every entry, by question, when the
+        #: blocks change or their order does (the groups depend on both). None: to be made.
+        self._names: dict[str, str] | None = None
+        self._names_of: str | None = None
         self.hidden_arrivals = 0
         self.hay = Haystacks()
         self._now = now
@@ -308,6 +325,9 @@ class RowOrder:
         as (the `questions` rule handed in: `similarity.question_groups`); each name is the
         group's first question, made unique."""
         blocks = [b for b in self.blocks.values() if b.state not in STATE_GROUPS]
+        # Each block's row key by the block itself (a row key made again from the block's
+        # path was 1.5 µs a block: 75 ms at 50,000).
+        rk_of = {id(b): rk for rk, b in self.blocks.items()}
         names: dict[str, str] = {}
         used: set[str] = {ASKED_ONCE, *STATE_GROUPS.values()}
         groups = self._question_groups(blocks) if self._question_groups is not None else []
@@ -315,7 +335,8 @@ class RowOrder:
             if len(members) < 2:
                 continue
             # The question itself (not a task's title before it), of the longest blocked.
-            first = " ".join(min(members, key=sort_key).question.split())
+            # (no answer's row here: `sort_key` is (0, since, id) for each of them)
+            first = " ".join(min(members, key=_SINCE_ID).question.split())
             if len(first) > QUESTION_CELLS:
                 first = first[: QUESTION_CELLS - 1] + "…"
             name = first or "(no question)"
@@ -324,9 +345,58 @@ class RowOrder:
                 n += 1
                 name = f"{base} ({n})"
             used.add(name)
-            for block in members:
-                names[row_of(block)] = name
+            names.update(dict.fromkeys(map(rk_of.__getitem__, map(id, members)), name))
         return names
+
+    def _group_names(self) -> dict[str, str]:
+        """Every known block's group name under the spec's grouping (`_names`), made in one
+        pass the first time the grouping is asked for, then kept (at 50,000 blocks a `v`
+        made each name twice, a Python call per row each time)."""
+        group = self.spec.group
+        if self._names is None or self._names_of != group:
+            self._names = self._make_names(group)
+            self._names_of = group
+        return self._names
+
+    def _make_names(self, group: str | None) -> dict[str, str]:
+        rks, blocks = self.blocks.keys(), self.blocks.values()
+        if group is None:
+            return dict.fromkeys(rks, "")
+        if group == "question":
+            if self._questions is None:
+                self._questions = self._question_names()
+            names = dict.fromkeys(rks, ASKED_ONCE)
+            names.update(self._questions)
+            names.update(
+                (rk, STATE_GROUPS[b.state])
+                for rk, b in self.blocks.items()
+                if b.state in STATE_GROUPS
+            )
+            return names
+        if group == "state":
+            states = map(attrgetter("state"), blocks)
+            return dict(zip(rks, map(STATE_GROUPS.get, states, repeat("open")), strict=True))
+        if group == "repo":  # one name per repository (a repository holds many blocks)
+            repos = list(map(attrgetter("repo"), blocks))
+            return dict(zip(rks, map(_repo_names(repos).__getitem__, repos), strict=True))
+        of = GROUP_OF[group]
+        return {rk: of(b) or "" for rk, b in self.blocks.items()}
+
+    def _renamed(self, rk: str) -> None:
+        """Keep `_names` true after the block `rk` came, changed or left (grouped by
+        question, every name is made again: one block's question can move others')."""
+        if self._names is None:
+            return
+        group = self._names_of
+        block = self.blocks.get(rk)
+        if group == "question":
+            self._names = None
+        elif block is None:
+            self._names.pop(rk, None)
+        elif group is None:
+            self._names[rk] = ""
+        else:
+            self._names[rk] = GROUP_OF[group](block) or ""
 
     def _matching(self, rks: list[str], when: datetime) -> list[str]:
         """The rows of `rks` the spec lists (`accepts`), in their order. A filter of words
@@ -355,8 +425,9 @@ class RowOrder:
         if not self.spec.group:
             return shown
         groups: dict[str, list[str]] = {}
+        group_of = self._group_names()
         for rk in shown:
-            groups.setdefault(self._group(self.blocks[rk]) or "", []).append(rk)
+            groups.setdefault(group_of[rk], []).append(rk)
         if self.spec.group == "question":  # the shared questions first, then the others
             last = (ASKED_ONCE, *STATE_GROUPS.values())
             names = [g for g in groups if g not in last] + [g for g in last if g in groups]
@@ -398,18 +469,30 @@ class RowOrder:
 
     def load(self, blocks: Iterable[Block]) -> None:
         """Replace every row."""
-        key = SORT_KEYS[self.spec.order]
-        rows = sorted(((key(b), row_of(b), b) for b in blocks), key=lambda t: (t[0], t[1]))
+        known = {row_of(b): b for b in blocks}
         before = self.blocks
-        self.blocks = {rk: b for _k, rk, b in rows}
-        for rk in [rk for rk, b in self.blocks.items() if before.get(rk) is not b]:
+        for rk in [rk for rk, b in known.items() if before.get(rk) is not b]:
             self.hay.forget(rk)  # (its filter text is made again when next needed)
-        self._sorted = [rk for _k, rk, _b in rows]
-        self._keys = [(k, rk) for k, rk, _b in rows]
-        self._placed = {rk: k for k, rk, _b in rows}
+        self._names = None
+        self._sort(known)
         self.marked &= self.blocks.keys()
-        self._questions = None
         self.order = self._listed()
+
+    def _sort(self, known: Mapping[str, Block]) -> None:
+        """Every row of `known` (row key -> block) sorted by the spec's order, ties by row
+        key: `blocks` in that order, and each row placed by its key now. One key made per
+        block and one sort of (key, row key) pairs; the rest is built in C (at 50,000 blocks
+        the row key made again from each block's path was a third of an `s`)."""
+        key = SORT_KEYS[self.spec.order]
+        entries = [(key(b), rk) for rk, b in known.items()]
+        entries.sort()
+        self._keys = entries
+        self._sorted = list(map(itemgetter(1), entries))
+        self._placed = dict(zip(self._sorted, map(itemgetter(0), entries), strict=True))
+        self.blocks = dict(zip(self._sorted, map(known.__getitem__, self._sorted), strict=True))
+        self._questions = None  # (made in the blocks' order)
+        if self._names_of == "question":
+            self._names = None
 
     def set_spec(self, spec: ViewSpec, now: datetime | None = None) -> None:
         """Show the blocks `spec` lists (a new filter, order, grouping or snooze side)."""
@@ -422,8 +505,9 @@ class RowOrder:
         if spec.query != self.spec.query or spec.snoozed != self.spec.snoozed:
             self.hidden_arrivals = 0
         self.spec = spec
-        if reorder:
-            self.load(list(self.blocks.values()))
+        if reorder:  # the same blocks sorted anew (their filter texts and marks kept)
+            self._sort(self.blocks)
+            self.order = self._listed(now)
         elif narrower:  # typing on: only what is listed can still be (grouped order kept)
             self.order = self._matching(self.order, now or self._time())
         else:
@@ -448,6 +532,8 @@ class RowOrder:
         grouped = bool(self.spec.group)
         if delta.added or delta.changed or delta.removed:
             self._questions = None  # grouped by question: the groups are made again
+            if self._names_of == "question":
+                self._names = None
         now = self._time()
         moved = False
         for rk in {row_key(k) for k in delta.removed} & self.blocks.keys():
@@ -459,6 +545,7 @@ class RowOrder:
             if rk not in self.blocks:
                 continue
             self.blocks[rk] = block
+            self._renamed(rk)
             self.hay.forget(rk)
             if self.accepts(rk, block, now):
                 moved |= self._list(rk)
@@ -468,6 +555,7 @@ class RowOrder:
             rk = row_of(block)
             if rk in self.blocks:
                 self.blocks[rk] = block
+                self._renamed(rk)
                 self.hay.forget(rk)
                 continue
             self._insert(rk, block)
@@ -503,6 +591,7 @@ class RowOrder:
 
     def _drop(self, rk: str) -> None:
         del self.blocks[rk]
+        self._renamed(rk)
         self.marked.discard(rk)
         at = bisect.bisect_left(self._keys, (self._placed.pop(rk), rk))
         del self._keys[at]
@@ -516,6 +605,7 @@ class RowOrder:
         self._sorted.insert(at, rk)
         self._placed[rk] = entry[0]
         self.blocks[rk] = block
+        self._renamed(rk)
         self.hay.forget(rk)
 
     def _successor(self, gone: str, before: list[str]) -> str | None:
@@ -550,12 +640,9 @@ class RowOrder:
                 if not folded:
                     out.extend(members)
 
-        for rk in self.order:
-            name = self._group(self.blocks[rk]) or ""
-            if name != current:
-                close()
-                current, members = name, []
-            members.append(rk)
+        for name, rks in groupby(self.order, key=self._group_names().__getitem__):
+            close()
+            current, members = name, list(rks)
         close()
         return out
 
@@ -566,7 +653,8 @@ class RowOrder:
         """The listed row keys of the group named `group` (folded or not)."""
         if not self.spec.group:
             return []
-        return [rk for rk in self.order if self._group(self.blocks[rk]) == group]
+        names = self._group_names()
+        return [rk for rk in self.order if names[rk] == group]
 
     def next_where(
         self, start: str | None, step: int, wanted: Callable[[Block], bool]

@@ -178,6 +178,11 @@ class _Asked:
     normal: str
     tokens: frozenset[str]
     literals: frozenset[str]
+    #: The literals of each kind `literals_differ` compares apart (`_KINDS`).
+    kinds: tuple[frozenset[str], ...] = ()
+
+
+_KINDS, _NONE = ("num:", "op:", "path:"), frozenset[int]()
 
 
 #: Questions as compared, by their text (the app groups the same blocks again and again).
@@ -190,7 +195,9 @@ def _asked(block: Block) -> _Asked:
     found = _ASKED.get(question)
     if found is None:
         normal = normalise(question)
-        found = _Asked(normal, tokens(normal), literals(question))
+        marks = literals(question)
+        kinds = tuple(frozenset(x for x in marks if x.startswith(k)) for k in _KINDS)
+        found = _Asked(normal, tokens(normal), marks, kinds)
         if len(_ASKED) >= _ASKED_MAX:
             _ASKED.clear()
         _ASKED[question] = found
@@ -236,34 +243,58 @@ def question_groups(blocks: Iterable[Block]) -> list[list[Block]]:
     members: list[list[Block]] = []
     exact: dict[tuple[str, frozenset[str]], int] = {}
     postings: dict[str, list[int]] = {}
+    # The groups whose first names no literal of a kind, and those naming each set of them.
+    lacks: list[set[int]] = [set() for _ in _KINDS]
+    has: list[dict[frozenset[str], set[int]]] = [{} for _ in _KINDS]
     for block in blocks:
         asked = _asked(block)
         if not asked.normal:
             continue
         at = exact.get((asked.normal, asked.literals))
         if at is None:
-            at = _first_same(asked, firsts, postings)
+            at = _first_same(asked, firsts, postings, lacks, has)
         if at is None:
             at = len(firsts)
             firsts.append(asked)
             members.append([])
             for token in asked.tokens:
                 postings.setdefault(token, []).append(at)
+            for kind, marks in enumerate(asked.kinds):
+                if marks:
+                    has[kind].setdefault(marks, set()).add(at)
+                else:
+                    lacks[kind].add(at)
         exact.setdefault((asked.normal, asked.literals), at)
         members[at].append(block)
     return [group for group in members if len(group) > 1]
 
 
-def _first_same(asked: _Asked, firsts: list[_Asked], postings: dict[str, list[int]]) -> int | None:
-    """The earliest group whose first block asks the same question as `asked` (None: none)."""
+def _first_same(
+    asked: _Asked,
+    firsts: list[_Asked],
+    postings: dict[str, list[int]],
+    lacks: list[set[int]],
+    has: list[dict[frozenset[str], set[int]]],
+) -> int | None:
+    """The earliest group whose first block asks the same question as `asked` (None: none),
+    among the first GROUP_CANDIDATES sharing two words; those whose literals differ are left
+    out by set first (`lacks`, `has`: at 50,000 blocks asking questions that differ by a
+    number, a block was compared with hundreds of them, 2 s in all). No group with literals
+    that can match: none is the same question, the words are not even counted."""
+    for kind, marks in enumerate(asked.kinds):
+        if marks and not lacks[kind] and marks not in has[kind]:
+            return None
     # Counted in C (Counter over the chained postings): the groups sharing a word.
     counts = Counter(chain.from_iterable(postings.get(t, ())[:MAX_POSTINGS] for t in asked.tokens))
     mine = len(asked.tokens)
     lone = mine == 1
-    wanted = sorted(at for at, n in counts.items() if n >= 2 or lone)
-    for at in wanted[:GROUP_CANDIDATES]:
-        # The score from the count of shared words alone first (no set is built): only
-        # those it lets through are compared whole (literals, numbers).
+    pool: set[int] | frozenset[int] = set(counts)  # (all of them under the cap)
+    if len(counts) > GROUP_CANDIDATES:
+        pool = set(sorted(at for at, n in counts.items() if n >= 2 or lone)[:GROUP_CANDIDATES])
+    for kind, marks in enumerate(asked.kinds):
+        if marks and pool:
+            pool = (pool & lacks[kind]) | (pool & has[kind].get(marks, _NONE))
+    for at in sorted(pool):  # by the count of shared words first, then whole
         common = counts[at]
         theirs = len(firsts[at].tokens)
         if common < 2 and not (mine == theirs == 1):
