@@ -1,7 +1,8 @@
 """The faster order and grouping (issue 30, 50,000 blocks) give what the code before gave.
 
-The code before is kept verbatim in tests/support/view_before.py: its `RowOrder` and
-`question_groups` are the oracle. Many generated blocks, hostile questions among them (numbers,
+The code before is the oracle: tests/support/view_before.py, today's code with the methods that
+changed as they were (`RowOrderBefore`) and the old `question_groups` rule pair by pair
+(`question_groups_before`). Many generated blocks, hostile questions among them (numbers,
 operators and paths that differ, markup, escapes, full-width digits, empty and huge texts, a
 thousand questions sharing words, which the candidate caps cut), in random orders; then random
 deltas (blocks that come, change and leave) between changes of order, grouping, filter and
@@ -21,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from hitl_tui.inbox.inbox import Delta
-from hitl_tui.inbox.view import GROUPS, ORDERS, RowOrder, ViewSpec, key_of, row_of
+from hitl_tui.inbox.view import GROUPS, ORDERS, Group, RowOrder, ViewSpec, key_of, row_of
 from hitl_tui.loops.similarity import question_groups
 from hitl_tui.model import Block
-from tests.support import view_before as before
+from tests.support.view_before import RowOrderBefore, question_groups_before
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -124,16 +125,16 @@ def _changed(rng: random.Random, block: Block) -> Block:
     return replace(block, **{field: getattr(other, field)}, fingerprint=f"{rng.random()}")
 
 
-def _drawn(rows: RowOrder | before.RowOrder) -> list[object]:
+def _drawn(rows: RowOrder) -> list[object]:
     return [r if isinstance(r, str) else (r.name, r.count, r.folded, r.marked) for r in rows.rows()]
 
 
-def _same_view(new: RowOrder, old: before.RowOrder) -> None:
+def _same_view(new: RowOrder, old: RowOrderBefore) -> None:
     assert list(new.blocks) == list(old.blocks)
     assert new.order == old.order
     assert _drawn(new) == _drawn(old)
     assert [b.id for b in new.marked_blocks()] == [b.id for b in old.marked_blocks()]
-    for group in {r.name for r in old.rows() if isinstance(r, before.Group)}:
+    for group in {r.name for r in old.rows() if isinstance(r, Group)}:
         assert new.members(group) == old.members(group)
     for rk, block in list(new.blocks.items())[:: max(1, len(new.blocks) // 50)]:
         assert new.group_of(block) == old.group_of(old.blocks[rk])
@@ -147,7 +148,7 @@ def test_question_groups_as_before_on_generated_hostile_blocks(seed: int) -> Non
         rng.shuffle(blocks)
         groups = question_groups(blocks)
         assert [[id(b) for b in g] for g in groups] == [
-            [id(b) for b in g] for g in before.question_groups(blocks)
+            [id(b) for b in g] for g in question_groups_before(blocks)
         ]
         assert any(len(g) > 2 for g in groups)
 
@@ -163,21 +164,20 @@ def test_question_groups_as_before_past_the_candidate_caps() -> None:
         question = " ".join([*words, own] if rng.random() < 0.8 else words)
         blocks.append(replace(_block(rng, n), question=question, summary=None))
     groups = question_groups(blocks)
-    assert groups == before.question_groups(blocks) and len(groups) > 10
+    assert groups == question_groups_before(blocks) and len(groups) > 10
 
 
-def _rows(blocks: list[Block], spec: ViewSpec) -> tuple[RowOrder, before.RowOrder]:
+def _rows(blocks: list[Block], spec: ViewSpec) -> tuple[RowOrder, RowOrderBefore]:
     now = T0 + timedelta(hours=1)
     new = RowOrder(blocks, spec, now=now, questions=question_groups)
-    old_spec = before.ViewSpec(spec.query, spec.order, spec.group, spec.snoozed)
-    old = before.RowOrder(blocks, old_spec, now=now, questions=before.question_groups)
+    old = RowOrderBefore(blocks, spec, now=now, questions=question_groups_before)
     return new, old
 
 
-def _set(new: RowOrder, old: before.RowOrder, **change: object) -> None:
+def _set(new: RowOrder, old: RowOrderBefore, **change: object) -> None:
     spec = replace(new.spec, **change)  # type: ignore[arg-type]
     new.set_spec(spec)
-    old.set_spec(before.ViewSpec(spec.query, spec.order, spec.group, spec.snoozed))
+    old.set_spec(spec)
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -203,7 +203,7 @@ def test_orders_groupings_and_deltas_as_before(seed: int) -> None:
             new.marked.add(rk)
             old.marked.add(rk)
         elif action < 0.6:
-            groups = [r.name for r in old.rows() if isinstance(r, before.Group)]
+            groups = [r.name for r in old.rows() if isinstance(r, Group)]
             if groups:
                 name = rng.choice(groups)
                 new.toggle_fold(name)
@@ -289,5 +289,5 @@ def test_a_group_past_the_candidate_cap_is_not_looked_for() -> None:
         for n, q in enumerate(questions)
     ]
     groups = question_groups(blocks)
-    assert groups == before.question_groups(blocks)
+    assert groups == question_groups_before(blocks)
     assert all(blocks[-1] not in g for g in groups)
