@@ -162,9 +162,9 @@ async def test_reading_ahead_waits_for_the_operator_to_stop_pressing_keys(tmp_pa
     read: list[float] = []
     real = Batches.read_questions
 
-    def reading(self) -> None:
+    def reading(self, *args) -> None:
         read.append(time.monotonic())
-        real(self)
+        real(self, *args)
 
     monkeypatch.setattr(Batches, "read_questions", reading)
     app = commands.open_app([root], Config(operator="Ada", bell=False), watch=False)
@@ -180,6 +180,51 @@ async def test_reading_ahead_waits_for_the_operator_to_stop_pressing_keys(tmp_pa
             assert not read, "read ahead while the operator was pressing keys"
         await until(pilot, lambda: read, 10, what="the questions to be read ahead")
         assert read[0] >= last + 0.5, read[0] - last
+
+
+async def test_reading_ahead_gives_way_at_a_key_and_goes_on_after_the_next_pause(
+    tmp_path, monkeypatch
+):
+    """Once begun, the questions read ahead stop at the operator's next key: the key is
+    handled while the read is in the middle of a slice, the read stops at that slice's end
+    (not at the end of every block), and goes on after the next pause until every question
+    is read (`M` gets them all)."""
+    from hitl_tui.config import Config
+    from hitl_tui.loops import similarity
+    from hitl_tui.tui import app as app_module
+    from hitl_tui.tui import quiet as quiet_module
+
+    monkeypatch.setattr(app_module, "PREFETCH_QUIET", 1.0, raising=False)
+    monkeypatch.setattr(quiet_module, "SLICE", 2)
+    root = tmp_path / "fleet"
+    fleet(root)
+    read: list[str] = []
+    held, go = threading.Event(), threading.Event()
+    real = similarity.read_question
+
+    def reading(block) -> None:
+        read.append(str(block.path))
+        if len(read) == 1:  # the read's first slice, held until the test's key is handled
+            held.set()
+            assert go.wait(10), "never let through"
+        real(block)
+
+    monkeypatch.setattr(similarity, "read_question", reading)
+    app = commands.open_app([root], Config(operator="Ada", bell=False), watch=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: app.loaded, what="the scan to end")
+        await until(pilot, held.is_set, 10, what="the questions to be read ahead")
+        before = app.inbox_screen.blocklist.cursor_row
+        await pilot.press("down")  # handled while the read is in its first slice
+        assert app.inbox_screen.blocklist.cursor_row == before + 1
+        go.set()
+        await until(pilot, lambda: app.quiet.yields, 5, saw=lambda: read, what="a stop")
+        # It stopped at its first slice's end (2 questions), not after all 6.
+        assert len(read) == 2, read
+        await until(pilot, lambda: len(read) == REPOS, 10, saw=lambda: read, what="the rest")
+    blocks = list(app.inbox.blocks.values())
+    assert sorted(read) == sorted(str(b.path) for b in blocks)
+    assert all(b.one_line_question(300) in similarity._ASKED for b in blocks)
 
 
 def test_the_parse_cache_is_saved_when_the_operator_pauses_or_as_the_app_quits(
