@@ -144,3 +144,16 @@ def test_the_figures_read_ahead_in_slices_are_the_same(tmp_path: Path) -> None:
     clock.now += 1.0
     assert figures(quiet.sliced(blocks, 3)) == figures(blocks)
     assert figures(blocks).overall.open_now == len(blocks) > 40
+
+
+def test_an_arrival_holds_the_work_less_and_never_shortens_a_keys_hold() -> None:
+    clock = Clock()
+    quiet = Quiet(2.0, clock)
+    clock.now += 10.0
+    quiet.touch(0.5)  # a block arrived
+    assert quiet.wait() == 0.5
+    quiet.touch()  # a key
+    quiet.touch(0.5)  # then a block: the key's 2 s still hold
+    assert quiet.wait() == 2.0
+    clock.now += 2.0
+    assert quiet.wait() <= 0

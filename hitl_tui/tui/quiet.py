@@ -6,8 +6,9 @@ the interpreter with the keys: a thread holding the GIL makes the event loop wai
 turn at every step of a key (the palette opened in 237 ms instead of 30). So such work runs in
 small slices, and between two slices it looks at `Quiet`: when a key or click came less than
 `quiet` seconds ago, it waits (in a sleep, which releases the GIL) until no key has come for
-that long, and then goes on where it stopped. No Textual here: the app tells `Quiet` of each
-input event (`touch`).
+that long, and then goes on where it stopped. Blocks arriving hold it too, for less: a
+detection shared the interpreter with it (at 10,000 repos, 80-300 ms against 40). No Textual
+here: the app tells `Quiet` of each input event and each change the watcher sees (`touch`).
 """
 
 from __future__ import annotations
@@ -30,23 +31,25 @@ class Quiet:
     def __init__(self, quiet: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.quiet = quiet
         self.clock = clock
-        #: When the last key or click came (set by the event loop, read by the workers).
-        self.last_input = clock()
+        #: Until when background work waits (a key or click holds it `quiet` s; a block
+        #: arriving, less: `touch`). Set by the event loop, read by the workers.
+        self.until = clock() + quiet
         #: Set as the app quits: a waiting worker stops waiting (and its work stops).
         self.stopped = threading.Event()
         #: How many times background work stopped for the operator (tests, the bench).
         self.yields = 0
 
-    def touch(self) -> None:
-        """A key or a click came now."""
-        self.last_input = self.clock()
+    def touch(self, hold: float | None = None) -> None:
+        """A key or a click came now (background work waits `quiet` s), or a block arrived
+        (`hold` s: the operator is about to look, and the next block may follow it)."""
+        self.until = max(self.until, self.clock() + (self.quiet if hold is None else hold))
 
     def stop(self) -> None:
         self.stopped.set()
 
     def wait(self) -> float:
-        """Seconds until the operator has pressed no key for `quiet` s (0: quiet now)."""
-        return self.last_input + self.quiet - self.clock()
+        """Seconds until the operator has pressed no key for `quiet` s (<= 0: quiet now)."""
+        return self.until - self.clock()
 
     def give_way(self) -> bool:
         """Between two slices of background work: wait while the operator is at the keys
