@@ -273,6 +273,41 @@ async def test_reading_ahead_gives_way_while_blocks_arrive(tmp_path, monkeypatch
         await until(pilot, lambda: len(read) == REPOS, 10, saw=lambda: read, what="the rest")
 
 
+async def test_the_seen_marks_are_saved_when_the_keys_pause(tmp_path, monkeypatch):
+    """The seen marks' timer (every SAVE_EVERY s) lets no save go while the operator is at
+    the keys (at 50,000 blocks a save is a second of Python beside them); the marks are
+    saved once the keys pause."""
+    from hitl_tui.config import Config
+    from hitl_tui.tui import app as app_module
+    from hitl_tui.tui.inbox_screen import InboxScreen
+
+    monkeypatch.setattr(app_module, "PREFETCH_QUIET", 0.6, raising=False)
+    monkeypatch.setattr(InboxScreen, "SAVE_EVERY", 0.05)
+    root = tmp_path / "fleet"
+    fleet(root)
+    saves: list[float] = []  # how long the keys still held background work at each save
+    real = InboxScreen.save_seen_soon
+
+    def saving(self) -> None:
+        if self.seen.dirty:
+            saves.append(self.app.quiet.wait())
+        real(self)
+
+    monkeypatch.setattr(InboxScreen, "save_seen_soon", saving)
+    app = commands.open_app([root], Config(operator="Ada", bell=False), watch=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: app.loaded, what="the scan to end")
+        screen = app.inbox_screen
+        await until(pilot, lambda: not screen.seen.dirty, 10, what="the first marks saved")
+        saves.clear()
+        for n in range(REPOS):  # keys for ~1 s, each making a mark to save
+            screen.seen.unsee(screen.blocklist.blocks[screen.blocklist.order[n]])
+            await pilot.press("down" if n % 2 else "up")
+            await pilot.pause(0.1)  # (the timer's turns, every 0.05 s, come meanwhile)
+        await until(pilot, lambda: not screen.seen.dirty, 10, saw=lambda: saves, what="a save")
+        assert saves and all(held <= 0 for held in saves), saves
+
+
 def test_the_parse_cache_is_saved_when_the_operator_pauses_or_as_the_app_quits(
     tmp_path, monkeypatch
 ):
