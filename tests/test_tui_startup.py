@@ -162,9 +162,9 @@ async def test_reading_ahead_waits_for_the_operator_to_stop_pressing_keys(tmp_pa
     read: list[float] = []
     real = Batches.read_questions
 
-    def reading(self) -> None:
+    def reading(self, *args) -> None:
         read.append(time.monotonic())
-        real(self)
+        real(self, *args)
 
     monkeypatch.setattr(Batches, "read_questions", reading)
     app = commands.open_app([root], Config(operator="Ada", bell=False), watch=False)
@@ -180,6 +180,129 @@ async def test_reading_ahead_waits_for_the_operator_to_stop_pressing_keys(tmp_pa
             assert not read, "read ahead while the operator was pressing keys"
         await until(pilot, lambda: read, 10, what="the questions to be read ahead")
         assert read[0] >= last + 0.5, read[0] - last
+
+
+def _held_reads(monkeypatch) -> tuple[list[str], threading.Event, threading.Event]:
+    """The questions read ahead, recorded (each block's path); the first read is held (`held`
+    set) until the test lets it through (`go`)."""
+    from hitl_tui.loops import similarity
+
+    read: list[str] = []
+    held, go = threading.Event(), threading.Event()
+    real = similarity.read_question
+
+    def reading(block) -> None:
+        read.append(str(block.path))
+        if len(read) == 1:  # the read's first slice, held until the test lets it go
+            held.set()
+            assert go.wait(10), "never let through"
+        real(block)
+
+    monkeypatch.setattr(similarity, "read_question", reading)
+    return read, held, go
+
+
+async def test_reading_ahead_gives_way_at_a_key_and_goes_on_after_the_next_pause(
+    tmp_path, monkeypatch
+):
+    """Once begun, the questions read ahead stop at the operator's next key: the key is
+    handled while the read is in the middle of a slice, the read stops at that slice's end
+    (not at the end of every block), and goes on after the next pause until every question
+    is read (`M` gets them all)."""
+    from hitl_tui.config import Config
+    from hitl_tui.loops import similarity
+    from hitl_tui.tui import app as app_module
+    from hitl_tui.tui import quiet as quiet_module
+
+    monkeypatch.setattr(app_module, "PREFETCH_QUIET", 1.0, raising=False)
+    monkeypatch.setattr(quiet_module, "SLICE", 2)
+    root = tmp_path / "fleet"
+    fleet(root)
+    read, held, go = _held_reads(monkeypatch)
+    app = commands.open_app([root], Config(operator="Ada", bell=False), watch=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: app.loaded, what="the scan to end")
+        await until(pilot, held.is_set, 10, what="the questions to be read ahead")
+        before = app.inbox_screen.blocklist.cursor_row
+        await pilot.press("down")  # handled while the read is in its first slice
+        assert app.inbox_screen.blocklist.cursor_row == before + 1
+        go.set()
+        await until(pilot, lambda: app.quiet.yields, 5, saw=lambda: read, what="a stop")
+        # It stopped at its first slice's end (2 questions), not after all 6.
+        assert len(read) == 2, read
+        await until(pilot, lambda: len(read) == REPOS, 10, saw=lambda: read, what="the rest")
+    blocks = list(app.inbox.blocks.values())
+    assert sorted(read) == sorted(str(b.path) for b in blocks)
+    assert all(b.one_line_question(300) in similarity._ASKED for b in blocks)
+
+
+async def test_reading_ahead_gives_way_while_blocks_arrive(tmp_path, monkeypatch):
+    """A change the watcher sees (a block arriving, changing, going) holds the work read
+    ahead too, for ARRIVAL_HOLD s: at 10,000 repos a detection that shared the interpreter
+    with it took 80-300 ms, against 40."""
+    from hitl_tui.config import Config
+    from hitl_tui.tui import app as app_module
+    from hitl_tui.tui import quiet as quiet_module
+
+    monkeypatch.setattr(app_module, "PREFETCH_QUIET", 0.5, raising=False)
+    monkeypatch.setattr(app_module, "ARRIVAL_HOLD", 2.0, raising=False)
+    monkeypatch.setattr(quiet_module, "SLICE", 2)
+    root = tmp_path / "fleet"
+    fleet(root)
+    read, held, go = _held_reads(monkeypatch)
+    app = commands.open_app([root], Config(operator="Ada", bell=False), watch=True)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: app.loaded, what="the scan to end")
+        await until(pilot, held.is_set, 10, what="the questions to be read ahead")
+        target = root / "repo-00" / "BLOCKED.md"
+        tries = [0]
+
+        def arrived() -> bool:
+            if tries[0] % 20 == 0:  # written again until the watcher (just started) sees it
+                target.write_text(BLOCKED.format(n=f"changed {tries[0]}"))
+            tries[0] += 1
+            return any("changed" in b.question for b in app.inbox_screen.rows.blocks.values())
+
+        await until(pilot, arrived, 10, what="the change to be seen")
+        go.set()
+        await until(pilot, lambda: app.quiet.yields, 5, saw=lambda: read, what="a stop")
+        assert len(read) == 2, read
+        await until(pilot, lambda: len(read) == REPOS, 10, saw=lambda: read, what="the rest")
+
+
+async def test_the_seen_marks_are_saved_when_the_keys_pause(tmp_path, monkeypatch):
+    """The seen marks' timer (every SAVE_EVERY s) lets no save go while the operator is at
+    the keys (at 50,000 blocks a save is a second of Python beside them); the marks are
+    saved once the keys pause."""
+    from hitl_tui.config import Config
+    from hitl_tui.tui import app as app_module
+    from hitl_tui.tui.inbox_screen import InboxScreen
+
+    monkeypatch.setattr(app_module, "PREFETCH_QUIET", 0.6, raising=False)
+    monkeypatch.setattr(InboxScreen, "SAVE_EVERY", 0.05)
+    root = tmp_path / "fleet"
+    fleet(root)
+    saves: list[float] = []  # how long the keys still held background work at each save
+    real = InboxScreen.save_seen_soon
+
+    def saving(self) -> None:
+        if self.seen.dirty:
+            saves.append(self.app.quiet.wait())
+        real(self)
+
+    monkeypatch.setattr(InboxScreen, "save_seen_soon", saving)
+    app = commands.open_app([root], Config(operator="Ada", bell=False), watch=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: app.loaded, what="the scan to end")
+        screen = app.inbox_screen
+        await until(pilot, lambda: not screen.seen.dirty, 10, what="the first marks saved")
+        saves.clear()
+        for n in range(REPOS):  # keys for ~1 s, each making a mark to save
+            screen.seen.unsee(screen.blocklist.blocks[screen.blocklist.order[n]])
+            await pilot.press("down" if n % 2 else "up")
+            await pilot.pause(0.1)  # (the timer's turns, every 0.05 s, come meanwhile)
+        await until(pilot, lambda: not screen.seen.dirty, 10, saw=lambda: saves, what="a save")
+        assert saves and all(held <= 0 for held in saves), saves
 
 
 def test_the_parse_cache_is_saved_when_the_operator_pauses_or_as_the_app_quits(

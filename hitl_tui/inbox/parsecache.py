@@ -47,7 +47,7 @@ import tempfile
 import threading
 import time
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,8 @@ RACY_NS = 2_000_000_000
 STALE_SECONDS = 30 * 24 * 3600
 #: A shard larger than this is not read (5,000 blocks make about 7 MB in all, 16 shards).
 MAX_SHARD_BYTES = 32 << 20
+#: Entries encoded between two calls of `save`'s `between` (a few ms of Python).
+SAVE_SLICE = 256
 #: A block whose text is longer than this is parsed afresh each time, not cached (keeps the
 #: shards small; block files are a few KiB).
 MAX_CACHED_RAW = 16 << 10
@@ -491,8 +493,10 @@ class ParseCache:
             except Exception:  # corrupt, truncated, nested too deep, planted: an empty shard
                 return None
 
-    def save(self) -> None:
-        """Write the shards that changed. Never raises: a cache that cannot be saved is rebuilt."""
+    def save(self, between: Callable[[], object] | None = None) -> None:
+        """Write the shards that changed. Never raises: a cache that cannot be saved is rebuilt.
+        `between` is called every SAVE_SLICE entries (the app's: wait while the operator is
+        pressing keys, the GIL released)."""
         if self.folder is None:
             return
         with self._lock:
@@ -509,7 +513,9 @@ class ParseCache:
         stamp = code_stamp()
         for shard, entries in dirty.items():
             rows = []
-            for key, entry in entries:
+            for n, (key, entry) in enumerate(entries):
+                if between is not None and n % SAVE_SLICE == 0:
+                    between()
                 try:
                     rows.append(_row(key, entry))
                 except (Uncacheable, RecursionError):

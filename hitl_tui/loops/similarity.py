@@ -204,6 +204,12 @@ def _asked(block: Block) -> _Asked:
     return found
 
 
+def read_question(block: Block) -> None:
+    """Read `block`'s question as compared, and keep it (what `same_question` and
+    `question_groups` would read first): the app reads them ahead, in a thread."""
+    _asked(block)
+
+
 def _same(a: _Asked, b: _Asked, threshold: float = THRESHOLD) -> bool:
     if not a.normal or not b.normal or literals_differ(a.literals, b.literals):
         return False

@@ -45,6 +45,7 @@ from hitl_tui.tui.asked import Asked
 from hitl_tui.tui.commands import HitlCommands, HitlPalette
 from hitl_tui.tui.inbox_screen import InboxScreen
 from hitl_tui.tui.messages import ScanBatch, ScanDone
+from hitl_tui.tui.quiet import Quiet
 from hitl_tui.tui.screens import HelpScreen, HistoryScreen
 from hitl_tui.tui.telegram_link import RunsTelegram
 from hitl_tui.tui.toasts import ProgressToasts, show
@@ -88,8 +89,12 @@ REMOTE_DRAW_EVERY = 0.1
 #: What the app reads ahead once its first scan is over (each question, for `M`; the fleet's
 #: figures, for `S`) waits until the operator has pressed no key for this many seconds: at
 #: 50,000 blocks each is a second of Python sharing the interpreter with the keys (the first
-#: preview took 164 ms with them, against 50). `M` and `S` compute what is not ready.
+#: preview took 164 ms with them, against 50). `M` and `S` compute what is not ready. Once
+#: begun, it gives way again at each key, until the next such pause (`tui/quiet.py`).
 PREFETCH_QUIET = 2.0
+#: Seconds a change seen by the watcher holds that background work (a key holds it
+#: PREFETCH_QUIET s): at 10,000 repos a detection beside it took 80-300 ms, against 40.
+ARRIVAL_HOLD = 1.0
 
 
 class HitlApp(RunsTelegram, App[int]):
@@ -124,8 +129,9 @@ class HitlApp(RunsTelegram, App[int]):
         self.clock = clock or (lambda: datetime.now(UTC))
         self.stop_event = asyncio.Event()
         self.loaded = False
-        #: When the operator last pressed a key or used the mouse (`when_quiet`).
-        self._last_input = time.monotonic()
+        #: When the operator last pressed a key or used the mouse (`when_quiet`), and the
+        #: background work that waits for a pause in the keys (the read-ahead, the cache's save).
+        self.quiet = Quiet(PREFETCH_QUIET)
         self.operator = self.config.operator_name()
         #: Messages from before start-up (answers a crash interrupted, then recovered).
         self.notices = list(notices or ())
@@ -234,7 +240,7 @@ class HitlApp(RunsTelegram, App[int]):
     @work(thread=True, group="cache", exit_on_error=False, description="save_parse_cache")
     def save_parse_cache(self) -> None:
         if self.inbox.cache is not None:
-            self.inbox.cache.save()
+            self.inbox.cache.save(between=self.quiet.give_way)
 
     @on(ScanBatch)
     def _scan_batch(self, message: ScanBatch) -> None:
@@ -263,14 +269,19 @@ class HitlApp(RunsTelegram, App[int]):
         # Each question read once for the same-question rule (M, grouping by question), then
         # the fleet's figures of the last 30 days, for `S` to show at once: when the operator
         # is not pressing keys (and not at once: the operator's first keys come now).
-        self._last_input = time.monotonic()
-        self.when_quiet([self.inbox_screen.read_questions, self.prefetch_stats])
+        self.quiet.touch()
+        self.when_quiet([self.read_questions, self.prefetch_stats])
+
+    def read_questions(self) -> None:
+        """Each question read ahead, for `M` and grouping by question (giving way to keys)."""
+        self.inbox_screen.read_questions(self.quiet)
 
     def when_quiet(self, jobs: list[Callable[[], object]]) -> None:
-        """Start `jobs`, one a second, once no key or click came for PREFETCH_QUIET s."""
+        """Start `jobs`, one a second, once no key or click came for PREFETCH_QUIET s (each
+        job gives way to the keys again while it runs: `Quiet.sliced`)."""
         if not jobs:
             return
-        wait = self._last_input + PREFETCH_QUIET - time.monotonic()
+        wait = self.quiet.wait()
         if wait > 0:
             self.set_timer(wait, lambda: self.when_quiet(jobs))
             return
@@ -279,7 +290,7 @@ class HitlApp(RunsTelegram, App[int]):
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.InputEvent) and not event.is_forwarded:
-            self._last_input = time.monotonic()  # (`when_quiet`)
+            self.quiet.touch()  # (`when_quiet`, and the work that gives way to keys)
         await super().on_event(event)
 
     @work(exclusive=True, group="watch", exit_on_error=False, description="run_watcher")
@@ -420,6 +431,8 @@ class HitlApp(RunsTelegram, App[int]):
 
     async def _on_delta(self, delta: Delta) -> None:
         self.apply_delta(delta, announce=True)
+        if delta.added or delta.changed or delta.removed:  # the next may follow: hold the
+            self.quiet.touch(ARRIVAL_HOLD)  # background work (`tui/quiet.py`) meanwhile
 
     def apply_delta(self, delta: Delta, announce: bool = False) -> None:
         """The inbox changed: the inbox screen's list and header follow, new warnings are
@@ -655,7 +668,7 @@ class HitlApp(RunsTelegram, App[int]):
 
         # Not asked for: a failure is said by the screen, when `S` computes them itself.
         with contextlib.suppress(Exception):
-            self.stats_cache.compute(WINDOWS[0])
+            self.stats_cache.compute(WINDOWS[0], gently=self.quiet)
 
     async def action_quit(self) -> None:
         self.stop_event.set()
@@ -663,6 +676,7 @@ class HitlApp(RunsTelegram, App[int]):
 
     async def on_unmount(self) -> None:
         self.stop_event.set()
+        self.quiet.stop()  # the background work waiting for a pause stops waiting
         notices.stop_all()  # a notice command still running is not left behind
         self.stop_telegram()
         if self.loaded:

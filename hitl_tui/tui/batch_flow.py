@@ -23,6 +23,7 @@ from hitl_tui.textio import printable
 from hitl_tui.tui.batch_screens import BatchPreviewScreen, BatchResultScreen
 from hitl_tui.tui.header import plural
 from hitl_tui.tui.messages import BatchApplied, BatchUndone, Host, Refused
+from hitl_tui.tui.quiet import Quiet
 from hitl_tui.tui.screens import TextAnswerScreen, Typed
 from hitl_tui.tui.undo_flow import ConfirmUndo
 from hitl_tui.tui.waiting import waiting_of
@@ -65,17 +66,19 @@ class Batches(_Screen):
 
     # -- marks -------------------------------------------------------------------------------
 
-    def read_questions(self) -> None:
+    def read_questions(self, quiet: Quiet | None = None) -> None:
         """Once the first scan is over, read every block's question for the same-question
         rule in a thread (`similarity` keeps them by text): the first `M`, or grouping by
-        question, then costs a look-up per block, not a read."""
-        self._read_questions(list(self.rows.blocks.values()))
+        question, then costs a look-up per block, not a read. `quiet`: the app's, the read
+        stops at each key and goes on once the operator pauses (`Quiet.sliced`)."""
+        self._read_questions(list(self.rows.blocks.values()), quiet or Quiet(0.0))
 
     @work(thread=True, group="questions", exit_on_error=False, description="_read_questions")
-    def _read_questions(self, blocks: list[Block]) -> None:
-        from hitl_tui.loops.similarity import question_groups
+    def _read_questions(self, blocks: list[Block], quiet: Quiet) -> None:
+        from hitl_tui.loops.similarity import read_question
 
-        question_groups(blocks)
+        for block in quiet.sliced(blocks):
+            read_question(block)
 
     def _markable(self, rk: str) -> bool:
         """A block can be marked; an answer waiting for its loop cannot."""

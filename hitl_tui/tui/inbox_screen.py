@@ -19,6 +19,7 @@ and `BlockList` draws.
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from typing import ClassVar, cast
 
@@ -131,6 +132,8 @@ class InboxScreen(
         #: The header's counts of the inbox, as of its last change.
         self._parts: HeaderParts | None = None
         self._saving = False
+        #: When the timer last let a save of the seen marks go (`_save_seen_tick`).
+        self._seen_tick = time.monotonic()
         #: One preview screen, built on first use and kept installed (see PreviewScreen).
         self._preview_screen: PreviewScreen | None = None
         #: The first scan's progress while it runs (repos read, of how many), as the header
@@ -172,6 +175,8 @@ class InboxScreen(
 
     #: Seconds between saves of the seen marks (only when some changed).
     SAVE_EVERY = 5.0
+    #: A save waits while keys come or blocks arrive (`tui/quiet.py`), this many s at most.
+    SAVE_LATEST = 30.0
     #: Seconds between looks at the answers waiting for their loop (deadlines; answers given
     #: by `hitl answer` meanwhile; signs without a file event, when not watching).
     LOOK_EVERY = 5.0
@@ -190,7 +195,7 @@ class InboxScreen(
         box.closed = self._filter_closed
         box.swallow = self.swallow
         self.set_interval(60, self.refresh_ages)
-        self.set_interval(self.SAVE_EVERY, self.save_seen_soon)
+        self.set_interval(self.SAVE_EVERY, self._save_seen_tick)
         self.set_interval(self.LOOK_EVERY, self._look_at_waiting)
         self.post_message(self.Ready())
 
@@ -517,6 +522,17 @@ class InboxScreen(
             table.select(rk)
 
     # -- seen marks: saved every few seconds when some changed, in a thread, and at exit -----
+
+    def _save_seen_tick(self) -> None:
+        """The SAVE_EVERY timer: at 50,000 blocks a save is a second of Python (in a thread,
+        sharing the interpreter with the keys), so it waits for a pause in the keys and the
+        arrivals (the app's `Quiet`), SAVE_LATEST s at most."""
+        quiet = getattr(self.app, "quiet", None)
+        now = time.monotonic()
+        if quiet is not None and quiet.wait() > 0 and now - self._seen_tick < self.SAVE_LATEST:
+            return
+        self._seen_tick = now
+        self.save_seen_soon()
 
     def save_seen_soon(self) -> None:
         # Not during the first scan: a save drops the marks of blocks not listed (yet).

@@ -35,6 +35,7 @@ from textual.worker import Worker, WorkerState
 from hitl_tui.stats import Figures, Stats, Unknown
 from hitl_tui.textio import printable
 from hitl_tui.tui.bindings import bindings
+from hitl_tui.tui.quiet import Quiet
 from hitl_tui.tui.stats_charts import Bar, DayChart, DayCounts, RepoBars, level, span
 
 #: The windows `w` cycles through, in days; the first is where the screen opens.
@@ -47,7 +48,7 @@ AGAIN_AFTER = 0.2
 #: rows took ~100 ms to fill, at each open and each sort.
 ROWS = 200
 #: Computes the figures of a window (blocking: the screen's worker runs it).
-Load = Callable[[timedelta], Stats]
+Load = Callable[..., Stats]
 
 
 @dataclass(frozen=True)
@@ -201,9 +202,11 @@ class StatsCache:
         self.load = load
         self.figures: dict[int, Stats] = {}
 
-    def compute(self, days: int) -> Stats:
-        """The figures of the last `days` days, computed now (blocking), and kept."""
-        stats = self.load(timedelta(days=days))
+    def compute(self, days: int, gently: Quiet | None = None) -> Stats:
+        """The figures of the last `days` days, computed now (blocking), and kept. `gently`:
+        read ahead, giving way to the operator's keys (`Quiet.sliced`)."""
+        window = timedelta(days=days)
+        stats = self.load(window) if gently is None else self.load(window, gently)
         self.figures[days] = stats
         return stats
 
@@ -491,7 +494,7 @@ def loader(app: Any) -> Load:
 
     from hitl_tui.stats import compute
 
-    def load(window: timedelta) -> Stats:
+    def load(window: timedelta, gently: Quiet | None = None) -> Stats:
         now: datetime = app.clock()
         inbox = app.inbox
         with inbox.lock:  # (the first scan holds it until its end)
@@ -502,7 +505,7 @@ def loader(app: Any) -> Load:
             since=now - window,
             now=now,
             repos=repos,
-            open_blocks=blocks,
+            open_blocks=blocks if gently is None else gently.sliced(blocks),
             resumes=book.recent(since=window) if book is not None else (),
             unreached=unreached(app),
         )
