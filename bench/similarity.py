@@ -7,6 +7,12 @@ figures in similar.py's docstring come from this script.
 
     .venv/bin/python bench/similarity.py            # the table
     .venv/bin/python bench/similarity.py --misses   # and the pairs the chosen threshold gets wrong
+
+Plain Jaccard peaks at F1 0.92 (0.35-0.40), plain containment at 0.97 (0.70) on this set, but
+containment alone makes "Which port?" similar to every question about a port.
+Wrong at 0.55 (`--misses`): one false alarm, a question sharing its subject and verb with
+another (0.69: "retry the payment webhook" / "log the payment webhook body"); two misses, a
+re-ask worded wholly anew (0.40) and one just under (0.549, markup words around it).
 """
 
 from __future__ import annotations

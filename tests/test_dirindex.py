@@ -99,3 +99,46 @@ def test_a_first_ask_indexes_its_repository_alone_and_the_index_is_a_full_ones(
     assert set(inbox.watch_dirs()) == before | {asks}
     assert inbox._owners() == DirIndex(inbox.workspace.repos, inbox.sources).owner
     assert inbox.owners([asks]) == {root / "b"}
+
+
+def test_a_new_repository_and_one_gone_are_indexed_alone_and_a_new_root_anew(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from hitl_tui.inbox import dirindex
+    from hitl_tui.inbox.inbox import Inbox
+    from hitl_tui.inbox.workspace import Workspace
+
+    root = tmp_path / "loops"
+    for name in ("a", "c"):
+        (root / name / ".git").mkdir(parents=True)
+        (root / name / "BLOCKED.md").write_text(f"## Question\n{name}?\n")
+    inbox = Inbox(Workspace.discover([root]))
+    inbox.scan()
+    inbox.watch_dirs()
+    asked: list[Path] = []
+    real = dirindex._folders
+    monkeypatch.setattr(
+        dirindex, "_folders", lambda repo, sources: asked.append(repo) or real(repo, sources)
+    )
+
+    def full() -> dict[Path, Path]:
+        return DirIndex(inbox.workspace.repos, inbox.sources).owner
+
+    (root / "b" / ".git").mkdir(parents=True)  # a repository made while watching
+    delta = inbox.handle([root / "b"])
+    assert delta.rewatch and asked == [root / "b"]
+    assert inbox._owners() == full() and inbox.owners([root / "b"]) == {root / "b"}
+    asked.clear()
+    shutil.rmtree(root / "a")  # one gone
+    delta = inbox.handle([root / "a"])
+    assert delta.rewatch and asked == [] and inbox._owners() == full()
+    assert root / "a" not in inbox.watch_dirs()
+    # The root itself deleted and made again: every repository is indexed anew.
+    shutil.rmtree(root)
+    for name in ("x", "y"):
+        (root / name / ".git").mkdir(parents=True)
+    asked.clear()
+    inbox.handle([root])
+    assert set(asked) >= {root / "x", root / "y"} and inbox._owners() == full()

@@ -45,11 +45,8 @@ questions from the same repository or project, many sharing most of their words)
     0.65       0.96       0.81    0.88        the lowest of the best F1 (more re-asks found)
     0.70       1.00       0.77    0.87
 
-Plain Jaccard peaks at F1 0.92 (0.35-0.40), plain containment at 0.97 (0.70) on this set, but
-containment alone makes "Which port?" similar to every question about a port.
-Wrong at 0.55 (`--misses`): one false alarm, a question sharing its subject and verb with
-another (0.69: "retry the payment webhook" / "log the payment webhook body"); two misses, a
-re-ask worded wholly anew (0.40) and one just under (0.549, markup words around it).
+(bench/similarity.py's docstring says how plain Jaccard and containment fare, and what 0.55
+gets wrong.)
 
 The answer index (`AnswerIndex`) is built once from the journal's answers (kind "answer",
 status done, not undone), newest first, each question tokenised once, with an inverted index
@@ -239,12 +236,10 @@ def question_groups(blocks: Iterable[Block]) -> list[list[Block]]:
     most: each block joins the group of the first earlier block ("the group's question",
     its first) it asks the same question as, else it begins a group (so a group's every
     block asks the same question as its first; no chain of near ones drifts). Blocks equal
-    once normalised are grouped at once; the others are compared only with the groups'
-    first blocks that share two words with them (an inverted index, counted in C), not pair
-    by pair: 5,000 blocks group in about 50 ms once their questions are read (each question
-    is read once and kept, by its text), about 110 ms the first time
-    (tests/test_similar.py). Bounded: a block is compared with GROUP_CANDIDATES groups at
-    most, and a word's first MAX_POSTINGS groups."""
+    once normalised are grouped at once; the others only with the groups' first blocks that
+    share two words with them (an inverted index, counted in C): 5,000 blocks group in about
+    50 ms once their questions are read and kept, 110 ms the first time (test_similar.py).
+    At most GROUP_CANDIDATES groups are compared, and a word's first MAX_POSTINGS groups."""
     firsts: list[_Asked] = []
     members: list[list[Block]] = []
     exact: dict[tuple[str, frozenset[str]], int] = {}
@@ -284,9 +279,8 @@ def _first_same(
 ) -> int | None:
     """The earliest group whose first block asks the same question as `asked` (None: none),
     among the first GROUP_CANDIDATES sharing two words; those whose literals differ are left
-    out by set first (`lacks`, `has`: at 50,000 blocks asking questions that differ by a
-    number, a block was compared with hundreds of them, 2 s in all). No group with literals
-    that can match: none is the same question, the words are not even counted."""
+    out by set first (`lacks`, `has`: at 50,000 blocks whose questions differ by a number, a
+    block was compared with hundreds, 2 s in all). None can match: the words are not counted."""
     for kind, marks in enumerate(asked.kinds):
         if marks and not lacks[kind] and marks not in has[kind]:
             return None
