@@ -450,3 +450,22 @@ def test_a_host_never_reached_and_one_down_since_are_unknown_never_zero(
     assert all(r["open_now"] is None for r in after["rows"] if r["key"].startswith("build-1:"))
     table = _hitl("stats", config=config)
     assert "? unknown: host build-1 (remote), not reached since" in table.stdout
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="macOS refuses undecodable file names")
+def test_hitl_stats_json_keeps_an_undecodable_repository_name(tmp_path: Path) -> None:
+    """A repository whose name is not UTF-8 is one row of `hitl stats --json`, its key valid
+    UTF-8 JSON whose `os.fsencode` gives the name's bytes back (orjson refuses the lone
+    surrogates: the stdlib encoder writes them as escapes)."""
+    root = tmp_path / "fleet"
+    repo = os.path.join(os.fsencode(root), b"caf\xe9")
+    os.makedirs(os.path.join(repo, b".git"))
+    with open(os.path.join(repo, b"BLOCKED.md"), "w") as f:
+        f.write("# Blocked\n\n## Question\nWhich cache?\n")
+    done = subprocess.run(
+        [str(HITL), "stats", str(root), "--json"], capture_output=True, check=False, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout.decode("utf-8"))  # strict UTF-8: no raw surrogate
+    assert [os.fsencode(r["key"]) for r in data["rows"]] == [repo]
+    assert data["overall"]["open_now"] == 1

@@ -10,7 +10,6 @@ in the JSON, and said below the table with since when: never zero.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from datetime import UTC, datetime, timedelta
@@ -19,7 +18,7 @@ from pathlib import Path
 from hitl_tui import timefmt
 from hitl_tui.cli.base import PROG, Parser, add_common, open_inbox, print_warnings
 from hitl_tui.model import UsageError
-from hitl_tui.textio import json_text, printable
+from hitl_tui.textio import json_encoder, printable
 from hitl_tui.timefmt import parse_duration
 
 EPILOG = """\
@@ -119,8 +118,7 @@ def run_stats(args: argparse.Namespace) -> int:
     print_warnings(inbox)
     stats = of_inbox(inbox, since=now - window, by=args.by, now=now, unreached=unreached)
     if args.json:
-        text = json.dumps(stats.to_json(), ensure_ascii=False, indent=1)
-        sys.stdout.write(json_text(text) + "\n")
+        sys.stdout.write(json_encoder()(stats.to_json()) + "\n")
         return 0
     names = {os.fsdecode(r): inbox.workspace.id_of(r) for r in inbox.workspace.repos}
     sys.stdout.write(render(stats, names))

@@ -35,6 +35,9 @@ class Layout:
     #: warning for the repository, never a block.
     warning: str | None = None
     stamp: str = "layout"
+    #: No `.agenticloop` at all when read (nothing there: not even a dangling symlink), so
+    #: there is no task folder to list; a scan asks nothing more of the repository.
+    bare: bool = False
 
 
 def _mtime(path: str | Path) -> datetime | None:
@@ -105,7 +108,7 @@ def read_layout(repo: Path) -> Layout:
     if project_time is None and _mtime(own) is None:
         # No .agenticloop at all (most repos of a mixed fleet): the default folder, which
         # cannot lead anywhere because none of it exists.
-        return Layout("files", fsio.child(own, "tasks"))
+        return Layout("files", fsio.child(own, "tasks"), bare=True)
     problems: list[str] = []
     meta: dict[str, Any] = {}
     stamp = "layout"

@@ -53,8 +53,8 @@ class AgenticloopSource(Source):
     def block_files(self, repo: Path) -> list[Path]:
         layout = self.layout(repo, fresh=True)
         files: list[Path] = []
-        if layout.folder is None:
-            return files
+        if layout.folder is None or layout.bare:
+            return files  # (bare: the listing would fail, and `unlisted` say it is not there)
         try:
             entries = list(os.scandir(layout.folder))
         except OSError as exc:

@@ -17,6 +17,7 @@ import errno
 import os
 import re
 import secrets
+import stat
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -137,8 +138,13 @@ class AskSource(Source):
         return []
 
     def block_files(self, repo: Path) -> list[Path]:
+        try:
+            # Most repositories have no `.hitl/`: one lstat, and nothing more to ask.
+            top = os.lstat(os.path.join(repo, fmt.HITL_DIR))
+        except OSError:
+            return []
         folder = grantfile.asks_dir(repo)
-        if os.path.islink(repo / fmt.HITL_DIR) or os.path.islink(folder):
+        if stat.S_ISLNK(top.st_mode) or os.path.islink(folder):
             return []  # hitl never reads or writes its own files through a symlink
         try:
             names = [
