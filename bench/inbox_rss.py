@@ -51,9 +51,11 @@ def main() -> int:
         inbox.scan(workers=args.workers)
         took = time.perf_counter() - t0
         print(f"{len(inbox.blocks)} blocks in {took:.1f} s; RSS {rss_mb():.0f} MB")
+        cpu = time.process_time()
         inbox.save_cache()
+        cpu = time.process_time() - cpu
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"saved: RSS {rss_mb():.0f} MB, peak {peak:.0f} MB")
+        print(f"saved (CPU {cpu:.2f} s): RSS {rss_mb():.0f} MB, peak {peak:.0f} MB")
         if args.trace:
             snapshot = tracemalloc.take_snapshot()
             for stat in snapshot.statistics("lineno")[:30]:

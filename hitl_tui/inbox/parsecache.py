@@ -55,7 +55,17 @@ from typing import Any
 import yaml
 
 from hitl_tui import __version__
-from hitl_tui.inbox.codec import Uncacheable, dumps, freeze, loads, thaw, to_json, untag
+from hitl_tui.inbox.codec import (
+    Uncacheable,
+    dumps,
+    dumps_rows,
+    freeze,
+    loads,
+    thaw,
+    to_json,
+    unshared,
+    untag,
+)
 from hitl_tui.model import Block
 from hitl_tui.sources.base import Source
 
@@ -133,7 +143,24 @@ def _row(key: EntryKey, entry: Entry) -> list[Any]:
     (source, name), (sig, label, state) = key, entry
     if isinstance(state, Block):  # parsed by this process: taken apart only now (`Entry`)
         state = freeze(state)
-    return [source, name, list(sig), label, None if state is None else to_json(state)]
+    # (the texts the entry keeps `unshared`: see there)
+    row = None if state is None else to_json(state)
+    return [source, unshared(name), list(sig), unshared(label), row]
+
+
+def _rows(
+    entries: list[tuple[EntryKey, Entry]], between: Callable[[], object] | None
+) -> Iterator[list[Any]]:
+    """The rows of a shard's `entries` as written (`_row`), `between` called every
+    SAVE_SLICE entries; an entry that cannot be written is left out."""
+    for n, (key, entry) in enumerate(entries):
+        if between is not None and n % SAVE_SLICE == 0:
+            between()
+        try:
+            row = _row(key, entry)
+        except (Uncacheable, RecursionError):
+            continue  # freeze() checked what it kept; an entry that fails is left out
+        yield row
 
 
 @functools.cache
@@ -511,19 +538,16 @@ class ParseCache:
         except OSError:
             return self._redo(dirty)
         stamp = code_stamp()
+        head = {"format": FORMAT, "stamp": stamp}
         for shard, entries in dirty.items():
-            rows = []
-            for n, (key, entry) in enumerate(entries):
-                if between is not None and n % SAVE_SLICE == 0:
-                    between()
+            # Each row encoded as it is made, and dropped (`dumps_rows`); a row orjson cannot
+            # write: the shard made whole, as `dumps` writes it.
+            data = dumps_rows(head, "entries", _rows(entries, between))
+            if data is None:
                 try:
-                    rows.append(_row(key, entry))
-                except (Uncacheable, RecursionError):
-                    continue  # freeze() checked what it kept; an entry that fails is left out
-            try:
-                data = dumps({"format": FORMAT, "stamp": stamp, "entries": rows})
-            except (TypeError, ValueError, RecursionError):
-                continue  # _row() encoded every value; this is belt and braces
+                    data = dumps({**head, "entries": list(_rows(entries, between))})
+                except (TypeError, ValueError, RecursionError):
+                    continue  # _row() encoded every value; this is belt and braces
             try:
                 fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=self.folder)  # mode 0600
             except OSError:
