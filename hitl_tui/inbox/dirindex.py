@@ -90,3 +90,18 @@ class DirIndex:
     def folders_of(self, repo: Path) -> tuple[Path, ...]:
         """`repo`'s watched folders, as last asked (empty for a repository not indexed)."""
         return self._of.get(repo, ())
+
+    def owned(self, repos: Iterable[Path] | None = None) -> dict[Path, list[Path]]:
+        """The folders each repository owns (the first, in the workspace's order, to watch
+        them), for the repositories that own one; `repos`: those alone (a look at a few
+        repositories: not a list made for each of 10,000)."""
+        out: dict[Path, list[Path]] = {}
+        if repos is None:
+            for folder, repo in self.owner.items():
+                out.setdefault(repo, []).append(folder)
+            return out
+        for repo in repos:
+            mine = [f for f in self._of.get(repo, ()) if self.owner.get(f) == repo]
+            if mine:
+                out[repo] = mine
+        return out

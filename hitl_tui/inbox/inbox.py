@@ -471,9 +471,10 @@ class Inbox:
                     self._index_dirs(found)
         with self.lock:
             repos = [r for r in self.workspace.repos if r in before]
-            folders: dict[Path, list[Path]] = {}
-            for folder, repo in self._owners().items():
-                folders.setdefault(repo, []).append(folder)
+            self._owners()
+            assert self._dirs is not None
+            # (`only`: their folders alone, not a list for each of 10,000 repositories)
+            folders = self._dirs.owned(None if only is None else before)
             listed = (
                 self.blocks.items()
                 if only is None
