@@ -132,7 +132,9 @@ async def test_a_first_ask_stats_its_repositorys_folders_alone(
     inbox = Inbox.open([root])
     async with Watcher(inbox) as w:
         (root / "r04" / "BLOCKED.md").write_text(BLOCK.format(q="r04 now?"))
-        await w.expect(added("r04"))  # (after the look at the files as the watch began)
+        await w.expect(added("r04"))  # (after the look at the files as the watch began,
+        (root / "r08" / "BLOCKED.md").write_text(BLOCK.format(q="r08 now?"))
+        await w.expect(added("r08"))  # and the compare of every folder that follows it)
         statted.clear()
         repo = root / "r07"
         _ask(repo, 1)
