@@ -26,7 +26,7 @@ class Delta:
     #: With `rewatch`: every folder whose watch may have changed (the folders, before and
     #: after, of the repositories whose folders were indexed again), so that the watcher
     #: looks at those alone; None: not known, every folder is looked at.
-    folders: set[Path] | None = None
+    folders: set[Path] | None = field(default=None, compare=False)
 
     def __bool__(self) -> bool:
         return bool(self.added or self.changed or self.removed or self.rewatch or self.waiting)
