@@ -70,6 +70,12 @@ def test_updates_give_the_index_a_full_build_gives(seed: int) -> None:
                 changed.add(new)
         index.update(changed, repos, sources)
         _same(index, repos, sources)
+        # A few repositories' own folders (the watcher's look at them) as every one's says.
+        every = index.owned()
+        some = rng.sample(pool, rng.randint(0, 4))
+        assert {r: set(f) for r, f in index.owned(some).items()} == {
+            r: set(every[r]) for r in some if r in every
+        }
 
 
 def test_a_first_ask_indexes_its_repository_alone_and_the_index_is_a_full_ones(

@@ -342,3 +342,36 @@ def test_the_parse_cache_is_saved_when_the_operator_pauses_or_as_the_app_quits(
         await until(pilot, shards, 10, what="the cache to be written once quiet")
 
     assert open_as_hitl(root, monkeypatch, pausing) == 0
+
+
+async def test_objects_alive_for_a_moment_start_no_full_collection(tmp_path, monkeypatch):
+    """Once loaded, the watcher's looks at the files make lists of tens of thousands of paths
+    that live for a moment: they must not grow old and start the cyclic GC's full collections
+    (at 50,000 blocks a walk of every object made since start-up, 100-500 ms in any thread,
+    the event loop stalled with it). CPython's thresholds are given back as the app quits."""
+    import gc
+
+    from hitl_tui.config import Config
+
+    root = tmp_path / "fleet"
+    fleet(root)
+    before = gc.get_threshold()
+    full: list[int] = []
+
+    def callback(phase: str, info: dict) -> None:
+        if phase == "stop" and info["generation"] == 2:
+            full.append(1)
+
+    app = commands.open_app([root], Config(operator="Ada", bell=False), watch=False)
+    gc.callbacks.append(callback)
+    try:
+        async with app.run_test(size=(120, 30)) as pilot:
+            await until(pilot, lambda: app.loaded, what="the scan to end")
+            full.clear()
+            for look in range(30):  # thirty looks, each a burst of paths alive for a moment
+                burst = [[look, i] for i in range(60_000)]
+                del burst
+            assert full == [], f"{len(full)} full collections"
+    finally:
+        gc.callbacks.remove(callback)
+    assert gc.get_threshold() == before

@@ -52,10 +52,11 @@ class DirIndex:
 
     def update(
         self, changed: Iterable[Path], repos: Sequence[Path], sources: Sequence[Source]
-    ) -> None:
+    ) -> set[Path] | None:
         """The folders of the `changed` repositories asked for again; `repos` is every
         repository of the workspace now, in its order (a changed one no longer in it has no
-        folders now)."""
+        folders now). Returns their folders before and after (what the watcher looks at to
+        find the folders to watch or no longer watch), None when the index was built whole."""
         current = set(repos)
         fresh = {repo: _folders(repo, sources) if repo in current else () for repo in changed}
         taken: set[Path] = set()
@@ -66,11 +67,13 @@ class DirIndex:
                 # depends on the workspace's order.
                 if self._claims[folder] - (folder in old) > 0 or folder in taken:
                     self._build(list(repos), sources)
-                    return
+                    return None
             taken.update(folders)
+        touched = set(taken)
         owner = dict(self.owner)
         for repo, folders in fresh.items():
             old = self._of.pop(repo, ())
+            touched.update(old)
             for folder in old:
                 owner.pop(folder, None)
                 self._claims[folder] -= 1
@@ -82,7 +85,23 @@ class DirIndex:
                     owner[folder] = repo
                 self._claims.update(folders)
         self.owner = owner
+        return touched
 
     def folders_of(self, repo: Path) -> tuple[Path, ...]:
         """`repo`'s watched folders, as last asked (empty for a repository not indexed)."""
         return self._of.get(repo, ())
+
+    def owned(self, repos: Iterable[Path] | None = None) -> dict[Path, list[Path]]:
+        """The folders each repository owns (the first, in the workspace's order, to watch
+        them), for the repositories that own one; `repos`: those alone (a look at a few
+        repositories: not a list made for each of 10,000)."""
+        out: dict[Path, list[Path]] = {}
+        if repos is None:
+            for folder, repo in self.owner.items():
+                out.setdefault(repo, []).append(folder)
+            return out
+        for repo in repos:
+            mine = [f for f in self._of.get(repo, ()) if self.owner.get(f) == repo]
+            if mine:
+                out[repo] = mine
+        return out

@@ -14,12 +14,12 @@ import os
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from hitl_tui.inbox import scan as pool
+from hitl_tui.inbox.delta import Delta as Delta  # (where the watcher and the app take it)
 from hitl_tui.inbox.dirindex import DirIndex
 from hitl_tui.inbox.parsecache import ParseCache, gc_paused, with_since
 from hitl_tui.inbox.scan import Batches, OnBatch
@@ -57,31 +57,6 @@ def _locked(
             return method(self, *args, **kwargs)
 
     return wrapper
-
-
-@dataclass
-class Delta:
-    """What one batch of file events changed in the inbox."""
-
-    added: list[Block] = field(default_factory=list)
-    changed: list[Block] = field(default_factory=list)
-    removed: list[Key] = field(default_factory=list)
-    #: The set of folders to watch changed (new repo, new task folder, ...).
-    rewatch: bool = False
-    #: Answers waiting for their loop whose state changed (`resume.Waiting`: resumed, ...).
-    waiting: list[Any] = field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return bool(self.added or self.changed or self.removed or self.rewatch or self.waiting)
-
-    def merge(self, other: Delta) -> Delta:
-        """This delta followed by `other` (what a later look at the files changed)."""
-        self.added += other.added
-        self.changed += other.changed
-        self.removed += other.removed
-        self.rewatch = self.rewatch or other.rewatch
-        self.waiting += other.waiting
-        return self
 
 
 class Inbox:
@@ -380,12 +355,13 @@ class Inbox:
             self._dirs = DirIndex(self.workspace.repos, self.sources)
         return self._dirs.owner
 
-    def _index_dirs(self, changed: Iterable[Path] | None = None) -> None:
-        """The folder index built again; with `changed`, those repositories' folders alone."""
+    def _index_dirs(self, changed: Iterable[Path] | None = None) -> set[Path] | None:
+        """The folder index built again; with `changed`, those repositories' folders alone.
+        Returns the folders whose watch may have changed (None: any)."""
         if changed is None or self._dirs is None:
             self._dirs = DirIndex(self.workspace.repos, self.sources)
-        else:
-            self._dirs.update(changed, self.workspace.repos, self.sources)
+            return None
+        return self._dirs.update(changed, self.workspace.repos, self.sources)
 
     @_locked
     def watch_dirs(self, checked: bool = True) -> list[Path]:
@@ -449,7 +425,7 @@ class Inbox:
         if delta.rewatch:
             # A repository's own folders changed (its first ask, a new task folder), or it is
             # new or gone: its folders alone are indexed again (all, at 10,000 repos: 0.5 s).
-            self._index_dirs(None if found is None else relaid | found)
+            delta.folders = self._index_dirs(None if found is None else relaid | found)
         if self.resumes is not None:
             delta.waiting = self._resumed(paths, delta.added)
         return delta
@@ -495,9 +471,10 @@ class Inbox:
                     self._index_dirs(found)
         with self.lock:
             repos = [r for r in self.workspace.repos if r in before]
-            folders: dict[Path, list[Path]] = {}
-            for folder, repo in self._owners().items():
-                folders.setdefault(repo, []).append(folder)
+            self._owners()
+            assert self._dirs is not None
+            # (`only`: their folders alone, not a list for each of 10,000 repositories)
+            folders = self._dirs.owned(None if only is None else before)
             listed = (
                 self.blocks.items()
                 if only is None

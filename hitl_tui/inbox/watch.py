@@ -33,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import stat
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
@@ -43,6 +42,8 @@ from typing import Any, Protocol
 import watchfiles
 
 from hitl_tui.inbox.inbox import SLACK, Delta, Inbox
+from hitl_tui.inbox.watchset import compare as _compare
+from hitl_tui.inbox.watchset import identities as _identities
 
 #: Milliseconds the Rust side waits for more events before yielding a batch.
 STEP_MS = 15
@@ -367,7 +368,10 @@ async def _watch(
             # (`on_ready`) at once.
             change = None
             if delta.rewatch:
-                change = await asyncio.to_thread(_compare, inbox, watched)
+                # The folders the inbox says this change touched, alone (`inbox/watchset.py`);
+                # every folder after a look at the files, or when the answers waiting changed.
+                some = None if due or polled or delta.waiting else delta.folders
+                change = await asyncio.to_thread(_compare, inbox, watched, some)
             if delta:
                 result = on_delta(delta)
                 if asyncio.iscoroutine(result):
@@ -413,37 +417,6 @@ EXTRA_MAX = 256
 #: folders are looked at): a new repository's or a first ask's row waits for it. It wakes this
 #: often while idle too (once every 200 ms, the main one).
 EXTRA_MS = 100
-
-
-def _identities(dirs: list[Path]) -> dict[Path, tuple[int, int] | None]:
-    """Each folder's (device, inode), None where it cannot be read or is no folder."""
-    out: dict[Path, tuple[int, int] | None] = {}
-    for folder in dirs:
-        try:
-            st = os.stat(folder)
-        except (OSError, ValueError):
-            out[folder] = None
-            continue
-        out[folder] = (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
-    return out
-
-
-def _compare(
-    inbox: Inbox, watched: dict[Path, tuple[int, int] | None]
-) -> tuple[list[Path], dict[Path, tuple[int, int] | None], list[Path], bool]:
-    """The folders to watch now; those with no live watch (new, or not the folder watched:
-    made again in place), with their identities; those watched no longer to watch; and
-    whether one of these is still there (its watch would stay: the watch must start again to
-    give it back). In a thread: 10,000 paths hashed on the event loop took 30 ms."""
-    # One stat a folder: whether it is one (the folders to follow) and its identity.
-    listed = _identities(inbox.watch_dirs(checked=False))
-    now: dict[Path, tuple[int, int] | None] = {f: i for f, i in listed.items() if i is not None}
-    following = list(now)
-    wanted = set(following)
-    missing = {f: ident for f, ident in now.items() if f not in watched or watched[f] != ident}
-    gone = [f for f in watched if f not in wanted]
-    stale = any(os.path.isdir(f) for f in gone)
-    return following, missing, gone, stale
 
 
 async def _caught_up(inbox: Inbox, folders: list[Path], since: float) -> Delta:

@@ -95,6 +95,10 @@ PREFETCH_QUIET = 2.0
 #: Seconds a change seen by the watcher holds that background work (a key holds it
 #: PREFETCH_QUIET s): at 10,000 repos a detection beside it took 80-300 ms, against 40.
 ARRIVAL_HOLD = 1.0
+#: The cyclic garbage collector's thresholds once the app is loaded (CPython's: 700, 10, 10):
+#: objects alive for a moment (a look at the files) die before a young collection sees them,
+#: and few grow old enough to start a full one (a walk of every object made since start-up).
+GC_THRESHOLD = (50_000, 20, 10)
 
 
 class HitlApp(RunsTelegram, App[int]):
@@ -132,6 +136,8 @@ class HitlApp(RunsTelegram, App[int]):
         #: When the operator last pressed a key or used the mouse (`when_quiet`), and the
         #: background work that waits for a pause in the keys (the read-ahead, the cache's save).
         self.quiet = Quiet(PREFETCH_QUIET)
+        #: The garbage collector's thresholds before the app set GC_THRESHOLD (once loaded).
+        self._gc_threshold: tuple[int, int, int] | None = None
         self.operator = self.config.operator_name()
         #: Messages from before start-up (answers a crash interrupted, then recovered).
         self.notices = list(notices or ())
@@ -255,6 +261,13 @@ class HitlApp(RunsTelegram, App[int]):
         # Frozen, the cyclic GC stops walking them: at 5,000 blocks one full collection took
         # 80 ms, in the middle of a keypress.
         gc.freeze()
+        # And what is made from here on is collected young less often: at CPython's 700
+        # objects, the watcher's looks at 10,000 repositories (lists of 50,000 paths, alive
+        # for a second) were walked young a hundred times over and kept as old, and the full
+        # collections that followed (100-500 ms, in any thread) stalled the event loop.
+        if self._gc_threshold is None:
+            self._gc_threshold = gc.get_threshold()
+            gc.set_threshold(*GC_THRESHOLD)
         self.loaded = True
         self.refresh_header()
         self.inbox_screen.show_current()
@@ -682,4 +695,7 @@ class HitlApp(RunsTelegram, App[int]):
         if self.loaded:
             self.inbox_screen.save_seen_now()  # the marks learnt since the last save
         await self._remote_stopped()
+        if self._gc_threshold is not None:
+            gc.set_threshold(*self._gc_threshold)  # CPython's own again (an embedding process)
+            self._gc_threshold = None
         gc.unfreeze()  # what start-up froze can be collected again (an embedding process)
