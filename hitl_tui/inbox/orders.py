@@ -91,18 +91,19 @@ def _source_fold(source: str) -> str:
 
 #: What comes between the tier and (since, id) in each derived order's key, and how it is read
 #: from a block's field (`view.SORT_KEYS`).
-_FOLDS: dict[str, tuple[Callable[[Block], Any], Callable[[Any], Any]]] = {
-    "repo": (attrgetter("repo"), _repo_fold),
-    "category": (attrgetter("category"), _category_fold),
-    "source": (attrgetter("source"), _source_fold),
+_FOLDS: dict[str, tuple[Callable[[Block], Any], Callable[[Any], Any], bool]] = {
+    "repo": (attrgetter("repo"), _repo_fold, True),
+    "category": (attrgetter("category"), _category_fold, False),
+    "source": (attrgetter("source"), _source_fold, False),
 }
 DERIVED = frozenset({*_FOLDS, "newest"})
 
 
-def _ranks(values: list[Any], fold: Callable[[Any], Any]) -> list[int]:
-    """Each value's dense rank by `fold(value)`: one fold per distinct object (the blocks of a
-    repository share its path; a path's hash is a Python call, an object's id is not)."""
-    ids = list(map(id, values))
+def _ranks(values: list[Any], fold: Callable[[Any], Any], by_id: bool) -> list[int]:
+    """Each value's dense rank by `fold(value)`, folded once per distinct value; `by_id`: per
+    distinct object (the blocks of a repository share its path, whose hash is a Python call;
+    an id's is not)."""
+    ids = list(map(id, values)) if by_id else values
     folded = {at: fold(v) for at, v in dict(zip(ids, values, strict=True)).items()}
     rank_of = {f: n for n, f in enumerate(sorted(set(folded.values())))}
     rank = {at: rank_of[f] for at, f in folded.items()}
@@ -132,7 +133,7 @@ def derived(order: str, oldest: list[str], blocks: Mapping[str, Block]) -> list[
         if len(set(stamp.values())) != len(stamp):
             return None  # two times share a timestamp: the tie-break is the id's, not since's
         return _stable_by(oldest, list(map(stamp.__getitem__, since)), tiers)
-    get, fold = _FOLDS[order]
-    ranks = _ranks(list(map(get, listed)), fold)
+    get, fold, by_id = _FOLDS[order]
+    ranks = _ranks(list(map(get, listed)), fold, by_id)
     span = max(ranks, default=0) + 1
     return _stable_by(oldest, list(map(add, map(mul, tiers, repeat(span)), ranks)))
