@@ -389,3 +389,40 @@ def test_an_order_derived_is_a_full_sort_and_none_where_timestamps_collide() -> 
     rows = RowOrder(pair.values(), ViewSpec(), now=T0)
     rows.set_spec(ViewSpec(order="newest"))
     assert rows.order == orders.sorted_rows(pair, SORT_KEYS["newest"])[0] == [row_of(b), row_of(a)]
+
+
+def test_a_question_read_again_by_its_text_is_as_read_from_its_one_line() -> None:
+    """`similarity._asked` keeps each question by the block's own text (summary, else
+    question) too: read again, from either cache, it is what its one line gives, for hostile
+    texts and summaries (empty, blank, markup, escapes, huge), and past the caches' bound."""
+    from hitl_tui.loops import similarity
+
+    rng = random.Random(5)
+    blocks = []
+    for n in range(600):
+        block = _block(rng, n)
+        summary = rng.choice([None, "", " ", block.question, f"Task {n % 9}:  {block.question}"])
+        blocks.append(replace(block, summary=summary))
+
+    def plain(block: Block) -> similarity._Asked:
+        question = block.one_line_question(300)
+        normal, marks = similarity.normalise(question), similarity.literals(question)
+        kinds = tuple(frozenset(x for x in marks if x.startswith(k)) for k in similarity._KINDS)
+        return similarity._Asked(normal, similarity.tokens(normal), marks, kinds)
+
+    similarity._RAW.clear()
+    similarity._ASKED.clear()
+    for _ in range(2):
+        for block in blocks:
+            assert similarity._asked(block) == plain(block)
+    assert similarity._RAW and similarity._ASKED
+    bound = similarity._ASKED_MAX
+    similarity._ASKED_MAX = 50
+    similarity._RAW.clear()
+    similarity._ASKED.clear()
+    try:
+        for block in blocks:
+            assert similarity._asked(block) == plain(block)
+            assert len(similarity._RAW) <= 50 and len(similarity._ASKED) <= 50
+    finally:
+        similarity._ASKED_MAX = bound
