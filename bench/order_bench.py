@@ -10,6 +10,9 @@ ahead), then cycles `s` through every order and `v` through every grouping twice
 as bench.py's row 3d does. It prints each run's figures, then per tree the median and the
 largest of them all, of the orders, of the groupings and of "by question". It writes nothing
 in the fleet.
+
+With `--filter`, row 3c instead: `/`, then `0`, `0`, `1`, `2`, `0` typed 0.1 s apart as
+bench.py types them, then five backspaces, three times over; each key to its frame.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from pathlib import Path
 
 CHILD = r"""
 import asyncio, json, sys
-code, fleet = sys.argv[1], sys.argv[2]
+code, fleet, what = sys.argv[1], sys.argv[2], sys.argv[3]
 sys.path[:0] = [code, code + "/bench"]
 from pathlib import Path
 import hitl_tui
@@ -45,7 +48,16 @@ async def main():
             await pilot.pause(0.05)
         await asyncio.sleep(4)
         rows = lambda: app.inbox_screen.rows.spec
-        for _ in range(2):
+        if what == "filter":
+            await pilot.press("slash")
+            await asyncio.sleep(0.5)
+            for _ in range(3):
+                for key in [*"00120", *["backspace"] * 5]:
+                    text = rows().query.text
+                    ms = await keypress(app, key, until=lambda t=text: rows().query.text != t)
+                    out.append([f"{key[:2]}:{rows().query.text}", ms * 1000])
+                    await asyncio.sleep(0.1)
+        for _ in range(2 if what == "order" else 0):
             for key, times in (("s", len(ORDERS)), ("v", len(GROUPS))):
                 for _ in range(times):
                     before = (rows().order, rows().group)
@@ -59,10 +71,10 @@ asyncio.run(main())
 """
 
 
-def run(code: Path, fleet: Path, state: Path) -> list[tuple[str, float]]:
+def run(code: Path, fleet: Path, state: Path, what: str) -> list[tuple[str, float]]:
     env = {**os.environ, "HITL_STATE_DIR": str(state)}
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, str(code), str(fleet)],
+        [sys.executable, "-c", CHILD, str(code), str(fleet), what],
         env=env,
         capture_output=True,
         text=True,
@@ -78,15 +90,24 @@ def main() -> int:
     parser.add_argument("--code", type=Path, action="append", required=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scratch", type=Path, default=Path("/tmp/order-bench"))
+    parser.add_argument("--filter", action="store_true", help="row 3c: filter keystrokes")
     args = parser.parse_args()
     codes = [code.resolve() for code in args.code]
+    what = "filter" if args.filter else "order"
     figures: dict[Path, list[tuple[str, float]]] = {code: [] for code in codes}
     for n in range(args.rounds):
         for i, code in enumerate(codes):
-            got = run(code, args.fleet, args.scratch / f"state-{i}")
+            got = run(code, args.fleet, args.scratch / f"state-{i}", what)
             figures[code] += got
             print(f"round {n + 1} {code}: " + " ".join(f"{k}={ms:.0f}" for k, ms in got))
     for code, got in figures.items():
+        if what == "filter":
+            typed = [ms for k, ms in got if not k.startswith("ba")]
+            print(
+                f"{code}: typed {statistics.median(typed):.0f} / {max(typed):.0f} ms; every "
+                f"key {statistics.median(ms for _, ms in got):.0f} ms"
+            )
+            continue
         parts = {
             "all": [ms for _, ms in got],
             "orders": [ms for k, ms in got if k.startswith("s:")],

@@ -291,3 +291,138 @@ def test_a_group_past_the_candidate_cap_is_not_looked_for() -> None:
     groups = question_groups(blocks)
     assert groups == question_groups_before(blocks)
     assert all(blocks[-1] not in g for g in groups)
+
+
+def _far_times(rng: random.Random, block: Block) -> Block:
+    """The block dated centuries away, a microsecond or two from others: two distinct times
+    there can share a float timestamp (what "newest" sorts by)."""
+    far = datetime(9000 + rng.randint(0, 1), 1, 1, tzinfo=UTC)
+    return replace(block, since=far + timedelta(microseconds=rng.randint(0, 40)))
+
+
+def _fresh_same(rows: RowOrder) -> None:
+    """Right after an `s`: the rows are those of a RowOrder made from scratch of the same
+    blocks (every kept order patched, every derived order, is a full sort's)."""
+    fresh = RowOrder(list(rows.blocks.values()), rows.spec, now=T0, questions=question_groups)
+    fresh.folded, fresh.marked = set(rows.folded), set(rows.marked)
+    assert list(rows.blocks) == list(fresh.blocks)
+    assert rows._sorted == fresh._sorted
+    assert rows.order == fresh.order
+    assert rows.rows() == fresh.rows()
+    assert [b.id for b in rows.marked_blocks()] == [b.id for b in fresh.marked_blocks()]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_kept_and_derived_orders_are_a_fresh_sort_after_random_histories(seed: int) -> None:
+    """Random arrivals, changes (a changed block keeps its row until the order changes) and
+    removals, few or many (past a sixteenth of the rows a kept order is sorted again),
+    between `s`, `v`, filters and marks: after each `s` the rows are a fresh RowOrder's, and
+    the blocks' own places within the current order are where the code before put them."""
+    rng = random.Random(3000 + seed)
+    far = seed % 3 == 0  # dates where timestamps collide: "newest" is sorted afresh
+    blocks = [_block(rng, n) for n in range(rng.choice([40, 300]))]
+    if far:
+        blocks = [_far_times(rng, b) if rng.random() < 0.5 else b for b in blocks]
+    new, old = _rows(blocks, ViewSpec())
+    serial = len(blocks)
+    for _step in range(80):
+        action = rng.random()
+        if action < 0.3:
+            order = rng.choice([o for o in ORDERS if o != new.spec.order])
+            _set(new, old, order=order)
+            _fresh_same(new)
+        elif action < 0.4:
+            _set(new, old, group=rng.choice(GROUPS))
+        elif action < 0.45:
+            text = rng.choice(["", "repo", "token", "cat:design"])
+            new.set_spec(new.spec.with_query(text))
+            old.set_spec(old.spec.with_query(text))
+        elif action < 0.5 and new.order:
+            rk = rng.choice(new.order)
+            new.marked.add(rk)
+            old.marked.add(rk)
+        else:
+            known = list(new.blocks.values())
+            many = rng.random() < 0.15
+            top = len(known) // 5 if many else 4
+            removed = [key_of(b) for b in rng.sample(known, min(len(known), rng.randint(0, top)))]
+            gone = {row_of(b) for b in known if key_of(b) in removed}
+            kept = [b for b in known if row_of(b) not in gone]
+            picked = rng.sample(kept, min(len(kept), rng.randint(0, top)))
+            changed = [_changed(rng, b) for b in picked]
+            if far:
+                changed = [_far_times(rng, b) if rng.random() < 0.5 else b for b in changed]
+            added = []
+            for _ in range(rng.randint(0, 40 if many else 5)):
+                serial += 1
+                block = _block(rng, serial)
+                added.append(_far_times(rng, block) if far and rng.random() < 0.5 else block)
+            # (a block read again as an arrival: it keeps its row)
+            again = [_changed(rng, b) for b in rng.sample(kept, min(len(kept), 1))]
+            delta = Delta(added=added + again, changed=changed, removed=removed)
+            keep = rng.choice(new.order) if new.order and rng.random() < 0.7 else None
+            assert new.apply(delta, keep) == old.apply(delta, keep)
+        _same_view(new, old)
+
+
+def test_an_order_derived_is_a_full_sort_and_none_where_timestamps_collide() -> None:
+    """`orders.derived` from the oldest-first rows gives the full sort's rows for each order
+    it derives; "newest" where two distinct times share a timestamp gives None (its ties
+    would differ), and a full sort is what the RowOrder then shows."""
+    from hitl_tui.inbox import orders
+    from hitl_tui.inbox.view import SORT_KEYS
+
+    rng = random.Random(11)
+    blocks = {row_of(b): b for b in (_block(rng, n) for n in range(2000))}
+    oldest, _ = orders.sorted_rows(blocks, SORT_KEYS["oldest"])
+    for order in sorted(orders.DERIVED):
+        assert (
+            orders.derived(order, oldest, blocks) == orders.sorted_rows(blocks, SORT_KEYS[order])[0]
+        )
+    a = replace(_block(rng, 1), since=datetime(9000, 1, 1, tzinfo=UTC), id="z")
+    b = replace(a, path=Path("/r/other/BLOCKED.md"), id="a")
+    b = replace(b, since=a.since + timedelta(microseconds=1))
+    assert a.since != b.since and a.since.timestamp() == b.since.timestamp()
+    pair = {row_of(a): a, row_of(b): b}
+    base, _ = orders.sorted_rows(pair, SORT_KEYS["oldest"])
+    assert orders.derived("newest", base, pair) is None
+    rows = RowOrder(pair.values(), ViewSpec(), now=T0)
+    rows.set_spec(ViewSpec(order="newest"))
+    assert rows.order == orders.sorted_rows(pair, SORT_KEYS["newest"])[0] == [row_of(b), row_of(a)]
+
+
+def test_a_question_read_again_by_its_text_is_as_read_from_its_one_line() -> None:
+    """`similarity._asked` keeps each question by the block's own text (summary, else
+    question) too: read again, from either cache, it is what its one line gives, for hostile
+    texts and summaries (empty, blank, markup, escapes, huge), and past the caches' bound."""
+    from hitl_tui.loops import similarity
+
+    rng = random.Random(5)
+    blocks = []
+    for n in range(600):
+        block = _block(rng, n)
+        summary = rng.choice([None, "", " ", block.question, f"Task {n % 9}:  {block.question}"])
+        blocks.append(replace(block, summary=summary))
+
+    def plain(block: Block) -> similarity._Asked:
+        question = block.one_line_question(300)
+        normal, marks = similarity.normalise(question), similarity.literals(question)
+        kinds = tuple(frozenset(x for x in marks if x.startswith(k)) for k in similarity._KINDS)
+        return similarity._Asked(normal, similarity.tokens(normal), marks, kinds)
+
+    similarity._RAW.clear()
+    similarity._ASKED.clear()
+    for _ in range(2):
+        for block in blocks:
+            assert similarity._asked(block) == plain(block)
+    assert similarity._RAW and similarity._ASKED
+    bound = similarity._ASKED_MAX
+    similarity._ASKED_MAX = 50
+    similarity._RAW.clear()
+    similarity._ASKED.clear()
+    try:
+        for block in blocks:
+            assert similarity._asked(block) == plain(block)
+            assert len(similarity._RAW) <= 50 and len(similarity._ASKED) <= 50
+    finally:
+        similarity._ASKED_MAX = bound

@@ -17,10 +17,11 @@ from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from itertools import groupby, repeat
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Protocol
 
+from hitl_tui.inbox import orders
 from hitl_tui.inbox.query import Haystacks, Query, category_note
 from hitl_tui.model import Block
 
@@ -141,9 +142,10 @@ GROUP_OF: dict[str, Callable[[Block], str]] = {
 }
 
 
-def _repo_names(repos: Iterable[Any]) -> dict[Any, str]:
-    """Each distinct repository's `Block.repo_name`, made once per repository."""
-    return {r: r.name if isinstance(r, Path) else str(r) for r in dict.fromkeys(repos)}
+def _repo_names(repos: Iterable[tuple[int, Any]]) -> dict[int, str]:
+    """Each distinct repository object's `Block.repo_name`, by its id (`(id, repo)` pairs):
+    made once per object (the blocks of a repository share it)."""
+    return {at: r.name if isinstance(r, Path) else str(r) for at, r in repos}
 
 
 def ordered(blocks: Iterable[Block], order: str = "oldest") -> list[Block]:
@@ -259,9 +261,16 @@ class RowOrder:
         self.blocks: dict[str, Block] = {}
         #: Every row key in sort order (listed or not); `order` is a subsequence of it.
         self._sorted: list[str] = []
-        self._keys: list[tuple[Any, ...]] = []
-        #: The sort key each row was placed by (a changed block keeps its place).
-        self._placed: dict[str, tuple[Any, ...]] = {}
+        #: The sort key each row was placed by (None: made on the fly, `_placed_key`).
+        self._placed: dict[str, tuple[Any, ...]] | None = {}
+        #: The rows changed since this order was made, by the key they were placed by (a
+        #: changed block keeps its place).
+        self._held: dict[str, tuple[Any, ...]] = {}
+        #: The other orders, as they were left (`orders.Kept`): an `s` back is no sort.
+        self._orders: dict[str, orders.Kept] = {}
+        #: Grouped by question, the groups made in each order (in the blocks' order then)
+        #: since the blocks last changed.
+        self._questions_in: dict[str, dict[str, str]] = {}
         self.order: list[str] = []
         self.folded: set[str] = set()
         #: The row keys the operator marked (Space, M): a batch answers them together. Kept
@@ -316,9 +325,16 @@ class RowOrder:
         answer's state), from the groups made once per change of the blocks."""
         if block.state in STATE_GROUPS:
             return STATE_GROUPS[block.state]
+        return self._question_map().get(row_of(block), ASKED_ONCE)
+
+    def _question_map(self) -> dict[str, str]:
+        """`_questions`, made when it is not (and kept for the order, when the blocks are in
+        its order: an `s` and back, the blocks unchanged, makes the same groups)."""
         if self._questions is None:
             self._questions = self._question_names()
-        return self._questions.get(row_of(block), ASKED_ONCE)
+            if self._in_order:
+                self._questions_in[self.spec.order] = self._questions
+        return self._questions
 
     def _question_names(self) -> dict[str, str]:
         """Row key -> its group's name, for every block another block asks the same question
@@ -363,10 +379,8 @@ class RowOrder:
         if group is None:
             return dict.fromkeys(rks, "")
         if group == "question":
-            if self._questions is None:
-                self._questions = self._question_names()
             names = dict.fromkeys(rks, ASKED_ONCE)
-            names.update(self._questions)
+            names.update(self._question_map())
             names.update(
                 (rk, STATE_GROUPS[b.state])
                 for rk, b in self.blocks.items()
@@ -378,7 +392,12 @@ class RowOrder:
             return dict(zip(rks, map(STATE_GROUPS.get, states, repeat("open")), strict=True))
         if group == "repo":  # one name per repository (a repository holds many blocks)
             repos = list(map(attrgetter("repo"), blocks))
-            return dict(zip(rks, map(_repo_names(repos).__getitem__, repos), strict=True))
+            # (by the path object: its hash is a Python call; the blocks of one share it)
+            ids = list(map(id, repos))
+            named = _repo_names(dict(zip(ids, repos, strict=True)).items())
+            return dict(zip(rks, map(named.__getitem__, ids), strict=True))
+        if group == "source":
+            return dict(zip(rks, [s or "" for s in map(attrgetter("source"), blocks)], strict=True))
         of = GROUP_OF[group]
         return {rk: of(b) or "" for rk, b in self.blocks.items()}
 
@@ -424,15 +443,16 @@ class RowOrder:
         shown = self._matching(self._sorted, when)
         if not self.spec.group:
             return shown
-        groups: dict[str, list[str]] = {}
-        group_of = self._group_names()
-        for rk in shown:
-            groups.setdefault(group_of[rk], []).append(rk)
+        # Each group's rows together, in the order of its first row: a stable sort by the
+        # group's rank, in C (a Python loop over 50,000 rows was most of a `v`).
+        names = list(map(self._group_names().__getitem__, shown))
+        groups = list(dict.fromkeys(names))
         if self.spec.group == "question":  # the shared questions first, then the others
             last = (ASKED_ONCE, *STATE_GROUPS.values())
-            names = [g for g in groups if g not in last] + [g for g in last if g in groups]
-            return [rk for name in names for rk in groups[name]]
-        return [rk for rows in groups.values() for rk in rows]
+            groups = [g for g in groups if g not in last] + [g for g in last if g in groups]
+        rank = dict(zip(groups, range(len(groups)), strict=True))
+        ranks = list(map(rank.__getitem__, names))
+        return list(map(shown.__getitem__, sorted(range(len(shown)), key=ranks.__getitem__)))
 
     def category_note(self, hint_of: Callable[[str], str | None]) -> str | None:
         """`query.category_note` over the blocks on the spec's side of a snooze (the answers
@@ -462,8 +482,17 @@ class RowOrder:
         """The marked blocks, in sort order (listed or not)."""
         if not self.marked:
             return []
-        placed = self._placed
-        return [self.blocks[rk] for rk in sorted(self.marked, key=lambda r: (placed[r], r))]
+        return [self.blocks[rk] for rk in sorted(self.marked, key=self._entry)]
+
+    def _placed_key(self, rk: str) -> tuple[Any, ...]:
+        """The sort key row `rk` was placed by in `_sorted`."""
+        if self._placed is not None:
+            return self._placed[rk]
+        held = self._held.get(rk)
+        return held if held is not None else SORT_KEYS[self.spec.order](self.blocks[rk])
+
+    def _entry(self, rk: str) -> tuple[tuple[Any, ...], str]:
+        return (self._placed_key(rk), rk)
 
     # -- changing it ---------------------------------------------------------------------------
 
@@ -474,6 +503,8 @@ class RowOrder:
         for rk in [rk for rk, b in known.items() if before.get(rk) is not b]:
             self.hay.forget(rk)  # (its filter text is made again when next needed)
         self._names = None
+        self._orders.clear()
+        self._questions_in.clear()
         self._sort(known)
         self.marked &= self.blocks.keys()
         self.order = self._listed()
@@ -483,20 +514,47 @@ class RowOrder:
         key: `blocks` in that order, and each row placed by its key now. One key made per
         block and one sort of (key, row key) pairs; the rest is built in C (at 50,000 blocks
         the row key made again from each block's path was a third of an `s`)."""
-        key = SORT_KEYS[self.spec.order]
-        entries = [(key(b), rk) for rk, b in known.items()]
-        entries.sort()
-        self._keys = entries
-        self._sorted = list(map(itemgetter(1), entries))
-        self._placed = dict(zip(self._sorted, map(itemgetter(0), entries), strict=True))
+        self._sorted, self._placed = orders.sorted_rows(known, SORT_KEYS[self.spec.order])
+        self._in_order_now(known)
+
+    def _in_order_now(self, known: Mapping[str, Block]) -> None:
+        """`blocks` made again in `_sorted`'s order (the groups by question follow it)."""
+        self._held = {}
         self.blocks = dict(zip(self._sorted, map(known.__getitem__, self._sorted), strict=True))
-        self._questions = None  # (made in the blocks' order)
+        self._in_order = True
+        self._questions = self._questions_in.get(self.spec.order)
         if self._names_of == "question":
             self._names = None
 
+    def _reorder(self, left: str) -> None:
+        """The spec's order now, the order `left` kept (`orders`): an order known is its
+        rows patched with what changed since; "repo", "category", "source" and "newest" are
+        the oldest-first rows ranked again (`orders.derived`); else a sort."""
+        self._orders[left] = orders.Kept(self._sorted, set(self._held))
+        order = self.spec.order
+        key = SORT_KEYS[order]
+        kept = self._orders.pop(order, None)
+        rows = orders.cleaned(kept, self.blocks, key) if kept is not None else None
+        if rows is None and order in orders.DERIVED and "oldest" in self._orders:
+            oldest = orders.cleaned(self._orders["oldest"], self.blocks, sort_key)
+            if oldest is not None:
+                self._orders["oldest"] = orders.Kept(oldest)
+                rows = orders.derived(order, oldest, self.blocks)
+        if rows is None:
+            self._sort(self.blocks)
+            return
+        self._sorted, self._placed = rows, None
+        self._in_order_now(self.blocks)
+
+    def _touched(self, rk: str) -> None:
+        """Row `rk` came, changed or left: the orders kept place it again when next used."""
+        self._in_order = False
+        for kept in self._orders.values():
+            kept.dirty.add(rk)
+
     def set_spec(self, spec: ViewSpec, now: datetime | None = None) -> None:
         """Show the blocks `spec` lists (a new filter, order, grouping or snooze side)."""
-        reorder = spec.order != self.spec.order
+        reorder, left = spec.order != self.spec.order, self.spec.order
         narrower = (
             not reorder
             and (spec.group, spec.snoozed) == (self.spec.group, self.spec.snoozed)
@@ -505,8 +563,8 @@ class RowOrder:
         if spec.query != self.spec.query or spec.snoozed != self.spec.snoozed:
             self.hidden_arrivals = 0
         self.spec = spec
-        if reorder:  # the same blocks sorted anew (their filter texts and marks kept)
-            self._sort(self.blocks)
+        if reorder:  # the same blocks in another order (their filter texts and marks kept)
+            self._reorder(left)
             self.order = self._listed(now)
         elif narrower:  # typing on: only what is listed can still be (grouped order kept)
             self.order = self._matching(self.order, now or self._time())
@@ -532,8 +590,11 @@ class RowOrder:
         grouped = bool(self.spec.group)
         if delta.added or delta.changed or delta.removed:
             self._questions = None  # grouped by question: the groups are made again
+            self._questions_in.clear()
             if self._names_of == "question":
                 self._names = None
+        if self._placed is None and len(delta.added) > 32:  # (many arrivals: keys made once)
+            self._placed = {rk: self._placed_key(rk) for rk in self._sorted}
         now = self._time()
         moved = False
         for rk in {row_key(k) for k in delta.removed} & self.blocks.keys():
@@ -544,6 +605,7 @@ class RowOrder:
             rk = row_of(block)
             if rk not in self.blocks:
                 continue
+            self._hold(rk)
             self.blocks[rk] = block
             self._renamed(rk)
             self.hay.forget(rk)
@@ -554,6 +616,7 @@ class RowOrder:
         for block in delta.added:
             rk = row_of(block)
             if rk in self.blocks:
+                self._hold(rk)
                 self.blocks[rk] = block
                 self._renamed(rk)
                 self.hay.forget(rk)
@@ -573,8 +636,7 @@ class RowOrder:
         """Put `rk` into `order` where the sort puts it (grouped: recomputed after)."""
         if self.spec.group:
             return True
-        placed = self._placed
-        at = bisect.bisect_left(self.order, (placed[rk], rk), key=lambda r: (placed[r], r))
+        at = bisect.bisect_left(self.order, self._entry(rk), key=self._entry)
         if at < len(self.order) and self.order[at] == rk:
             return False
         self.order.insert(at, rk)
@@ -589,21 +651,35 @@ class RowOrder:
             return False
         return True
 
+    def _hold(self, rk: str) -> None:
+        """Row `rk`'s block is about to change: it keeps its place (and the key it was placed
+        by); the orders kept place it again."""
+        if rk not in self._held:
+            self._held[rk] = self._placed_key(rk)
+        self._touched(rk)
+
     def _drop(self, rk: str) -> None:
+        at = bisect.bisect_left(self._sorted, self._entry(rk), key=self._entry)
+        if at < len(self._sorted) and self._sorted[at] == rk:
+            del self._sorted[at]
+        else:  # (never: `_sorted` is in the order of its keys)
+            self._sorted.remove(rk)
         del self.blocks[rk]
+        self._held.pop(rk, None)
+        if self._placed is not None:
+            del self._placed[rk]
+        self._touched(rk)
         self._renamed(rk)
         self.marked.discard(rk)
-        at = bisect.bisect_left(self._keys, (self._placed.pop(rk), rk))
-        del self._keys[at]
-        del self._sorted[at]
         self.hay.forget(rk)
 
     def _insert(self, rk: str, block: Block) -> None:
         entry = (SORT_KEYS[self.spec.order](block), rk)
-        at = bisect.bisect_right(self._keys, entry)
-        self._keys.insert(at, entry)
+        at = bisect.bisect_right(self._sorted, entry, key=self._entry)
         self._sorted.insert(at, rk)
-        self._placed[rk] = entry[0]
+        if self._placed is not None:
+            self._placed[rk] = entry[0]
+        self._touched(rk)
         self.blocks[rk] = block
         self._renamed(rk)
         self.hay.forget(rk)

@@ -139,7 +139,8 @@ class BlockList(ScrollView, can_focus=True):
         #: The `_item_key` of each of `drawn`, made with it (a header keeps its key when its
         #: marks are counted again: its name is the key).
         self._drawn_at: list[str] = []
-        self._index: dict[str, int] = {}
+        #: Each drawn key's row (`_index`), made when first asked for after a redraw (None).
+        self._rows_at: dict[str, int] | None = {}
         self._lines: dict[tuple, Strip] = {}
         self._id_cells: int | None = None
         self._state_cells: int | None = None
@@ -196,6 +197,24 @@ class BlockList(ScrollView, can_focus=True):
         itself, which a redraw replaces and never changes)."""
         return self._drawn_at
 
+    @property
+    def _index(self) -> dict[str, int]:
+        """Each drawn item's row by its `_item_key`: made in C when first needed after a
+        redraw (a filter keystroke that keeps the highlighted row needs none: at 50,000
+        rows it was 3-4 ms a key)."""
+        if self._rows_at is None:
+            self._rows_at = dict(zip(self._drawn_at, range(len(self._drawn_at)), strict=True))
+        return self._rows_at
+
+    def _row_at(self, key: str) -> int | None:
+        """`_index.get(key)`, without making `_index` (the list searched in C instead)."""
+        if self._rows_at is not None:
+            return self._rows_at.get(key)
+        try:
+            return self._drawn_at.index(key)
+        except ValueError:
+            return None
+
     def _kept(self) -> str | None:
         if 0 <= self.cursor_row < len(self.drawn):
             return self._item_key(self.drawn[self.cursor_row])
@@ -213,13 +232,13 @@ class BlockList(ScrollView, can_focus=True):
             ]
         else:  # row keys alone: the drawn list itself, which a redraw replaces
             self._drawn_at = self.drawn  # type: ignore[assignment]
-        # indexed in C (a Python loop was 20 ms at 15,000 rows)
-        self._index = dict(zip(self._drawn_at, range(len(self._drawn_at)), strict=True))
+        self._rows_at = None  # (indexed when first needed)
         before = (self._state_cells, self._id_cells)
         if known_changed:
             self._id_cells = self._state_cells = None
+            # (a filter or a fold keeps every row's line: the columns keep their widths)
+            self._lines.clear()
         self.virtual_size = Size(self.scrollable_content_region.width, len(self.drawn))
-        self._lines.clear()
         self.refresh()
         if self.header is not None and before != (self._state_width(), self._longest_id()):
             self.header.refresh()  # the column titles follow the columns' widths
@@ -235,14 +254,14 @@ class BlockList(ScrollView, can_focus=True):
     def _restore(self, keep: str | None, fallback: int, before: list[str] | None = None) -> None:
         """Highlight `keep` again; when it left, the nearest open block to it in `before` (the
         keys drawn until now) still drawn (`view.nearest_open`), else the row at `fallback`."""
-        if keep is not None and keep not in self._index and before and keep in before:
+        row = self._row_at(keep) if keep is not None else None
+        if keep is not None and row is None and before and keep in before:
             at = before.index(keep)
             keep = nearest_open(self.blocks, before[at + 1 :], before[:at], self._index)
             if keep is None:
                 fallback = len(self.drawn) - 1
-        if keep is not None and keep in self._index:
-            row = self._index[keep]
-        else:
+            row = self._row_at(keep) if keep is not None else None
+        if row is None:
             row = min(max(fallback, 0), max(len(self.drawn) - 1, 0))
         self._move(row, force=True)
 
@@ -325,7 +344,7 @@ class BlockList(ScrollView, can_focus=True):
 
     def refresh_row(self, rk: str) -> None:
         """Redraw one row (its new mark went): the cached lines of the others stay."""
-        row = self._index.get(rk)
+        row = self._row_at(rk)
         if row is None:
             return
         for key in [k for k in self._lines if k[0] == rk]:

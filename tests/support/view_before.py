@@ -12,6 +12,9 @@ and stands here as it was:
 - a group by question was named after its member first by `sort_key`, each row key made again
   from its block (`_question_names`);
 - `rows` called `group_of` for each listed row, a header where the name changed;
+- each row's sort key was kept beside it (`_keys`, `_placed`: a Delta placed by a binary
+  search over them), no order left was kept, and no groups by question were kept for an order
+  (round 4: `_drop`, `_insert`, `_hold`, `_question_map` here);
 - `question_groups` compared a block with the first block of every group in turn, as far as
   the caps let it (a word counted for its first MAX_POSTINGS groups, the first
   GROUP_CANDIDATES groups sharing two words scored), with no group left out by its literals
@@ -20,6 +23,7 @@ and stands here as it was:
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime
@@ -91,6 +95,38 @@ class RowOrderBefore(view.RowOrder):
             self.hidden_arrivals = 0
         self.spec = spec
         self.load(list(self.blocks.values()))
+
+    # Round 4: each row's sort key kept beside it (`_keys`, `_placed`), every order sorted
+    # anew, no order kept, no groups by question kept for an order.
+
+    def _question_map(self) -> dict[str, str]:
+        if self._questions is None:
+            self._questions = self._question_names()
+        return self._questions
+
+    def _hold(self, rk: str) -> None:
+        pass
+
+    def _drop(self, rk: str) -> None:
+        del self.blocks[rk]
+        self._renamed(rk)
+        self.marked.discard(rk)
+        assert self._placed is not None
+        at = bisect.bisect_left(self._keys, (self._placed.pop(rk), rk))
+        del self._keys[at]
+        del self._sorted[at]
+        self.hay.forget(rk)
+
+    def _insert(self, rk: str, block: Block) -> None:
+        entry = (SORT_KEYS[self.spec.order](block), rk)
+        at = bisect.bisect_right(self._keys, entry)
+        self._keys.insert(at, entry)
+        self._sorted.insert(at, rk)
+        assert self._placed is not None
+        self._placed[rk] = entry[0]
+        self.blocks[rk] = block
+        self._renamed(rk)
+        self.hay.forget(rk)
 
     def rows(self) -> list[str | Group]:
         if not self.spec.group:
