@@ -300,3 +300,29 @@ def test_a_block_file_dated_before_1970_spoils_no_age(tmp_path: Path) -> None:
     first = _listed(root)
     assert first["ancient"].startswith("1970-01-01T00:00:00")
     assert _listed(root) == first
+
+
+def test_the_memory_keeps_every_block_of_a_fleet_of_50000(tmp_path: Path) -> None:
+    """Issue 30's fleet (50,000 open blocks): each block's first sight is remembered across
+    starts (a cap of 20,000 forgot the oldest 30,000 at every save, so their ages restarted
+    with the next rewrite of their file), and a start that meets the same blocks again has
+    nothing to write."""
+    from hitl_tui.state.since import MAX_BYTES, SinceBook
+
+    path = tmp_path / "state" / "since.json"
+    first = datetime(2026, 1, 1, tzinfo=UTC)
+    repo = "/home/operator/" + "fleet/" * 12 + "repo-{n:05d}"  # long paths: the size bound
+    keys = [
+        ("agenticloop", f"{repo.format(n=n)}/.agenticloop/tasks/task-{n:05d}.md")
+        for n in range(50_000)
+    ]
+    book = SinceBook(path)
+    for n, key in enumerate(keys):
+        book.first_seen(key, repo.format(n=n), first + timedelta(seconds=n))
+    book.save()
+    assert path.stat().st_size < MAX_BYTES
+    later = datetime(2026, 6, 1, tzinfo=UTC)  # the files rewritten since: later mtimes
+    again = SinceBook(path)
+    seen = [again.first_seen(key, repo.format(n=n), later) for n, key in enumerate(keys)]
+    assert seen == [first + timedelta(seconds=n) for n in range(50_000)]
+    assert not again.dirty

@@ -36,9 +36,10 @@ from hitl_tui.state import files as statefile
 
 FORMAT = 1
 NAME = "since.json"
-MAX_ENTRIES = 20_000
-#: A memory file larger than this is not read (20,000 rows of long paths are about 4 MB).
-MAX_BYTES = 16 << 20
+#: Issue 30's fleet holds 50,000 open blocks (and ten remote machines more): each keeps its row.
+MAX_ENTRIES = 100_000
+#: A memory file larger than this is not read (100,000 rows of long paths are about 25 MB).
+MAX_BYTES = 48 << 20
 
 #: (source, block file)
 Key = tuple[str, str]
