@@ -53,8 +53,8 @@ class AgenticloopSource(Source):
     def block_files(self, repo: Path) -> list[Path]:
         layout = self.layout(repo, fresh=True)
         files: list[Path] = []
-        if layout.folder is None:
-            return files
+        if layout.folder is None or layout.absent:
+            return files  # (absent: the listing would fail, its folder and parent not there)
         try:
             entries = list(os.scandir(layout.folder))
         except OSError as exc:

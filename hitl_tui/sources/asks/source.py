@@ -138,6 +138,10 @@ class AskSource(Source):
 
     def block_files(self, repo: Path) -> list[Path]:
         folder = grantfile.asks_dir(repo)
+        try:
+            os.lstat(folder)
+        except OSError:
+            return []  # no asks (most repositories): one stat, where the listing would fail too
         if os.path.islink(repo / fmt.HITL_DIR) or os.path.islink(folder):
             return []  # hitl never reads or writes its own files through a symlink
         try:
