@@ -12,6 +12,7 @@ and that `hitl list --json` is the same.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 from pathlib import Path
 
@@ -129,3 +130,34 @@ def test_a_folder_made_after_a_scan_is_listed_by_the_next(tmp_path: Path, made: 
     name = "t.md" if "tasks" in made else "a1.json"
     (repo / made / name).write_text(TASK if "tasks" in made else ASK)
     assert [*agentic.block_files(repo), *asks.block_files(repo)] == [repo / made / name]
+
+
+def test_reports_grow_apart_with_the_rows_listed(monkeypatch) -> None:
+    """Each report costs the app a pass over the rows it lists: a quarter of a second apart at
+    a thousand repositories' 5,000 blocks, as before; up to a second apart at 50,000."""
+    from hitl_tui.inbox import scan
+
+    clock = [0.0]
+    monkeypatch.setattr(scan.time, "monotonic", lambda: clock[0])
+    reported: list[tuple[float, int]] = []
+    batches = scan.Batches(lambda blocks, done, total: reported.append((clock[0], done)), 10)
+
+    def run(blocks: int, seconds: float) -> list[float]:
+        """`blocks` found every 10 ms for `seconds`: the gaps between reports."""
+        reported.clear()
+        start = clock[0]
+        while clock[0] < start + seconds:
+            clock[0] = round(clock[0] + 0.01, 2)
+            batches.add([None] * blocks, 1)  # type: ignore[list-item]
+        times = [t for t, _ in reported]
+        return [round(b - a, 2) for a, b in itertools.pairwise(times)]
+
+    assert run(1, 0.5)[:3] == [0.06, 0.12, 0.24]  # the first at 30 ms, then doubling
+    assert all(0.25 <= gap <= 0.26 for gap in run(1, 2.0))  # (10 ms steps)
+    assert batches.reported < 1000
+    run(100, 6.0)  # 50,000 blocks and a few
+    assert 50_000 <= batches.reported <= 60_000
+    gaps = run(1, 5.0)
+    assert len(gaps) >= 3 and all(1.0 <= gap <= 1.3 for gap in gaps), gaps
+    run(1000, 10.0)  # a million: never more than BATCH_SLOWEST apart
+    assert set(run(1000, 10.0)) == {scan.BATCH_SLOWEST}

@@ -36,9 +36,10 @@ class AgenticloopSource(Source):
 
     def layout(self, repo: Path, fresh: bool = False) -> Layout:
         """The repo's layout, cached until `block_files` (a full scan) reads it again."""
-        if fresh or repo not in self._layouts:
-            self._layouts[repo] = read_layout(repo)
-        return self._layouts[repo]
+        layout = None if fresh else self._layouts.get(repo)  # (one look: several a file)
+        if layout is None:
+            layout = self._layouts[repo] = read_layout(repo)
+        return layout
 
     def watch_dirs(self, repo: Path) -> list[Path]:
         layout = self.layout(repo)
