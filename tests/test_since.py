@@ -300,3 +300,97 @@ def test_a_block_file_dated_before_1970_spoils_no_age(tmp_path: Path) -> None:
     first = _listed(root)
     assert first["ancient"].startswith("1970-01-01T00:00:00")
     assert _listed(root) == first
+
+
+def test_the_memory_keeps_every_block_of_a_fleet_of_50000(tmp_path: Path) -> None:
+    """Issue 30's fleet (50,000 open blocks): each block's first sight is remembered across
+    starts (a cap of 20,000 forgot the oldest 30,000 at every save, so their ages restarted
+    with the next rewrite of their file), and a start that meets the same blocks again has
+    nothing to write."""
+    from hitl_tui.state.since import MAX_BYTES, SinceBook
+
+    path = tmp_path / "state" / "since.json"
+    first = datetime(2026, 1, 1, tzinfo=UTC)
+    repo = "/home/operator/" + "fleet/" * 12 + "repo-{n:05d}"  # long paths: the size bound
+    keys = [
+        ("agenticloop", f"{repo.format(n=n)}/.agenticloop/tasks/task-{n:05d}.md")
+        for n in range(50_000)
+    ]
+    book = SinceBook(path)
+    for n, key in enumerate(keys):
+        book.first_seen(key, repo.format(n=n), first + timedelta(seconds=n))
+    book.save()
+    assert path.stat().st_size < MAX_BYTES
+    later = datetime(2026, 6, 1, tzinfo=UTC)  # the files rewritten since: later mtimes
+    again = SinceBook(path)
+    seen = [again.first_seen(key, repo.format(n=n), later) for n, key in enumerate(keys)]
+    assert seen == [first + timedelta(seconds=n) for n in range(50_000)]
+    assert not again.dirty
+
+
+def _rows_before(loaded: object) -> dict:
+    """The memory file's rows as a Python loop checked them (the oracle of the test below)."""
+    if not isinstance(loaded, dict) or loaded.get("format") != 1:
+        raise ValueError("not a memory file of this version")
+    blocks = loaded.get("blocks")
+    if not isinstance(blocks, list):
+        raise ValueError("no blocks")
+    rows = {}
+    for row in blocks:
+        if not (isinstance(row, list) and len(row) == 4):
+            raise ValueError("a row")
+        source, path, repo, when = row
+        if not (type(source) is str and type(path) is str and type(repo) is str):
+            raise ValueError("a row")
+        if type(when) is not int or not 0 <= when < 1 << 62:
+            raise ValueError("a time")
+        rows[(source, path)] = (repo, when)
+    return rows
+
+
+def test_a_memory_file_is_read_as_the_row_by_row_check_read_it() -> None:
+    """The rows are checked in C now (a start's first rows wait for them): every hostile
+    variant is refused, and every good one read, exactly as the loop did."""
+    import random
+
+    from hitl_tui.state.since import _rows_of
+
+    good = [
+        ["loopkit", f"/r/{n}/BLOCKED.md", f"/r/{n}", 1_700_000_000_000_000 + n] for n in range(6)
+    ]
+    good.append([*good[0][:3], 5])  # the same key again: the last one counts
+    bad_values = [None, True, 1.5, -1, 1 << 62, 1 << 70, "x", [], {}, ["a"], 0, (1 << 62) - 1]
+    rng = random.Random(30)
+    docs: list[object] = [
+        None, [], {}, {"format": 2, "blocks": []}, {"format": 1}, {"format": 1, "blocks": {}},
+        {"format": 1, "blocks": []}, {"format": 1, "blocks": good},
+    ]  # fmt: skip
+    for _ in range(400):
+        rows = [list(r) for r in good]
+        for _ in range(rng.randint(1, 3)):
+            n = rng.randrange(len(rows))
+            shape = rng.randrange(4)
+            if shape == 0:
+                if isinstance(rows[n], list) and len(rows[n]) == 4:
+                    rows[n][rng.randrange(4)] = rng.choice(bad_values)
+            elif shape == 1:
+                if isinstance(rows[n], list):
+                    rows[n] = rows[n][: rng.randrange(4)] or rows[n] + ["extra"]
+            elif shape == 2:
+                rows[n] = rng.choice([None, "row", 5, {"a": 1}, ()])
+            else:
+                rows.append(rows[n])
+        docs.append({"format": 1, "blocks": rows})
+    refused = read = 0
+    for doc in docs:
+        doc = json.loads(json.dumps(doc))  # as the file gives it
+        try:
+            expected = _rows_before(doc)
+        except ValueError:
+            with pytest.raises(ValueError):
+                _rows_of(doc)
+            refused += 1
+        else:
+            assert _rows_of(doc) == expected
+            read += 1
+    assert refused > 100 and read > 20

@@ -56,6 +56,8 @@ _DEFAULTS, _ANSWERABLE = _INDEX["defaults"], _INDEX["answerable"]
 _get_str = operator.itemgetter(*_STR)
 _get_optional = operator.itemgetter(*_OPTIONAL_STR)
 _get_lists = operator.itemgetter(*_STR_LISTS)
+#: Each field's slot setter, in order (what `object.__setattr__` finds by name, found once).
+_SETTERS = tuple(getattr(Block, name).__set__ for name in _FIELDS)
 
 
 #: Choices already made by `thaw`, by their fields (frozen, so one object can serve many
@@ -285,9 +287,8 @@ def thaw(state: object, repo: Path, path: Path) -> Block:
     for i, value in zip(_STR_LISTS, lists, strict=True):
         values[i] = value
     block = object.__new__(Block)
-    put = object.__setattr__
-    for name, value in zip(_FIELDS, values, strict=True):
-        put(block, name, value)
+    for put, value in zip(_SETTERS, values, strict=True):
+        put(block, value)
     return block
 
 

@@ -33,9 +33,14 @@ OnBatch = Callable[[list[Block], int, int], None]
 HEAD_REPOS = 16
 
 #: Seconds between a scan's reports: the first soon (the app paints its first rows), then
-#: doubling up to BATCH_MAX (each report costs the app a pass over its rows).
+#: doubling up to BATCH_MAX (each report costs the app a pass over its rows), or, once more
+#: than BATCH_ROWS blocks are listed, up to a second for each BATCH_ROWS (at 50,000 blocks a
+#: pass is tens of milliseconds: a quarter of a second apart, a fifth of the app's time),
+#: never more than BATCH_SLOWEST.
 BATCH_FIRST = 0.03
 BATCH_MAX = 0.25
+BATCH_ROWS = 50_000
+BATCH_SLOWEST = 2.0
 
 
 class Batches:
@@ -48,6 +53,8 @@ class Batches:
         self.pending: list[Block] = []
         self.wait = BATCH_FIRST
         self.last = time.monotonic()
+        #: Blocks reported so far.
+        self.reported = 0
 
     def add(self, blocks: list[Block], done: int) -> None:
         if self.on_batch is None:
@@ -55,13 +62,15 @@ class Batches:
         self.pending.extend(blocks)
         if time.monotonic() - self.last >= self.wait:
             self.flush(done)
-            self.wait = min(self.wait * 2, BATCH_MAX)
+            rows = min(self.reported / BATCH_ROWS, BATCH_SLOWEST)
+            self.wait = min(self.wait * 2, max(BATCH_MAX, rows))
 
     def flush(self, done: int) -> None:
         """Report what is pending (an empty batch too: the last one says the scan is over)."""
         if self.on_batch is None:
             return
         pending, self.pending = self.pending, []
+        self.reported += len(pending)
         self.on_batch(pending, done, self.total)
         self.last = time.monotonic()
 

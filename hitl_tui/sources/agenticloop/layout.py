@@ -35,9 +35,9 @@ class Layout:
     #: warning for the repository, never a block.
     warning: str | None = None
     stamp: str = "layout"
-    #: No `.agenticloop` at all when read (nothing there: not even a dangling symlink), so
-    #: there is no task folder to list; a scan asks nothing more of the repository.
-    bare: bool = False
+    #: Nothing at `.agenticloop` when the layout was read (not even something unreadable):
+    #: no task folder to list (`block_files` lists nothing without a look).
+    absent: bool = False
 
 
 def _mtime(path: str | Path) -> datetime | None:
@@ -105,10 +105,15 @@ def read_layout(repo: Path) -> Layout:
     own = fsio.child(repo, ".agenticloop")
     project = fsio.child(own, PROJECT.name)
     project_time = _mtime(project)
-    if project_time is None and _mtime(own) is None:
-        # No .agenticloop at all (most repos of a mixed fleet): the default folder, which
-        # cannot lead anywhere because none of it exists.
-        return Layout("files", fsio.child(own, "tasks"), bare=True)
+    if project_time is None:
+        try:
+            os.lstat(own)
+        except FileNotFoundError:
+            # No .agenticloop at all (most repos of a mixed fleet): the default folder, which
+            # cannot lead anywhere because none of it exists.
+            return Layout("files", fsio.child(own, "tasks"), absent=True)
+        except OSError:  # something there that cannot be looked at: listed (and said) as ever
+            return Layout("files", fsio.child(own, "tasks"))
     problems: list[str] = []
     meta: dict[str, Any] = {}
     stamp = "layout"

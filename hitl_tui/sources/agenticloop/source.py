@@ -36,9 +36,10 @@ class AgenticloopSource(Source):
 
     def layout(self, repo: Path, fresh: bool = False) -> Layout:
         """The repo's layout, cached until `block_files` (a full scan) reads it again."""
-        if fresh or repo not in self._layouts:
-            self._layouts[repo] = read_layout(repo)
-        return self._layouts[repo]
+        layout = None if fresh else self._layouts.get(repo)  # (one look: several a file)
+        if layout is None:
+            layout = self._layouts[repo] = read_layout(repo)
+        return layout
 
     def watch_dirs(self, repo: Path) -> list[Path]:
         layout = self.layout(repo)
@@ -53,8 +54,8 @@ class AgenticloopSource(Source):
     def block_files(self, repo: Path) -> list[Path]:
         layout = self.layout(repo, fresh=True)
         files: list[Path] = []
-        if layout.folder is None or layout.bare:
-            return files  # (bare: the listing would fail, and `unlisted` say it is not there)
+        if layout.folder is None or layout.absent:
+            return files  # (absent: the listing would fail, its folder and parent not there)
         try:
             entries = list(os.scandir(layout.folder))
         except OSError as exc:

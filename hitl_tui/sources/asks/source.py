@@ -144,7 +144,11 @@ class AskSource(Source):
         except OSError:
             return []
         folder = grantfile.asks_dir(repo)
-        if stat.S_ISLNK(top.st_mode) or os.path.islink(folder):
+        try:
+            inner = os.lstat(folder)
+        except OSError:
+            return []  # no asks folder: one more lstat, where the listing would fail too
+        if stat.S_ISLNK(top.st_mode) or stat.S_ISLNK(inner.st_mode):
             return []  # hitl never reads or writes its own files through a symlink
         try:
             names = [
