@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from hitl_tui.journal import retention
 from tests.sshd import sshd  # noqa: F401  (the real-OpenSSH fixture, tests/sshd.py)
 from tests.support.claude import claude_bin, claude_code  # noqa: F401  (the real Claude Code)
 
@@ -24,7 +25,11 @@ def _isolated_state(tmp_path_factory, monkeypatch):
     # (the notice tests put a notify-send of their own on PATH and ask for it).
     for name in ("DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS"):
         monkeypatch.delenv(name, raising=False)
-    return state
+    # The retention an app or a command ran with is a process global (`retention.use`): a test
+    # after one must read its own config again, whichever order the tests run in.
+    retention.reset()
+    yield state
+    retention.reset()
 
 
 @pytest.fixture
