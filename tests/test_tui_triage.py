@@ -101,6 +101,37 @@ async def test_escape_clears_the_filter_and_goes_back_to_the_list(tmp_path: Path
         assert table.current.id == "shop"  # the block highlighted under the filter stays
 
 
+def _note_or_detail(app) -> tuple[str | None, bool]:
+    """The note shown where the detail goes (None: hidden), and whether the detail shows."""
+    note = app.query_one("#list-note", Static)
+    return (str(note.content) if note.display else None), app.query_one("#detail").display
+
+
+async def test_a_filter_that_lists_none_says_so_where_the_detail_was(tmp_path: Path) -> None:
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        app.inbox_screen.BURST_GAP = 0  # the operator pauses after Esc (else L and v are eaten)
+        assert _note_or_detail(app) == (None, True)
+        await pilot.press("slash", *"zzz")
+        assert _ids(app.query_one(BlockList)) == []
+        note, detail = _note_or_detail(app)
+        assert note is not None and "No block matches the filter" in note and not detail
+        await pilot.press("backspace", "backspace", "backspace")  # every block again
+        assert _note_or_detail(app) == (None, True)
+        await pilot.press("escape", "L", "slash", *"zzz")  # the list zoomed: the note still
+        assert app.inbox_screen.seen.list_zoom
+        note, detail = _note_or_detail(app)
+        assert note is not None and "No block matches the filter" in note and not detail
+        await pilot.press("escape", "L", "v", "k")  # grouped by repo: onto billing's header
+        table = app.query_one(BlockList)
+        assert table.current is None and table.current_group.name == "billing"
+        note, detail = _note_or_detail(app)
+        assert note is not None and note.startswith("billing: 2 blocks") and not detail
+        await pilot.press("j")
+        assert _note_or_detail(app) == (None, True)
+
+
 async def test_query_problems_are_one_dim_line_not_an_error(tmp_path: Path) -> None:
     app = make_app([demo_workspace(tmp_path)])
     async with app.run_test(size=SIZE) as pilot:

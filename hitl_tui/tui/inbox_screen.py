@@ -405,8 +405,10 @@ class InboxScreen(
 
     def _show_note(self, table: BlockList) -> None:
         note = self._note(table)
-        self.query_one("#list-note", Static).update(note)
-        self.set_class(bool(note), "no-block")
+        shown = self.query_one("#list-note", Static)
+        shown.update(note)
+        shown.set_class(bool(note), "shown")
+        self.query_one(BlockDetail).set_class(bool(note), "no-block")
 
     def _note(self, table: BlockList) -> str:
         """What is said instead of a block's detail when no block is highlighted: a group's
