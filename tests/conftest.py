@@ -33,6 +33,15 @@ def _isolated_state(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture
+def cached_at_once(monkeypatch):
+    """The parse cache keeps files written just now (`parsecache.RACY_NS` 0): a test's fleet
+    is written a moment before it is scanned."""
+    from hitl_tui.inbox import parsecache
+
+    monkeypatch.setattr(parsecache, "RACY_NS", 0)
+
+
+@pytest.fixture
 def spawned(monkeypatch) -> list:
     """Every process started through `asyncio.create_subprocess_exec` in the test, in order
     (the remote tests check that each ssh is gone and its pipes read to the end)."""

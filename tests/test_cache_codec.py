@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from hitl_tui.inbox import codec as blockcodec
-from hitl_tui.inbox import parsecache
 from hitl_tui.inbox.inbox import Inbox
 from hitl_tui.inbox.parsecache import ParseCache, gc_paused
 from hitl_tui.sources.agenticloop import parse as agenticloop
@@ -38,9 +37,8 @@ block_category: credentials
 """
 
 
-@pytest.fixture(autouse=True)
-def _not_racy(monkeypatch):
-    monkeypatch.setattr(parsecache, "RACY_NS", 0)
+# Files written just now are cached (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("cached_at_once")
 
 
 @pytest.fixture

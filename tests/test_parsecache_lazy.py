@@ -41,9 +41,8 @@ block_category: credentials
 LOOPS = 48
 
 
-@pytest.fixture(autouse=True)
-def _not_racy(monkeypatch):
-    monkeypatch.setattr(parsecache, "RACY_NS", 0)
+# Files written just now are cached (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("cached_at_once")
 
 
 @pytest.fixture

@@ -54,9 +54,8 @@ owner: Zoë {n}
 """
 
 
-@pytest.fixture(autouse=True)
-def _not_racy(monkeypatch):
-    monkeypatch.setattr(parsecache, "RACY_NS", 0)
+# Files written just now are cached (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("cached_at_once")
 
 
 @pytest.fixture

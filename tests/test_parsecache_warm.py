@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from hitl_tui.inbox import parsecache
 from hitl_tui.inbox.codec import loads
 from hitl_tui.inbox.inbox import Inbox
@@ -24,7 +26,7 @@ from tests import test_parsecache_lazy as lazy
 
 # The sample, real and hostile fleet of test_parsecache_lazy, with its files cached at once.
 fleet = lazy.fleet
-_not_racy = lazy._not_racy
+pytestmark = pytest.mark.usefixtures("cached_at_once")
 fields = lazy.fields
 
 ROOT = Path(__file__).resolve().parent.parent
