@@ -328,6 +328,33 @@ def test_the_memory_keeps_every_block_of_a_fleet_of_50000(tmp_path: Path) -> Non
     assert not again.dirty
 
 
+def test_a_memory_too_large_for_its_reader_keeps_its_newest_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rows of long paths that are not ASCII (six bytes a character in JSON) can pass the file's
+    size bound under the row bound: the save leaves out the oldest rows, not a file the next
+    start refuses whole (every block's age lost, and lost again at each start)."""
+    from hitl_tui.state import since
+
+    monkeypatch.setattr(since, "MAX_BYTES", 64 << 10)
+    path = tmp_path / "state" / "since.json"
+    first = datetime(2026, 1, 1, tzinfo=UTC)
+    repo = "/home/operator/" + "エージェント/" * 8 + "repo-{n:03d}"
+    keys = [(".hitl", f"{repo.format(n=n)}/.hitl/asks/質問-{n:03d}.md") for n in range(200)]
+    book = since.SinceBook(path)
+    for n, key in enumerate(keys):
+        book.first_seen(key, repo.format(n=n), first + timedelta(seconds=n))
+    book.save()
+    assert 0 < path.stat().st_size <= since.MAX_BYTES
+    later = datetime(2026, 6, 1, tzinfo=UTC)
+    again = since.SinceBook(path)
+    seen = [again.first_seen(key, repo.format(n=n), later) for n, key in enumerate(keys)]
+    kept = [n for n, when in enumerate(seen) if when != later]
+    assert kept and kept == list(range(kept[0], 200)), kept  # the newest, each as it was
+    assert all(seen[n] == first + timedelta(seconds=n) for n in kept)
+    assert "too large" not in capsys.readouterr().err
+
+
 def _rows_before(loaded: object) -> dict:
     """The memory file's rows as a Python loop checked them (the oracle of the test below)."""
     if not isinstance(loaded, dict) or loaded.get("format") != 1:

@@ -61,6 +61,17 @@ def _when(micros: int) -> datetime:
     return EPOCH + micros * _US
 
 
+def _newest(rows: dict[Key, tuple[str, int]], count: int) -> dict[Key, tuple[str, int]]:
+    """The `count` rows first seen last."""
+    return dict(sorted(rows.items(), key=lambda item: item[1][1])[len(rows) - max(count, 0) :])
+
+
+def _encoded(rows: dict[Key, tuple[str, int]]) -> bytes:
+    return json.dumps(
+        {"format": FORMAT, "blocks": [[s, p, r, t] for (s, p), (r, t) in rows.items()]}
+    ).encode()
+
+
 def key_for(source: str, path: object) -> Key:
     return (source, os.fsdecode(path) if isinstance(path, Path) else str(path))
 
@@ -238,11 +249,15 @@ class SinceBook:
                 if not os.path.lexists(key[1]):
                     del rows[key]
             if len(rows) > MAX_ENTRIES:
-                newest = sorted(rows.items(), key=lambda item: item[1][1])[-MAX_ENTRIES:]
-                rows = dict(newest)
-            data = json.dumps(
-                {"format": FORMAT, "blocks": [[s, p, r, t] for (s, p), (r, t) in rows.items()]}
-            ).encode()
+                rows = _newest(rows, MAX_ENTRIES)
+            data = _encoded(rows)
+            while len(data) > MAX_BYTES:
+                # Paths long or not ASCII (6 bytes a character in JSON): the oldest rows go, so
+                # that the file is one its reader takes, not one refused whole at the next start.
+                rows = _newest(
+                    rows, min(len(rows) - 1, len(rows) * MAX_BYTES * 9 // 10 // len(data))
+                )
+                data = _encoded(rows)
             fsio.atomic_write(self.path, data, 0o600)
             stamp = self._file_stamp()
         finally:
