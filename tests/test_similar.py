@@ -215,6 +215,32 @@ def test_question_groups_finds_the_groups_among_5000_blocks() -> None:
     assert len(groups) == 40 and all(len(g) == 26 for g in groups)
 
 
+def test_long_questions_grouped_are_not_kept_once_their_blocks_are_gone() -> None:
+    """An ask's question can be a megabyte: what is kept to compare it again is its one line,
+    not the text, so a session that groups by question does not hold every long question it
+    ever saw. The groups are the same as for short ones."""
+    import gc
+    import tracemalloc
+
+    pad = " and more context. " * 5_000  # about 95 kB a question
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for wave in range(3):
+            blocks = [
+                _asking(f"Which Node version should CI use for run {wave}-{n}?{pad}{n}", n)
+                for n in range(40)
+            ] + [_asking(f"Which Node version should CI use for run {wave}-0?{pad}0", 99)]
+            groups = question_groups(blocks)
+            assert [[b.id for b in g] for g in groups] == [["loopkit-0", "loopkit-99"]]
+            del blocks, groups
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held < 2_000_000, f"{held:,} bytes held after the blocks left (123 questions, 11 MB)"
+
+
 # -- real answers, real blocks ---------------------------------------------------------------
 
 

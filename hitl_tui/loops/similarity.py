@@ -175,18 +175,16 @@ class _Asked:
     normal: str
     tokens: frozenset[str]
     literals: frozenset[str]
-    #: The literals of each kind `literals_differ` compares apart (`_KINDS`).
-    kinds: tuple[frozenset[str], ...] = ()
+    kinds: tuple[frozenset[str], ...] = ()  # the literals by kind (`_KINDS`), compared apart
 
 
 _KINDS, _NONE = ("num:", "op:", "path:"), frozenset[int]()
-
-
 #: Questions as compared, by their one line and (`_RAW`: a string keeps its hash; the line made
-#: again was 100 ms a grouping at 50,000 blocks) by the block's text the line is made of.
+#: again was 100 ms a grouping at 50,000 blocks) by the block's text the line is made of, if at
+#: most `_RAW_LONGEST` (an ask's may be a megabyte, which would be kept after its block left).
 _ASKED: dict[str, _Asked] = {}
 _RAW: dict[str, _Asked] = {}
-_ASKED_MAX = 50_000
+_ASKED_MAX, _RAW_LONGEST = 50_000, 1024
 
 
 def _asked(block: Block) -> _Asked:
@@ -196,9 +194,11 @@ def _asked(block: Block) -> _Asked:
             normal, marks = normalise(question), literals(question)
             kinds = tuple(frozenset(x for x in marks if x.startswith(k)) for k in _KINDS)
             found = _Asked(normal, tokens(normal), marks, kinds)
-        for kept in (_ASKED, _RAW) if len(_RAW) >= _ASKED_MAX else ():
+        for kept in (_ASKED, _RAW) if max(len(_ASKED), len(_RAW)) >= _ASKED_MAX else ():
             kept.clear()
-        _RAW[raw] = _ASKED[question] = found
+        _ASKED[question] = found
+        if len(raw) <= _RAW_LONGEST:
+            _RAW[raw] = found
     return found
 
 
