@@ -15,6 +15,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from hitl_tui.cli import commands
 from hitl_tui.inbox import parsecache
 from hitl_tui.inbox.inbox import Inbox
@@ -375,3 +377,31 @@ async def test_objects_alive_for_a_moment_start_no_full_collection(tmp_path, mon
     finally:
         gc.callbacks.remove(callback)
     assert gc.get_threshold() == before
+
+
+async def test_the_gc_thresholds_come_back_however_the_app_stops(tmp_path) -> None:
+    """A failure on the way out (the bot's stop, say) still gives the embedding process
+    CPython's thresholds back, and unfreezes what start-up froze."""
+    import gc
+
+    from hitl_tui.config import Config
+
+    root = tmp_path / "fleet"
+    fleet(root)
+    before = gc.get_threshold()
+    app = commands.open_app([root], Config(operator="Ada", bell=False), watch=False)
+
+    def fails() -> None:
+        raise RuntimeError("the bot would not stop")
+
+    try:
+        with pytest.raises(RuntimeError, match="would not stop"):
+            async with app.run_test(size=(120, 30)) as pilot:
+                await until(pilot, lambda: app.loaded, what="the scan to end")
+                assert gc.get_threshold() != before and gc.get_freeze_count() > 0
+                app.stop_telegram = fails  # type: ignore[method-assign]
+        after, frozen = gc.get_threshold(), gc.get_freeze_count()
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()
+    assert (after, frozen) == (before, 0)

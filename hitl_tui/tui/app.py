@@ -690,12 +690,14 @@ class HitlApp(RunsTelegram, App[int]):
     async def on_unmount(self) -> None:
         self.stop_event.set()
         self.quiet.stop()  # the background work waiting for a pause stops waiting
-        notices.stop_all()  # a notice command still running is not left behind
-        self.stop_telegram()
-        if self.loaded:
-            self.inbox_screen.save_seen_now()  # the marks learnt since the last save
-        await self._remote_stopped()
-        if self._gc_threshold is not None:
-            gc.set_threshold(*self._gc_threshold)  # CPython's own again (an embedding process)
-            self._gc_threshold = None
-        gc.unfreeze()  # what start-up froze can be collected again (an embedding process)
+        try:
+            notices.stop_all()  # a notice command still running is not left behind
+            self.stop_telegram()
+            if self.loaded:
+                self.inbox_screen.save_seen_now()  # the marks learnt since the last save
+            await self._remote_stopped()
+        finally:  # however the rest stopped, for a process that embeds the app (the tests)
+            if self._gc_threshold is not None:
+                gc.set_threshold(*self._gc_threshold)  # CPython's own again
+                self._gc_threshold = None
+            gc.unfreeze()  # what start-up froze can be collected again
