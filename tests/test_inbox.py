@@ -141,6 +141,50 @@ def test_one_batch_with_every_kind(root: Path):
     assert ids(inbox.handle(paths + paths)) == (["c"], ["b"], [root / "a" / "BLOCKED.md"])
 
 
+def test_deltas_merged_say_what_the_two_did_in_turn(root: Path):
+    """The watcher merges what an event batch changed with what a look at the files found
+    after it (`Delta.merge`): the merged delta is what the two did in turn. A block made then
+    removed was never there (applied added-then-removed, it stayed listed for good); changed
+    then removed is removed; made then changed is added as it is now."""
+    from hitl_tui.inbox.view import RowOrder, row_of
+
+    inbox = Inbox.open([root])
+    rows = RowOrder(inbox.sorted_blocks())
+    a, b, c = (root / name / "BLOCKED.md" for name in "abc")
+
+    made = inbox.handle([blocked(root / "c", "C?")])
+    c.unlink()
+    merged = made.merge(inbox.handle([c]))
+    assert ids(merged) == ([], [], [])
+    rows.apply(merged, None)
+
+    blocked(root / "b", "B again?")
+    changed = inbox.handle([b])
+    b.unlink()
+    merged = changed.merge(inbox.handle([b]))
+    assert ids(merged) == ([], [], [b])
+    rows.apply(merged, None)
+
+    made = inbox.handle([blocked(root / "c", "C first?")])
+    merged = made.merge(inbox.handle([blocked(root / "c", "C now?")]))
+    assert ids(merged) == (["c"], [], []) and merged.added[0].question == "C now?"
+    rows.apply(merged, None)
+
+    a.unlink()
+    gone = inbox.handle([a])
+    merged = gone.merge(inbox.handle([blocked(root / "a", "A again?")]))  # removed, made again
+    assert ids(merged) == (["a"], [], [a])
+    made_again = merged
+    a.unlink()
+    merged = made_again.merge(inbox.handle([a]))  # ... and removed: removed
+    assert ids(merged) == ([], [], [a])
+    rows.apply(merged, None)
+
+    listed = {rk: rows.blocks[rk].question for rk in rows.order}
+    assert listed == {row_of(x): x.question for x in inbox.sorted_blocks()}
+    assert sorted(listed.values()) == ["C now?"]
+
+
 def test_unrelated_paths_change_nothing(root: Path, tmp_path: Path):
     inbox = Inbox.open([root])
     (root / "a" / "README.md").write_text("hi")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hitl_tui.inbox.view import Key
+from hitl_tui.inbox.view import Key, key_of
 from hitl_tui.model import Block
 
 
@@ -32,10 +32,31 @@ class Delta:
         return bool(self.added or self.changed or self.removed or self.rewatch or self.waiting)
 
     def merge(self, other: Delta) -> Delta:
-        """This delta followed by `other` (what a later look at the files changed)."""
+        """This delta followed by `other` (what a later look at the files changed), as one
+        that says what the two did in turn (a client applies removals, then changes, then
+        arrivals): a block added here and removed there was never there; added here and
+        changed there is added as it is now; changed here and removed there is removed;
+        changed in both is changed as it is now."""
+        gone = set(other.removed)
+        now = {key_of(block): block for block in other.changed}
+        if gone or now:
+            replaced = set(self.removed)  # removed, then made again, here
+            added = []
+            for block in self.added:
+                key = key_of(block)
+                if key in gone:
+                    if key not in replaced:
+                        gone.discard(key)  # made and removed: neither is said
+                    continue
+                added.append(now.pop(key, block))
+            self.added = added
+            self.changed = [now.pop(key_of(b), b) for b in self.changed if key_of(b) not in gone]
+            for key in other.removed:  # in their order, each once
+                if key in gone and key not in replaced:
+                    self.removed.append(key)
+                    replaced.add(key)
         self.added += other.added
-        self.changed += other.changed
-        self.removed += other.removed
+        self.changed += now.values()
         mine = self.folders if self.rewatch else set()
         theirs = other.folders if other.rewatch else set()
         self.folders = None if mine is None or theirs is None else mine | theirs
