@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -48,6 +49,17 @@ def test_arrivals_append_or_insert_and_known_rows_stay() -> None:
     # A changed block keeps its row even when its time would sort it elsewhere.
     changed, _ = rows.apply(Delta(changed=[block("a", 99)]), None)
     assert changed and ids(rows) == ["a", "b", "c", "d"]
+
+
+def test_a_listed_block_that_arrives_again_is_drawn_again() -> None:
+    """A block already listed that comes again as an arrival (a host's list sent again, say)
+    is kept where it is, as it is now, and its row is said changed: the widget draws its line
+    again (with its lines kept between keys, the old one stayed for a minute)."""
+    rows = RowOrder([block("a", 0), block("b", 10)])
+    again = replace(block("a", 0), question="a, asked otherwise?", fingerprint="y")
+    changed, _ = rows.apply(Delta(added=[again]), None)
+    assert changed and ids(rows) == ["a", "b"]
+    assert rows.blocks[row_of(again)].question == "a, asked otherwise?"
 
 
 def test_the_highlighted_row_leaving_highlights_the_next_one() -> None:

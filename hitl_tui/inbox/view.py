@@ -596,7 +596,7 @@ class RowOrder:
         if self._placed is None and len(delta.added) > 32:  # (many arrivals: keys made once)
             self._placed = {rk: self._placed_key(rk) for rk in self._sorted}
         now = self._time()
-        moved = False
+        moved = again = False
         for rk in {row_key(k) for k in delta.removed} & self.blocks.keys():
             self._drop(rk)
             moved |= self._unlist(rk)
@@ -620,6 +620,7 @@ class RowOrder:
                 self.blocks[rk] = block
                 self._renamed(rk)
                 self.hay.forget(rk)
+                again = True  # its line is drawn again, as a changed block's
                 continue
             self._insert(rk, block)
             if self.accepts(rk, block, now):
@@ -630,7 +631,7 @@ class RowOrder:
             self.order = self._listed(now)
         if keep is not None and keep not in self.order:
             keep = self._successor(keep, before)
-        return (moved or bool(delta.changed)), keep
+        return (moved or again or bool(delta.changed)), keep
 
     def _list(self, rk: str) -> bool:
         """Put `rk` into `order` where the sort puts it (grouped: recomputed after)."""
