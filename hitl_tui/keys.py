@@ -102,6 +102,9 @@ KEYS: tuple[KeySpec, ...] = (
         "inbox",
         "filter as you type: words, repo:, cat:, state:, src:, id:, age:>1h, -word",
         key_display="/",
+        # Handled as the app reads it, before the keys typed on behind it reach the list:
+        # those are the filter's (`InboxScreen.action_filter`).
+        priority=True,
     ),
     KeySpec(
         "hitl.order",
@@ -444,6 +447,7 @@ KEYS: tuple[KeySpec, ...] = (
         "history",
         "filter as you type: id, repo, block, answer, operator (Esc back to the list)",
         key_display="/",
+        priority=True,  # as hitl.filter: the letters typed on behind it are the filter's
     ),
     KeySpec(
         "history.expand",

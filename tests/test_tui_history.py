@@ -156,6 +156,26 @@ async def test_history_filters_over_the_answer_id_and_repo(tmp_path: Path) -> No
         assert _blocks(screen) == ["shop"]
 
 
+async def test_a_word_typed_in_one_burst_with_the_slash_is_the_filters(tmp_path: Path) -> None:
+    """`/shop` in one read (a fast typist, a busy app): the `h` is the filter's, not the key
+    that closes the history."""
+    from textual import events
+
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        await _answer(pilot, app, "api")
+        await _answer(pilot, app, "shop")
+        screen = await _history(pilot, app)
+        for char in "/shop":
+            app.post_message(events.Key("slash" if char == "/" else char, char))
+        await pilot.pause()
+        await pilot.pause()
+        assert app.screen is screen
+        assert screen.query_one("#history-filter", Input).value == "shop"
+        assert _blocks(screen) == ["shop"]
+
+
 async def test_hostile_text_in_the_history_is_shown_not_run(tmp_path: Path) -> None:
     root = demo_workspace(tmp_path)
     app = make_app([root])

@@ -101,6 +101,26 @@ async def test_escape_clears_the_filter_and_goes_back_to_the_list(tmp_path: Path
         assert table.current.id == "shop"  # the block highlighted under the filter stays
 
 
+async def test_letters_typed_in_one_burst_with_the_slash_go_to_the_filter(tmp_path: Path) -> None:
+    """A terminal hands a fast burst (or a busy app's backlog) over in one read: every key is
+    queued before `/` is handled. The letters after it are the filter's: `z` must not open
+    the snooze dialog, nor any other letter act on the highlighted block."""
+    from textual import events
+
+    app = make_app([demo_workspace(tmp_path)])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, app)
+        for key, char in (("slash", "/"), ("z", "z"), ("z", "z"), ("z", "z")):
+            app.post_message(events.Key(key, char))
+        await pilot.pause()
+        await pilot.pause()
+        assert isinstance(app.screen, InboxScreen), app.screen
+        assert app.query_one("#filter", Input).value == "zzz"
+        assert _ids(app.query_one(BlockList)) == []
+        await pilot.press("backspace", "backspace", "backspace", "slash", "s", "h")
+        assert app.query_one("#filter", Input).value == "/sh"  # in the box, `/` is typed
+
+
 def _note_or_detail(app) -> tuple[str | None, bool]:
     """The note shown where the detail goes (None: hidden), and whether the detail shows."""
     note = app.query_one("#list-note", Static)

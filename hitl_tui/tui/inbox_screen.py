@@ -24,6 +24,7 @@ from datetime import timedelta
 from typing import ClassVar, cast
 
 from textual import on, work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
@@ -470,11 +471,16 @@ class InboxScreen(
         problems.set_class(bool(shown), "shown")
 
     def action_filter(self) -> None:
-        """`/`: the filter's box, the cursor at the end of what is there."""
+        """`/`: the filter's box, the cursor at the end of what is there. A priority key (run
+        as the app reads it) that focuses the box at once: the letters typed on behind it, in
+        one read of a fast burst or a busy app's backlog, are the filter's, never the list's
+        keys (`z` snoozing, `t` a shell). In a text box, `/` is typed."""
+        if isinstance(self.focused, Input):
+            raise SkipAction()
         self.rows.warm()
         self.set_class(True, "filtering")
         box = self.query_one(FilterInput)
-        box.focus()
+        self.set_focus(box)  # not `focus()`: its callback comes after the keys queued already
         box.cursor_position = len(box.value)
 
     @on(FilterInput.Cleared)

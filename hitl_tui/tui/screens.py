@@ -16,6 +16,7 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual import events, on, work
+from textual.actions import SkipAction
 from textual.app import ComposeResult, SuspendNotSupported
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
@@ -707,7 +708,12 @@ class HistoryScreen(BatchHistory, AsksBeforeUndo, ModalScreen[None]):
         self.table.action_cursor_up()
 
     def action_filter(self) -> None:
-        self.query_one("#history-filter", Input).focus()
+        """`/`, a priority key (as the inbox's): the box focused at once, so that the letters
+        typed on behind it are its own (never `h` or `q`, closing the history); in it, `/`
+        is typed."""
+        if isinstance(self.focused, Input):
+            raise SkipAction()
+        self.set_focus(self.query_one("#history-filter", Input))
 
     def action_close(self) -> None:
         if isinstance(self.focused, Input):  # Esc in the filter: back to the list, kept
